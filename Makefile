@@ -1,0 +1,43 @@
+# Croupier — the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PROTO_OUT := libs/proto/src
+PROTO_STAMP := $(PROTO_OUT)/croupier_proto/.generated
+PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
+
+.PHONY: install proto run test test-unit test-integration test-e2e bench lint fmt clean
+
+install: $(STAMP) $(PROTO_STAMP)
+
+$(STAMP): pyproject.toml setup.py $(wildcard libs/rules/native/*.c libs/rules/native/*.h)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+# Stubs are generated into one package, croupier_proto, never copied per service.
+proto: $(PROTO_STAMP)
+$(PROTO_STAMP): $(STAMP) $(PROTOS)
+	bash scripts/gen-proto.sh
+	touch $@
+
+run: install
+	$(BIN)/croupier demo-rules
+
+test: install
+	$(BIN)/python -m pytest tests
+
+test-unit: install
+	$(BIN)/python -m pytest tests/unit
+
+bench: install
+	$(BIN)/python bench/run.py
+
+lint: install
+	$(BIN)/python scripts/lint_rules_purity.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info var
