@@ -5,12 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROTO_OUT := libs/proto/src
-PROTO_STAMP := $(PROTO_OUT)/croupier_proto/.generated
+PROTO_STAMP := $(PROTO_OUT)/.generated
 PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
 
 .PHONY: install proto run test test-unit test-integration test-e2e bench lint fmt clean
 
 install: $(STAMP) $(PROTO_STAMP)
+	@# Every source root on the path, so a new service or the generated stubs need no reinstall.
+	@printf '%s\n' $(abspath $(wildcard libs/*/src services/*/src cli/src)) \
+		> $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/croupier-src.pth
 
 $(STAMP): pyproject.toml setup.py $(wildcard libs/rules/native/*.c libs/rules/native/*.h)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

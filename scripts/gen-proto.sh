@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=libs/proto/src
-mkdir -p "$out/croupier_proto"
+mkdir -p "$out"
 protos=$(find proto -name '*.proto' | sort)
 if [ -z "$protos" ]; then exit 0; fi
 .venv/bin/python -m grpc_tools.protoc -Iproto --python_out="$out" --grpc_python_out="$out" --pyi_out="$out" $protos
