@@ -1,0 +1,74 @@
+"""Cards as small integers: ``rank_index * 4 + suit_index``.
+
+Rank indexes 0..12 stand for 2..A (ace high in war games; poker code handles the wheel),
+suit indexes 0..3 for clubs, diamonds, hearts, spades. The text form is rank then suit,
+``"Ac"``, ``"Td"``, as players, logs and scenario files write it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .errors import RuleError
+
+RANKS = "23456789TJQKA"
+SUITS = "cdhs"
+DECK_SIZE = 52
+RANK_NAMES = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "Jack", "Queen", "King", "Ace")
+SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
+
+Card = int
+
+
+def rank_of(card: Card) -> int:
+    return card >> 2
+
+
+def suit_of(card: Card) -> int:
+    return card & 3
+
+
+def make_card(rank_index: int, suit_index: int) -> Card:
+    return rank_index * 4 + suit_index
+
+
+def parse_card(text: str) -> Card:
+    """``"Ac"`` -> card; a clear RuleError for anything else (``"10h"`` is accepted as ``"Th"``)."""
+    if not isinstance(text, str):
+        raise RuleError(f"a card must be a string such as 'Ac', not {text!r}")
+    cleaned = text.strip()
+    if cleaned[:2] == "10":
+        cleaned = "T" + cleaned[2:]
+    if len(cleaned) != 2 or cleaned[0].upper() not in RANKS or cleaned[1].lower() not in SUITS:
+        raise RuleError(
+            f"malformed card {text!r}: write rank then suit, ranks 2-9 T J Q K A, suits c d h s (e.g. 'Ac', 'Td')"
+        )
+    return make_card(RANKS.index(cleaned[0].upper()), SUITS.index(cleaned[1].lower()))
+
+
+def parse_cards(texts: Iterable[str]) -> tuple[Card, ...]:
+    return tuple(parse_card(t) for t in texts)
+
+
+def card_text(card: Card) -> str:
+    if not 0 <= card < DECK_SIZE:
+        raise RuleError(f"card code {card} is out of range 0..51")
+    return RANKS[rank_of(card)] + SUITS[suit_of(card)]
+
+
+def cards_text(cards: Iterable[Card]) -> list[str]:
+    return [card_text(c) for c in cards]
+
+
+def card_name(card: Card) -> str:
+    return f"{RANK_NAMES[rank_of(card)]} of {SUIT_NAMES[suit_of(card)]}"
+
+
+def shoe_counts(decks: int) -> list[int]:
+    """Copies of each card code in a fresh shoe of ``decks`` decks."""
+    return [decks] * DECK_SIZE
+
+
+def fresh_shoe(decks: int) -> tuple[Card, ...]:
+    """An unshuffled shoe, deck after deck; shuffling is the shuffler's job, not the rules'."""
+    return tuple(card for _ in range(decks) for card in range(DECK_SIZE))

@@ -1,0 +1,278 @@
+"""One decider per game: ``decide(state, command) -> events`` and ``evolve(state, event) -> state``.
+
+The same two functions run a live table, rebuild a round from its log and drive the exact
+odds, so they are deterministic: cards arrive as data in ``Deal`` commands, never drawn here.
+Each game supplies a ``Game`` (its bets, deal layout, decisions and settlement); the engine
+below does what is common: validation, phases, folding.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from .cards import card_text, parse_card
+from .commands import Command, Deal, Decide, PlaceBets, VoidRound
+from .errors import RuleError
+from .events import (
+    BetsPlaced,
+    CardsDealt,
+    DealtCard,
+    DecisionMade,
+    DecisionRequired,
+    RoundEvent,
+    RoundSettled,
+    RoundVoided,
+)
+from .tables import TableConfig
+
+PHASE_TEXT = {
+    "betting": "waiting for bets",
+    "dealing": "waiting for cards",
+    "dealt": "dealt and not yet resolved",
+    "deciding": "waiting for a decision",
+    "settled": "settled",
+    "voided": "voided",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """Everything the rules know about one round; built only by folding events."""
+
+    table: TableConfig
+    phase: str = "betting"
+    stage: str = "initial"
+    bets: Mapping[str, int] = field(default_factory=dict)
+    adjusted_from: Mapping[str, int] = field(default_factory=dict)
+    hands: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    pending: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    decisions: Mapping[str, str] = field(default_factory=dict)
+    settlement: RoundSettled | None = None
+    void: RoundVoided | None = None
+
+    @property
+    def game(self) -> str:
+        return self.table.game
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase in ("settled", "voided")
+
+    def card(self, hand: str, index: int = 0) -> str:
+        return self.hands[hand][index]
+
+    @property
+    def total_staked(self) -> int:
+        return sum(self.bets.values())
+
+
+Slot = tuple[str, bool]  # (hand, face_up)
+
+
+class Game(ABC):
+    """The game-specific part of a decider."""
+
+    name: str
+    bet_names: tuple[str, ...]  # bets a player may place
+    required_bets: tuple[str, ...] = ()  # at least one of these must be placed (empty: any bet)
+    options: tuple[str, ...]
+    decision_when: str  # when a decision is allowed, for error messages
+
+    @abstractmethod
+    def slots(self, table: TableConfig, stage: str) -> tuple[Slot, ...]:
+        """Where each card of a deal stage goes, in dealing order."""
+
+    def normalize_bets(self, table: TableConfig, bets: dict[str, int]) -> dict[str, int]:
+        return bets
+
+    @abstractmethod
+    def after_deal(self, state: RoundState) -> DecisionRequired | None:
+        """The decision the cards just dealt call for, or None when the round can settle."""
+
+    @abstractmethod
+    def on_decision(self, state: RoundState, bet: str, choice: str) -> DecisionMade:
+        """The event for one answer; the last answer names the next stage when cards are needed."""
+
+    @abstractmethod
+    def settle(self, state: RoundState) -> RoundSettled:
+        """Results of every bet from the state's cards and decisions."""
+
+    def cards_needed(self, state: RoundState) -> int:
+        return len(self.slots(state.table, state.stage)) if state.phase == "dealing" else 0
+
+    def deal_description(self, slots: tuple[Slot, ...]) -> str:
+        burns = sum(1 for hand, _ in slots if hand == "burn")
+        shown = len(slots) - burns
+        return f"{burns} burned then {shown} dealt" if burns else f"{shown} dealt"
+
+
+class Decider:
+    """decide / evolve / initial_state for one game, with the engine's common checks."""
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+
+    @property
+    def name(self) -> str:
+        return self.game.name
+
+    def initial_state(self, table: TableConfig) -> RoundState:
+        if table.game != self.game.name:
+            raise RuleError(f"a {table.game} table cannot run {self.game.name}")
+        return RoundState(table=table)
+
+    def fold(self, table: TableConfig, events: Iterable[RoundEvent]) -> RoundState:
+        state = self.initial_state(table)
+        for event in events:
+            state = self.evolve(state, event)
+        return state
+
+    def cards_needed(self, state: RoundState) -> int:
+        return self.game.cards_needed(state)
+
+    # -- decide -------------------------------------------------------------------------
+
+    def decide(self, state: RoundState, command: Command) -> list[RoundEvent]:
+        events: list[RoundEvent] = []
+
+        def emit(event: RoundEvent) -> None:
+            nonlocal state
+            events.append(event)
+            state = self.evolve(state, event)
+
+        if isinstance(command, VoidRound):
+            emit(self._void(state, command))
+        elif isinstance(command, PlaceBets):
+            emit(self._place_bets(state, command))
+        elif isinstance(command, Deal):
+            emit(self._deal(state, command))
+            required = self.game.after_deal(state)
+            emit(required if required is not None else self.game.settle(state))
+        elif isinstance(command, Decide):
+            bet, choice = self._check_decision(state, command)
+            emit(self.game.on_decision(state, bet, choice))
+            if state.phase == "deciding" and not state.pending:
+                emit(self.game.settle(state))
+        else:
+            raise RuleError(f"unknown command {type(command).__name__}")
+        return events
+
+    def _place_bets(self, state: RoundState, command: PlaceBets) -> BetsPlaced:
+        if state.phase != "betting":
+            raise RuleError(f"bets are only taken before the deal; this round is {PHASE_TEXT[state.phase]}")
+        table = state.table
+        bets: dict[str, int] = {}
+        for name, amount in command.bets.items():
+            if name not in self.game.bet_names:
+                raise RuleError(f"unknown bet {name!r} at {self.game.name}; bets are: {', '.join(self.game.bet_names)}")
+            if isinstance(amount, bool) or not isinstance(amount, int):
+                raise RuleError(f"bet {name} must be a whole number of minor units (cents), not {amount!r}")
+            if amount < 0:
+                raise RuleError(f"bet {name} of {amount} is negative; bets are positive amounts in minor units")
+            if amount:
+                bets[name] = amount
+        bets = self.game.normalize_bets(table, bets)
+        if not bets:
+            raise RuleError(f"no bet placed; place at least one of: {', '.join(self.game.required_bets or self.game.bet_names)}")
+        missing = [b for b in self.game.required_bets if b not in bets]
+        if self.game.required_bets and len(missing) == len(self.game.required_bets):
+            raise RuleError(f"{' or '.join(self.game.required_bets)} is required at {self.game.name}")
+        adjusted: dict[str, int] = {}
+        for name, amount in bets.items():
+            limit = table.limits[name]
+            if amount < limit.min:
+                raise RuleError(f"bet {name} of {amount} is under the table minimum {limit.min} (limits {limit.min}-{limit.max})")
+            if amount > limit.max:
+                if table.over_limit != "auto-adjust":
+                    raise RuleError(f"bet {name} of {amount} is over the table maximum {limit.max} (limits {limit.min}-{limit.max})")
+                adjusted[name] = amount
+                amount = limit.max - limit.max % table.chip_unit
+                bets[name] = amount
+            if amount % table.chip_unit:
+                raise RuleError(
+                    f"bet {name} of {amount} is not a whole number of chips; chips are {', '.join(map(str, table.chips))}"
+                )
+        return BetsPlaced(bets=bets, adjusted_from=adjusted)
+
+    def _deal(self, state: RoundState, command: Deal) -> CardsDealt:
+        if state.phase != "dealing":
+            raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[state.phase]}")
+        slots = self.game.slots(state.table, state.stage)
+        if len(command.cards) != len(slots):
+            raise RuleError(
+                f"the {state.stage} deal needs exactly {len(slots)} cards ({self.game.deal_description(slots)}), "
+                f"got {len(command.cards)}"
+            )
+        if command.positions is not None and len(command.positions) != len(command.cards):
+            raise RuleError("a position is needed for every dealt card, or none at all")
+        codes = [parse_card(c) for c in command.cards]
+        seen = Counter(parse_card(c) for hand in state.hands.values() for c in hand)
+        seen.update(codes)
+        over = [c for c, n in seen.items() if n > state.table.decks]
+        if over:
+            raise RuleError(
+                f"card {command.cards[codes.index(over[0])]} dealt more often than a {state.table.decks}-deck shoe holds it"
+            )
+        positions = command.positions or (None,) * len(codes)
+        return CardsDealt(
+            stage=state.stage,
+            cards=tuple(
+                DealtCard(card=card_text(code), hand=hand, face_up=up, position=pos)
+                for code, (hand, up), pos in zip(codes, slots, positions)
+            ),
+        )
+
+    def _check_decision(self, state: RoundState, command: Decide) -> tuple[str, str]:
+        choice = command.choice.strip().lower() if isinstance(command.choice, str) else command.choice
+        allowed = ", ".join(self.game.options)
+        if state.phase != "deciding":
+            raise RuleError(f"{choice} is only allowed {self.game.decision_when}; this round is {PHASE_TEXT[state.phase]}")
+        if choice not in state.options:
+            raise RuleError(f"unknown decision {command.choice!r}; allowed now: {', '.join(state.options)}")
+        bet = command.bet
+        if bet is None:
+            if len(state.pending) > 1:
+                raise RuleError(f"say which bet decides: {', '.join(state.pending)} are waiting (options: {allowed})")
+            bet = state.pending[0]
+        elif bet not in state.pending:
+            waiting = ", ".join(state.pending)
+            raise RuleError(f"bet {bet!r} has no decision pending; waiting: {waiting}")
+        return bet, choice
+
+    def _void(self, state: RoundState, command: VoidRound) -> RoundVoided:
+        if state.phase == "voided":
+            raise RuleError("this round is already voided")
+        if not command.reason.strip():
+            raise RuleError("a void needs a reason")
+        return RoundVoided(reason=command.reason.strip(), refunds=dict(state.bets))
+
+    # -- evolve -------------------------------------------------------------------------
+
+    def evolve(self, state: RoundState, event: RoundEvent) -> RoundState:
+        if isinstance(event, BetsPlaced):
+            return replace(state, phase="dealing", stage="initial", bets=dict(event.bets), adjusted_from=dict(event.adjusted_from))
+        if isinstance(event, CardsDealt):
+            hands = {k: v for k, v in state.hands.items()}
+            for dealt in event.cards:
+                hands[dealt.hand] = hands.get(dealt.hand, ()) + (dealt.card,)
+            return replace(state, hands=hands, phase="dealt")
+        if isinstance(event, DecisionRequired):
+            return replace(state, phase="deciding", pending=tuple(event.bets), options=tuple(event.options))
+        if isinstance(event, DecisionMade):
+            bets = dict(state.bets)
+            for name, amount in event.added.items():
+                bets[name] = bets.get(name, 0) + amount
+            pending = tuple(b for b in state.pending if b != event.bet)
+            decisions = {**state.decisions, event.bet: event.choice}
+            if event.next_stage is not None:
+                return replace(state, bets=bets, pending=(), options=(), decisions=decisions, phase="dealing", stage=event.next_stage)
+            return replace(state, bets=bets, pending=pending, decisions=decisions)
+        if isinstance(event, RoundSettled):
+            return replace(state, phase="settled", settlement=event, pending=(), options=())
+        if isinstance(event, RoundVoided):
+            return replace(state, phase="voided", void=event, pending=(), options=())
+        raise RuleError(f"unknown event {type(event).__name__}")

@@ -1,0 +1,23 @@
+"""The decider of each game, by name."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+
+from .decider import Decider
+from .tables import check_game
+
+_GAMES = {
+    "casino-war": ("casino_war", "CasinoWar"),
+    "war-p2p": ("war_p2p", "WarP2P"),
+    "casino-holdem": ("casino_holdem", "CasinoHoldem"),
+    "battle-royale": ("battle_royale", "BattleRoyale"),
+    "dueling-for-dollars": ("dueling", "Dueling"),
+}
+
+
+@cache
+def decider_for(game: str) -> Decider:
+    module, cls = _GAMES[check_game(game)]
+    return Decider(getattr(import_module(f".games.{module}", __package__), cls)())

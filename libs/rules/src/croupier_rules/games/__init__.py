@@ -1,0 +1,1 @@
+"""The five games, each a ``Game`` plugged into the common ``Decider``."""

@@ -1,0 +1,57 @@
+"""War with a player-dealer (RULES.md §2): surrender loses the ante; war deals 3 down, 1 up each.
+
+When a player sits as dealer, the house takes ``commission_rate`` of everything bet
+against the dealer in the round (Ante + Raise), win or lose.
+"""
+
+from __future__ import annotations
+
+from ..decider import RoundState, Slot
+from ..events import BetResult, RoundSettled
+from ..money import part_returned, percent_half_up
+from ..tables import TableConfig, WarP2PTable
+from .war_family import FIRST_DEAL, OneBetWar, compare, result
+
+
+def three_down_one_up(face_down: int) -> tuple[Slot, ...]:
+    return (
+        (("player_down", False),) * face_down
+        + (("dealer_down", False),) * face_down
+        + (("player_war", True), ("dealer_war", True))
+    )
+
+
+class WarP2P(OneBetWar):
+    name = "war-p2p"
+    war_choice = "raise"
+    war_bet = "raise"
+
+    def slots(self, table: TableConfig, stage: str) -> tuple[Slot, ...]:
+        return FIRST_DEAL if stage == "initial" else three_down_one_up(table.face_down_war_cards)  # type: ignore[attr-defined]
+
+    def settle(self, state: RoundState) -> RoundSettled:
+        table: WarP2PTable = state.table  # type: ignore[assignment]
+        ante = state.bets["ante"]
+        first = compare(state)
+        results: dict[str, BetResult] = {}
+        if first > 0:
+            results["ante"] = result(ante, 2, "win")
+        elif first < 0:
+            results["ante"] = result(ante, 0, "lose")
+        elif state.decisions.get("ante") == "surrender":
+            results["ante"] = BetResult(stake=ante, returned=part_returned(ante, table.surrender_loss), outcome="surrender")
+        else:
+            raise_ = state.bets["raise"]
+            if compare(state, "player_war", "dealer_war") >= 0:
+                results["ante"] = result(ante, 1, "push")
+                results["raise"] = result(raise_, 2, "win after war")
+            else:
+                results["ante"] = result(ante, 0, "lose after war")
+                results["raise"] = result(raise_, 0, "lose after war")
+        if table.dealer != "player":
+            return RoundSettled(results=results)
+        commission = percent_half_up(state.total_staked, table.commission_rate)
+        player_net = sum(r.net for r in results.values())
+        return RoundSettled(
+            results=results, commission=commission, dealer_net=-player_net - commission
+        )
