@@ -32,8 +32,14 @@ def make_card(rank_index: int, suit_index: int) -> Card:
     return rank_index * 4 + suit_index
 
 
+_CODES = {RANKS[r] + SUITS[s]: r * 4 + s for r in range(13) for s in range(4)}
+
+
 def parse_card(text: str) -> Card:
     """``"Ac"`` -> card; a clear RuleError for anything else (``"10h"`` is accepted as ``"Th"``)."""
+    code = _CODES.get(text) if isinstance(text, str) else None
+    if code is not None:
+        return code
     if not isinstance(text, str):
         raise RuleError(f"a card must be a string such as 'Ac', not {text!r}")
     cleaned = text.strip()

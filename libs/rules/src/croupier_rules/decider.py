@@ -137,6 +137,10 @@ class Decider:
     # -- decide -------------------------------------------------------------------------
 
     def decide(self, state: RoundState, command: Command) -> list[RoundEvent]:
+        return self.execute(state, command)[1]
+
+    def execute(self, state: RoundState, command: Command) -> tuple[RoundState, list[RoundEvent]]:
+        """``decide`` and the state those events fold to, without folding them twice."""
         events: list[RoundEvent] = []
 
         def emit(event: RoundEvent) -> None:
@@ -159,7 +163,7 @@ class Decider:
                 emit(self.game.settle(state))
         else:
             raise RuleError(f"unknown command {type(command).__name__}")
-        return events
+        return state, events
 
     def _place_bets(self, state: RoundState, command: PlaceBets) -> BetsPlaced:
         if state.phase != "betting":
@@ -210,13 +214,11 @@ class Decider:
         if command.positions is not None and len(command.positions) != len(command.cards):
             raise RuleError("a position is needed for every dealt card, or none at all")
         codes = [parse_card(c) for c in command.cards]
-        seen = Counter(parse_card(c) for hand in state.hands.values() for c in hand)
-        seen.update(codes)
+        seen = Counter(codes)
+        seen.update(parse_card(c) for hand in state.hands.values() for c in hand)
         over = [c for c, n in seen.items() if n > state.table.decks]
         if over:
-            raise RuleError(
-                f"card {command.cards[codes.index(over[0])]} dealt more often than a {state.table.decks}-deck shoe holds it"
-            )
+            raise RuleError(f"card {card_text(over[0])} dealt more often than a {state.table.decks}-deck shoe holds it")
         positions = command.positions or (None,) * len(codes)
         return CardsDealt(
             stage=state.stage,

@@ -1,0 +1,1 @@
+"""Exact odds by combinatorics, computed through the same deciders that run the tables."""
