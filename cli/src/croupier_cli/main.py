@@ -1,5 +1,20 @@
+"""The ``croupier`` command line: one entry point, one sub-app per concern."""
+
+from __future__ import annotations
+
 import typer
-app = typer.Typer()
-@app.command()
-def hello():
-    print("hi")
+
+from . import rules_cmd
+
+app = typer.Typer(
+    name="croupier",
+    help="Croupier: an event-sourced casino backend for table games.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+rules_cmd.register(app)
+
+
+if __name__ == "__main__":
+    app()
