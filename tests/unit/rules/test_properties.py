@@ -127,10 +127,12 @@ def test_every_decision_outside_a_decision_is_a_rule_error(game, choice, when):
     if when == "settled":
         bet = {"dueling-for-dollars": "player"}.get(game, "ante")
         state = decider.execute(state, PlaceBets(bets={bet: 500}))[0]
+        shoe = ["Kc", "2d", "3d", "4d", "5d", "7d", "8d", "9d", "Th", "Jh", "Qh", "Ah"]
         while not state.is_over:
             if state.phase == "dealing":
                 need = decider.cards_needed(state)
-                state = decider.execute(state, Deal(cards=("Kc", "2d", "3d", "4d", "5d", "7d", "8d", "9d")[:need]))[0]
+                state = decider.execute(state, Deal(cards=tuple(shoe[:need])))[0]
+                shoe = shoe[need:]
             else:
                 state = decider.execute(state, Decide(choice=state.options[0], bet=state.pending[0]))[0]
     try:

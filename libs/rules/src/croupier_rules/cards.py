@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .errors import RuleError
+from .errors import InvalidInput
 
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
@@ -41,12 +41,12 @@ def parse_card(text: str) -> Card:
     if code is not None:
         return code
     if not isinstance(text, str):
-        raise RuleError(f"a card must be a string such as 'Ac', not {text!r}")
+        raise InvalidInput(f"a card must be a string such as 'Ac', not {text!r}")
     cleaned = text.strip()
     if cleaned[:2] == "10":
         cleaned = "T" + cleaned[2:]
     if len(cleaned) != 2 or cleaned[0].upper() not in RANKS or cleaned[1].lower() not in SUITS:
-        raise RuleError(
+        raise InvalidInput(
             f"malformed card {text!r}: write rank then suit, ranks 2-9 T J Q K A, suits c d h s (e.g. 'Ac', 'Td')"
         )
     return make_card(RANKS.index(cleaned[0].upper()), SUITS.index(cleaned[1].lower()))
@@ -58,7 +58,7 @@ def parse_cards(texts: Iterable[str]) -> tuple[Card, ...]:
 
 def card_text(card: Card) -> str:
     if not 0 <= card < DECK_SIZE:
-        raise RuleError(f"card code {card} is out of range 0..51")
+        raise InvalidInput(f"card code {card} is out of range 0..51")
     return RANKS[rank_of(card)] + SUITS[suit_of(card)]
 
 

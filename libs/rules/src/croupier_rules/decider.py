@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from .cards import card_text, parse_card
 from .commands import Command, Deal, Decide, PlaceBets, VoidRound
-from .errors import RuleError
+from .errors import InvalidInput, RuleError
 from .events import (
     BetsPlaced,
     CardsDealt,
@@ -172,32 +172,32 @@ class Decider:
         bets: dict[str, int] = {}
         for name, amount in command.bets.items():
             if name not in self.game.bet_names:
-                raise RuleError(f"unknown bet {name!r} at {self.game.name}; bets are: {', '.join(self.game.bet_names)}")
+                raise InvalidInput(f"unknown bet {name!r} at {self.game.name}; bets are: {', '.join(self.game.bet_names)}")
             if isinstance(amount, bool) or not isinstance(amount, int):
-                raise RuleError(f"bet {name} must be a whole number of minor units (cents), not {amount!r}")
+                raise InvalidInput(f"bet {name} must be a whole number of minor units (cents), not {amount!r}")
             if amount < 0:
-                raise RuleError(f"bet {name} of {amount} is negative; bets are positive amounts in minor units")
+                raise InvalidInput(f"bet {name} of {amount} is negative; bets are positive amounts in minor units")
             if amount:
                 bets[name] = amount
         bets = self.game.normalize_bets(table, bets)
         if not bets:
-            raise RuleError(f"no bet placed; place at least one of: {', '.join(self.game.required_bets or self.game.bet_names)}")
+            raise InvalidInput(f"no bet placed; place at least one of: {', '.join(self.game.required_bets or self.game.bet_names)}")
         missing = [b for b in self.game.required_bets if b not in bets]
         if self.game.required_bets and len(missing) == len(self.game.required_bets):
-            raise RuleError(f"{' or '.join(self.game.required_bets)} is required at {self.game.name}")
+            raise InvalidInput(f"{' or '.join(self.game.required_bets)} is required at {self.game.name}")
         adjusted: dict[str, int] = {}
         for name, amount in bets.items():
             limit = table.limits[name]
             if amount < limit.min:
-                raise RuleError(f"bet {name} of {amount} is under the table minimum {limit.min} (limits {limit.min}-{limit.max})")
+                raise InvalidInput(f"bet {name} of {amount} is under the table minimum {limit.min} (limits {limit.min}-{limit.max})")
             if amount > limit.max:
                 if table.over_limit != "auto-adjust":
-                    raise RuleError(f"bet {name} of {amount} is over the table maximum {limit.max} (limits {limit.min}-{limit.max})")
+                    raise InvalidInput(f"bet {name} of {amount} is over the table maximum {limit.max} (limits {limit.min}-{limit.max})")
                 adjusted[name] = amount
                 amount = limit.max - limit.max % table.chip_unit
                 bets[name] = amount
             if amount % table.chip_unit:
-                raise RuleError(
+                raise InvalidInput(
                     f"bet {name} of {amount} is not a whole number of chips; chips are {', '.join(map(str, table.chips))}"
                 )
         return BetsPlaced(bets=bets, adjusted_from=adjusted)
@@ -207,12 +207,12 @@ class Decider:
             raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[state.phase]}")
         slots = self.game.slots(state.table, state.stage)
         if len(command.cards) != len(slots):
-            raise RuleError(
+            raise InvalidInput(
                 f"the {state.stage} deal needs exactly {len(slots)} cards ({self.game.deal_description(slots)}), "
                 f"got {len(command.cards)}"
             )
         if command.positions is not None and len(command.positions) != len(command.cards):
-            raise RuleError("a position is needed for every dealt card, or none at all")
+            raise InvalidInput("a position is needed for every dealt card, or none at all")
         codes = [parse_card(c) for c in command.cards]
         seen = Counter(codes)
         seen.update(parse_card(c) for hand in state.hands.values() for c in hand)
@@ -234,11 +234,11 @@ class Decider:
         if state.phase != "deciding":
             raise RuleError(f"{choice} is only allowed {self.game.decision_when}; this round is {PHASE_TEXT[state.phase]}")
         if choice not in state.options:
-            raise RuleError(f"unknown decision {command.choice!r}; allowed now: {', '.join(state.options)}")
+            raise InvalidInput(f"unknown decision {command.choice!r}; allowed now: {', '.join(state.options)}")
         bet = command.bet
         if bet is None:
             if len(state.pending) > 1:
-                raise RuleError(f"say which bet decides: {', '.join(state.pending)} are waiting (options: {allowed})")
+                raise InvalidInput(f"say which bet decides: {', '.join(state.pending)} are waiting (options: {allowed})")
             bet = state.pending[0]
         elif bet not in state.pending:
             waiting = ", ".join(state.pending)
@@ -249,7 +249,7 @@ class Decider:
         if state.phase == "voided":
             raise RuleError("this round is already voided")
         if not command.reason.strip():
-            raise RuleError("a void needs a reason")
+            raise InvalidInput("a void needs a reason")
         return RoundVoided(reason=command.reason.strip(), refunds=dict(state.bets))
 
     # -- evolve -------------------------------------------------------------------------

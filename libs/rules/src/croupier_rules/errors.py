@@ -1,5 +1,9 @@
-"""The one error the rules raise: a command that the rules do not allow now."""
+"""The errors the rules raise: a command they do not allow now, or input they cannot accept."""
 
 
 class RuleError(ValueError):
-    """A command or input the rules refuse; the message says why and what is allowed."""
+    """A command the rules refuse in the round's current state; the message says why and what is allowed."""
+
+
+class InvalidInput(RuleError):
+    """Input that is wrong whatever the state: a malformed card, an unknown bet, an amount off the limits."""

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import RuleError
+from .errors import InvalidInput, RuleError
 
 GameName = Literal["casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars"]
 GAMES: tuple[str, ...] = ("casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars")
@@ -149,7 +149,7 @@ TABLE_TYPES: dict[str, type[TableConfig]] = {
 
 def check_game(game: str) -> str:
     if game not in TABLE_TYPES:
-        raise RuleError(f"unknown game {game!r}; games are: {', '.join(GAMES)}")
+        raise InvalidInput(f"unknown game {game!r}; games are: {', '.join(GAMES)}")
     return game
 
 
@@ -162,4 +162,4 @@ def table_for(game: str, overrides: dict[str, Any] | None = None) -> TableConfig
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'table'}: {err['msg']}" for err in exc.errors()
         )
-        raise RuleError(f"bad table parameters for {game}: {problems}") from None
+        raise InvalidInput(f"bad table parameters for {game}: {problems}") from None

@@ -1,0 +1,58 @@
+"""Service errors, each with one gRPC status; the message says what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+import grpc
+
+
+class ServiceError(Exception):
+    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+
+class InvalidArgument(ServiceError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class FailedPrecondition(ServiceError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class PermissionDenied(ServiceError):
+    status = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ServiceError):
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Conflict(ServiceError):
+    """A concurrent change won (optimistic concurrency); the caller may retry."""
+
+    status = grpc.StatusCode.ABORTED
+
+
+class Unavailable(ServiceError):
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+def status_for(error: Exception) -> tuple[grpc.StatusCode, str] | None:
+    """The status and message for a known error; None for a bug (reported as INTERNAL, without details)."""
+    from croupier_rules.errors import InvalidInput, RuleError
+
+    from .eventstore import ConcurrencyConflict
+
+    if isinstance(error, ServiceError):
+        return error.status, str(error)
+    if isinstance(error, InvalidInput):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(error)
+    if isinstance(error, RuleError):
+        return grpc.StatusCode.FAILED_PRECONDITION, str(error)
+    if isinstance(error, ConcurrencyConflict):
+        return grpc.StatusCode.ABORTED, f"the round changed meanwhile, try again ({error})"
+    if isinstance(error, grpc.aio.AioRpcError):
+        return error.code(), error.details() or error.code().name
+    return None

@@ -1,0 +1,102 @@
+"""What every gRPC server shares: authentication, one error mapping, health and reflection."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from .auth import TokenAuthority, reset_identity, set_identity
+from .errors import Unauthenticated, status_for
+
+logger = logging.getLogger(__name__)
+
+PUBLIC_METHOD_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Verifies the bearer token of every call but health and reflection; the identity rides a contextvar."""
+
+    def __init__(self, authority: TokenAuthority, clock: Callable[[], float] = time.time) -> None:
+        self._authority = authority
+        self._clock = clock
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith(PUBLIC_METHOD_PREFIXES) or handler.unary_unary is None:
+            return handler
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        inner = handler.unary_unary
+        authority, clock = self._authority, self._clock
+
+        async def authenticated(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            header = metadata.get("authorization", "")
+            try:
+                if not header.lower().startswith("bearer "):
+                    raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)")
+                identity = authority.verify(header[7:].strip(), int(clock()))
+            except Unauthenticated as exc:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+            token = set_identity(identity)
+            try:
+                return await inner(request, context)
+            finally:
+                reset_identity(token)
+
+        return grpc.unary_unary_rpc_method_handler(
+            authenticated,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """Map domain errors to their status in one place; a bug becomes INTERNAL without a stack trace."""
+
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every error leaves as a status
+            mapped = status_for(exc)
+            if mapped is None:
+                logger.exception("unexpected error in %s", method.__qualname__)
+                await context.abort(grpc.StatusCode.INTERNAL, "internal error; the operation was not applied")
+            await context.abort(*mapped)
+
+    wrapper.__name__ = method.__name__
+    wrapper.__qualname__ = method.__qualname__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.HealthServicer:
+    names = list(service_names)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for name in names:
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    return health_servicer
+
+
+class BearerToken(grpc.AuthMetadataPlugin):
+    """Client side: attach a bearer token to every call."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def __call__(self, context, callback) -> None:
+        callback((("authorization", f"Bearer {self._token}"),), None)
+
+
+def call_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)

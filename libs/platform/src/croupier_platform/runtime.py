@@ -1,0 +1,53 @@
+"""What a composition root hands each service, and what each service hands back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import grpc
+
+from .auth import TokenAuthority
+from .bus import Bus
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass
+class ServiceContext:
+    """Built once by the composition root (embedded: `croupier serve`; distributed: each __main__)."""
+
+    database_url: str
+    bus: Bus
+    authority: TokenAuthority
+    clock: Clock
+    # A token with the "service" role for calls between services, and the channel they go over
+    # (embedded: this process's own server on loopback; distributed: per-service addresses).
+    service_token: str
+    channels: dict[str, grpc.aio.Channel]
+
+
+class ServiceModule(Protocol):
+    """A service as the composition root sees it."""
+
+    name: str
+    service_names: list[str]  # full gRPC service names, for health and reflection
+
+    def register(self, server: grpc.aio.Server) -> None: ...
+
+    def subscribe(self, bus: Bus) -> None: ...
+
+    async def start(self) -> None:
+        """Start background work: outbox relay, keeper."""
+
+    async def stop(self) -> None: ...

@@ -1,0 +1,55 @@
+"""Shoe commitments and the player's cut: what anyone can recompute to check a round.
+
+commitment = SHA-256( salt || the shoe's cards as text joined by "," ), hex.
+cut offset = int( SHA-256( commitment_hex || ":" || cut_seed ) ) mod shoe size; an empty seed cuts at 0.
+Dealing position i of the round takes shoe[(offset + i) mod size].
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from .cards import parse_card
+from .errors import InvalidInput
+
+
+def shoe_bytes(cards: Sequence[str]) -> bytes:
+    return ",".join(cards).encode("ascii")
+
+
+def commitment(salt: bytes, cards: Sequence[str]) -> str:
+    if len(salt) != 32:
+        raise InvalidInput("the salt is 32 bytes (64 hex digits)")
+    return hashlib.sha256(salt + shoe_bytes(cards)).hexdigest()
+
+
+def cut_offset(commitment_hex: str, cut_seed: str, size: int) -> int:
+    if not cut_seed:
+        return 0
+    digest = hashlib.sha256(f"{commitment_hex}:{cut_seed}".encode()).digest()
+    return int.from_bytes(digest, "big") % size
+
+
+def cut_shoe(cards: Sequence[str], offset: int) -> list[str]:
+    """The shoe in dealing order after the cut."""
+    return list(cards[offset:]) + list(cards[:offset])
+
+
+def check_shoe(cards: Sequence[str], decks: int) -> list[str]:
+    """Problems with a revealed shoe: malformed cards, or not exactly ``decks`` of each card."""
+    problems = []
+    counts: dict[int, int] = {}
+    for position, text in enumerate(cards):
+        try:
+            code = parse_card(text)
+        except InvalidInput as exc:
+            problems.append(f"position {position}: {exc}")
+            continue
+        counts[code] = counts.get(code, 0) + 1
+    if len(cards) != 52 * decks:
+        problems.append(f"the shoe holds {len(cards)} cards, a {decks}-deck shoe holds {52 * decks}")
+    wrong = [code for code in range(52) if counts.get(code, 0) != decks]
+    if wrong and not problems:
+        problems.append(f"the shoe does not hold each card exactly {decks} time(s)")
+    return problems
