@@ -28,7 +28,8 @@ $(PROTO_STAMP): $(STAMP) $(PROTOS)
 	touch $@
 
 run: install
-	$(BIN)/croupier demo-rules
+	$(BIN)/croupier rules run examples/seed-examples.jsonl
+	$(BIN)/croupier odds casino-war
 
 test: install
 	$(BIN)/python -m pytest tests

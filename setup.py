@@ -6,7 +6,7 @@ setup(
     ext_modules=[
         Extension(
             "croupier_rules._native",
-            sources=["libs/rules/native/native.c"],
+            sources=["libs/rules/native/native.c", "libs/rules/native/holdem.c"],
             extra_compile_args=["-O3", "-std=c11", "-Wall", "-pthread"],
             extra_link_args=["-pthread"],
         )

@@ -31,7 +31,7 @@ class BetAnalysis(BaseModel):
     strategy: str
     outcomes: tuple[Outcome, ...]
     note: str | None = None
-    extra_loss: Fraction = Fraction(0)  # a charge outside the outcomes (a player-dealer's commission)
+    fixed_house_edge: Fraction | None = None  # a summary of other rows, with no outcomes of its own
 
     @property
     def total(self) -> int:
@@ -39,7 +39,9 @@ class BetAnalysis(BaseModel):
 
     @property
     def expected_net(self) -> Fraction:
-        return sum((o.net * o.combinations for o in self.outcomes), Fraction(0)) / self.total - self.extra_loss
+        if self.fixed_house_edge is not None:
+            return -self.fixed_house_edge
+        return sum((o.net * o.combinations for o in self.outcomes), Fraction(0)) / self.total
 
     @property
     def house_edge(self) -> Fraction:
@@ -50,7 +52,7 @@ class BetAnalysis(BaseModel):
         out: dict[str, Any] = {
             "bet": self.bet,
             "strategy": self.strategy,
-            "outcomes": [o.as_json(self.total) for o in self.outcomes],
+            "outcomes": [o.as_json(self.total) for o in self.outcomes] if self.outcomes else [],
             "combinations": self.total,
             "house_edge": float(self.house_edge),
             "house_edge_exact": str(self.house_edge),

@@ -1,0 +1,29 @@
+"""`make bench`: every benchmark of the project, each printing a last JSON line; collected at the end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHES = [["rules.py"], ["hand_ranking.py"]]
+
+
+def main() -> int:
+    summary: dict[str, object] = {}
+    for bench in BENCHES:
+        print(f"== {bench[0]}", flush=True)
+        done = subprocess.run([sys.executable, str(HERE / bench[0]), *bench[1:]], capture_output=True, text=True)
+        print(done.stdout, end="")
+        if done.returncode:
+            print(done.stderr, file=sys.stderr)
+            return done.returncode
+        summary.update(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
