@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import rules_cmd
+from . import audit_cmd, play_cmd, rules_cmd, server_cmd
 
 app = typer.Typer(
     name="croupier",
@@ -14,6 +14,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 rules_cmd.register(app)
+server_cmd.register(app)
+play_cmd.register(app)
+audit_cmd.register(app)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,175 @@
+"""Clients of a running server: `croupier demo` plays every game, `croupier play` lets you play."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.prompt import IntPrompt, Prompt
+
+from croupier.v1 import common_pb2, table_pb2, wallet_pb2
+from croupier_rules.tables import GAMES
+
+from .client import DEFAULT_TARGET, Client
+
+console = Console()
+WAR_CHOICE = {"casino-war": "raise", "war-p2p": "raise", "battle-royale": "battle", "dueling-for-dollars": "war",
+              "casino-holdem": "call"}
+TOP_UP = 1_000_000
+
+
+def play_money_tables(client: Client) -> dict[str, table_pb2.TableInfo]:
+    tables = client.call(client.tables.ListTables, table_pb2.ListTablesRequest()).tables
+    chosen: dict[str, table_pb2.TableInfo] = {}
+    for table in tables:
+        if table.currency == "PLAY" and table.game not in chosen and table.dealer != "player":
+            chosen[table.game] = table
+    return chosen
+
+
+def available(client: Client, currency: str) -> int:
+    balances = client.call(client.wallet.GetBalances, wallet_pb2.GetBalancesRequest()).balances
+    return next((b.available for b in balances if b.currency == currency), 0)
+
+
+def top_up(client: Client, amount: int = TOP_UP) -> None:
+    client.call(
+        client.wallet.TopUpPlayMoney,
+        wallet_pb2.TopUpPlayMoneyRequest(amount=common_pb2.Money(amount_minor=amount, currency="PLAY"),
+                                         transaction_id=str(uuid.uuid4())),
+    )
+
+
+def demo_bets(table: table_pb2.TableInfo, rng: random.Random) -> dict[str, int]:
+    unit = min(table.chips)
+    names = list(table.bets)
+    if table.game == "dueling-for-dollars":
+        names = rng.choice([names, ["player"], ["dealer", "tie_plus"], ["player", "combo"]])
+    elif table.game in ("casino-war", "casino-holdem") and rng.random() < 0.5:
+        names = names[:1]
+    bets = {}
+    for name in names:
+        limit = table.limits[name]
+        amount = limit.min + unit * rng.randrange(0, 4)
+        bets[name] = min(amount - amount % unit, limit.max) or limit.min
+    return bets
+
+
+def play_round(client: Client, seat_id: str, table: table_pb2.TableInfo, rng: random.Random) -> table_pb2.RoundView:
+    view = client.call(
+        client.tables.PlaceBets,
+        table_pb2.PlaceBetsRequest(seat_id=seat_id, bets=demo_bets(table, rng), idempotency_key=str(uuid.uuid4()),
+                                   cut_seed=f"{rng.getrandbits(64):x}"),
+    )
+    view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id))
+    while view.phase == "deciding":
+        brave = rng.random() < 0.8
+        choice = WAR_CHOICE[table.game] if brave else ("fold" if table.game == "casino-holdem" else "surrender")
+        view = client.call(client.tables.Decide,
+                           table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=view.pending_bets[0]))
+    return view
+
+
+def demo(
+    target: Annotated[str, typer.Option(help="server HOST:PORT")] = DEFAULT_TARGET,
+    rounds: Annotated[int, typer.Option(help="rounds of each game", min=1)] = 3,
+    seed: Annotated[Optional[int], typer.Option(help="seed of the demo's choices")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON line per round")] = False,
+) -> None:
+    """Play rounds of every game through gRPC with play money and print a summary."""
+    client = Client.connect(target)
+    rng = random.Random(seed)
+    tables = play_money_tables(client)
+    if available(client, "PLAY") < TOP_UP // 2:
+        top_up(client)
+    before = available(client, "PLAY")
+    wagered = returned = played = 0
+    for _ in range(rounds):
+        for game in GAMES:
+            table = tables[game]
+            seat = client.call(client.tables.JoinTable, table_pb2.JoinTableRequest(table_id=table.table_id))
+            view = play_round(client, seat.seat_id, table, rng)
+            played += 1
+            wagered += view.total_staked
+            returned += view.total_returned
+            if as_json:
+                print(json.dumps({"round_id": view.round_id, "game": game, "phase": view.phase,
+                                  "staked": view.total_staked, "returned": view.total_returned,
+                                  "net": view.total_returned - view.total_staked}), flush=True)
+    expected = before - wagered + returned
+    after = available(client, "PLAY")
+    deadline = time.monotonic() + 10
+    while after != expected and time.monotonic() < deadline:  # the wallet settles from events, a moment later
+        time.sleep(0.05)
+        after = available(client, "PLAY")
+    summary = {"rounds": played, "wagered": wagered, "returned": returned, "balance_before": before, "balance_after": after}
+    if as_json:
+        print(json.dumps({"summary": summary}))
+    else:
+        console.print(f"demo: {played} rounds of {len(GAMES)} games, wagered {wagered / 100:,.2f} PLAY, "
+                      f"returned {returned / 100:,.2f}; balance {before / 100:,.2f} → {after / 100:,.2f}")
+    if after != expected:
+        console.print(f"[red]balance {after} differs from the expected {expected}[/red]")
+        raise typer.Exit(1)
+
+
+def show(view: table_pb2.RoundView) -> None:
+    by_hand: dict[str, list[str]] = {}
+    for card in view.cards:
+        by_hand.setdefault(card.hand, []).append(card.card or "??")
+    for hand, cards in by_hand.items():
+        if hand != "burn":
+            console.print(f"  {hand:12s} {' '.join(cards)}")
+    for result in view.results:
+        console.print(f"  {result.bet:12s} staked {result.stake / 100:,.2f} returned {result.returned / 100:,.2f} ({result.outcome})")
+
+
+def play(
+    game: Annotated[str, typer.Argument(help=f"one of {', '.join(GAMES)}")],
+    target: Annotated[str, typer.Option(help="server HOST:PORT")] = DEFAULT_TARGET,
+    real: Annotated[bool, typer.Option("--real", help="play a real-money table instead of play money")] = False,
+) -> None:
+    """Play a game interactively against a running server."""
+    client = Client.connect(target)
+    currency_real = real
+    tables = [t for t in client.call(client.tables.ListTables, table_pb2.ListTablesRequest(game=game)).tables
+              if (t.currency != "PLAY") == currency_real and t.dealer != "player"]
+    if not tables:
+        console.print(f"[red]no {'real-money' if real else 'play-money'} table for {game!r}; games: {', '.join(GAMES)}[/red]")
+        raise typer.Exit(2)
+    table = tables[0]
+    if not real and available(client, "PLAY") < 10 * max(l.max for l in table.limits.values()):
+        top_up(client)
+    seat = client.call(client.tables.JoinTable, table_pb2.JoinTableRequest(table_id=table.table_id))
+    console.print(f"seated at {table.table_id} ({game}); chips {', '.join(f'{c / 100:g}' for c in table.chips)}")
+    while True:
+        console.print(f"balance {available(client, table.currency) / 100:,.2f} {table.currency}")
+        bets = {}
+        for name in table.bets:
+            limit = table.limits[name]
+            amount = IntPrompt.ask(f"bet on {name} (minor units, {limit.min}-{limit.max}, 0 for none)",
+                                   default=limit.min if name == table.bets[0] else 0)
+            if amount:
+                bets[name] = amount
+        view = client.call(client.tables.PlaceBets, table_pb2.PlaceBetsRequest(
+            seat_id=seat.seat_id, bets=bets, idempotency_key=str(uuid.uuid4())))
+        view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id))
+        show(view)
+        while view.phase == "deciding":
+            bet = view.pending_bets[0]
+            choice = Prompt.ask(f"{bet}: decide", choices=list(view.options), default=view.options[0])
+            view = client.call(client.tables.Decide, table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=bet))
+            show(view)
+        console.print(f"round {view.round_id}: net {(view.total_returned - view.total_staked) / 100:+,.2f}")
+        if Prompt.ask("again?", choices=["y", "n"], default="y") != "y":
+            return
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
+    app.command("play")(play)

@@ -1,0 +1,47 @@
+"""The commission service's composition: its tables, its consumer, its servicer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.bus import ROUND_EVENTS, Bus
+from croupier_platform.db import create_schema, make_engine
+from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.runtime import ServiceContext
+
+from .adapters.tables import metadata
+from .entrypoints.consumers import round_events_handler
+from .entrypoints.grpc_server import CommissionServicer
+
+
+@dataclass
+class CommissionModule:
+    store: SqlEventStore
+    servicer: CommissionServicer
+    name: str = "commission"
+
+    @property
+    def service_names(self) -> list[str]:
+        return [internal_pb2.DESCRIPTOR.services_by_name["CommissionService"].full_name]
+
+    def register(self, server: grpc.aio.Server) -> None:
+        internal_pb2_grpc.add_CommissionServiceServicer_to_server(self.servicer, server)
+
+    def subscribe(self, bus: Bus) -> None:
+        bus.subscribe(ROUND_EVENTS, "commission", round_events_handler(self.store))
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+def bootstrap(ctx: ServiceContext) -> CommissionModule:
+    engine = make_engine(ctx.database_url)
+    create_schema(engine)
+    metadata.create_all(engine)
+    return CommissionModule(store=SqlEventStore(engine), servicer=CommissionServicer(engine))

@@ -1,0 +1,38 @@
+"""CommissionService: dealer points and commission, for the game service and operators."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import Engine
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.auth import current_identity
+from croupier_platform.errors import InvalidArgument, PermissionDenied
+from croupier_platform.grpc_server import handles_errors
+
+from ..application.handlers import dealer_status
+
+
+class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @handles_errors
+    async def GetDealerStatus(self, request, context):
+        identity = current_identity()
+        if not request.player_id:
+            raise InvalidArgument("player_id is required")
+        if not identity.may_act_for(request.player_id):
+            raise PermissionDenied("a player may read only their own dealer status")
+
+        def read() -> dict:
+            with self._engine.connect() as connection:
+                return dealer_status(connection, request.player_id)
+
+        status = await asyncio.to_thread(read)
+        return internal_pb2.GetDealerStatusResponse(
+            dealer_points=status["points"],
+            commission_paid_last_round=status["last_commission"],
+            commission_total=status["commission_total"],
+        )
