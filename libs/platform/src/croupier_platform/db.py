@@ -1,0 +1,129 @@
+"""Engines and the platform's tables (events, outbox, tracking), defined once for Alembic to read.
+
+Everything here is SQLAlchemy Core that runs on SQLite (embedded mode) and PostgreSQL.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    make_url,
+)
+from sqlalchemy.engine import URL
+
+# Deterministic constraint names, so Alembic migrations can refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SQLITE_BUSY_TIMEOUT_MS = 5_000
+
+platform_metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+# SQLite autoincrements only a column declared exactly INTEGER PRIMARY KEY; PostgreSQL gets BIGINT.
+_AutoincrementKey = BigInteger().with_variant(Integer(), "sqlite")
+
+# `position` is the primary key because neither backend can autoincrement a column outside the
+# key on SQLite; UNIQUE (stream_id, version) gives the optimistic-concurrency guarantee.
+events_table = Table(
+    "events",
+    platform_metadata,
+    Column("position", _AutoincrementKey, primary_key=True, autoincrement=True),
+    Column("stream_id", Text, nullable=False),
+    Column("stream_type", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("event_id", String(36), nullable=False, unique=True),
+    Column("event_type", Text, nullable=False),
+    Column("schema_version", Integer, nullable=False),
+    # The exact ISO-8601 text that was hashed; a timestamp type could re-format it.
+    Column("occurred_at", Text, nullable=False),
+    Column("causation_id", Text),
+    Column("correlation_id", Text),
+    Column("trace_context", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    UniqueConstraint("stream_id", "version"),
+    sqlite_autoincrement=True,  # never reuse a position, even after a rollback of the last row
+)
+
+outbox_table = Table(
+    "outbox",
+    platform_metadata,
+    Column("id", _AutoincrementKey, primary_key=True, autoincrement=True),
+    Column("topic", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("envelope", Text, nullable=False),
+    Column("published_at", DateTime(timezone=True)),
+    sqlite_autoincrement=True,
+)
+Index(
+    "ix_outbox_pending",
+    outbox_table.c.id,
+    sqlite_where=outbox_table.c.published_at.is_(None),
+    postgresql_where=outbox_table.c.published_at.is_(None),
+)
+
+tracking_table = Table(
+    "tracking",
+    platform_metadata,
+    Column("consumer", Text, primary_key=True),
+    Column("event_id", String(36), primary_key=True),
+)
+
+
+def make_engine(url: str | URL) -> Engine:
+    """An engine for `url`; a SQLite file gets its directory, WAL, foreign keys and a busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(parsed)
+    _create_parent_directory(parsed)
+    engine = create_engine(parsed)
+    event.listen(engine, "connect", _configure_sqlite_connection)
+    event.listen(engine, "begin", _begin_immediate)
+    return engine
+
+
+def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:
+    metadata.create_all(engine)
+
+
+def _create_parent_directory(url: URL) -> None:
+    database = url.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
+    # Stop pysqlite's own implicit BEGIN (it defers it to the first write, so reads before it
+    # would run outside the transaction); _begin_immediate starts every transaction instead.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+def _begin_immediate(connection: Any) -> None:
+    # Take the write lock up front: a deferred transaction that reads and then writes fails at
+    # once with "database is locked" when another writer committed in between (busy_timeout
+    # cannot help), whereas IMMEDIATE waits its turn.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,380 @@
+"""The event store port, its unit of work, and the in-memory and SQL implementations.
+
+An append checks the expected version, chains the new events to the stream's last hash, and
+writes one outbox row per event in the same transaction. A unit of work lets a caller add its
+own writes (tracking rows, service tables) to that transaction, committed once on exit.
+"""
+
+import json
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Connection, Engine, Row, func, insert, select, text
+
+from croupier_platform.bus import topic_for_stream
+from croupier_platform.db import events_table, outbox_table
+from croupier_platform.events import (
+    GENESIS_HASH,
+    EventDraft,
+    EventEnvelope,
+    EventId,
+    Payload,
+    Timestamp,
+    canonical_json,
+    seal,
+)
+from croupier_platform.outbox import InMemoryOutbox, Outbox, OutboxMessage, SqlOutbox
+from croupier_platform.tracking import InMemoryTracking, SqlTracking, Tracking
+
+DEFAULT_READ_LIMIT = 1_000
+
+TopicFor = Callable[[str], str]
+
+
+class ConcurrencyConflict(Exception):
+    def __init__(self, stream_id: str, expected: int, actual: int) -> None:
+        super().__init__(f"stream {stream_id!r}: expected version {expected}, actual {actual}")
+        self.stream_id = stream_id
+        self.expected = expected
+        self.actual = actual
+
+
+class StreamTypeMismatch(Exception):
+    def __init__(self, stream_id: str, stored: str, given: str) -> None:
+        super().__init__(f"stream {stream_id!r} is a {stored!r} stream, not {given!r}")
+
+
+class DuplicateEventId(Exception):
+    def __init__(self, event_ids: Iterable[str]) -> None:
+        self.event_ids = sorted(event_ids)
+        super().__init__(f"event ids already used: {', '.join(self.event_ids)}")
+
+
+class CorruptEvent(Exception):
+    """A stored row that no longer decodes into an envelope: it was altered outside the store."""
+
+    def __init__(self, stream_id: str, version: int, reason: str) -> None:
+        super().__init__(f"stream {stream_id!r} version {version} is corrupt: {reason}")
+        self.stream_id = stream_id
+        self.version = version
+
+
+class NewEvent(BaseModel):
+    """What a caller appends; the store adds the stream, version and hashes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    event_type: str = Field(min_length=1)
+    schema_version: int = Field(ge=1)
+    payload: Payload
+    occurred_at: Timestamp
+    causation_id: str | None = None
+    correlation_id: str | None = None
+    trace_context: dict[str, str] = Field(default_factory=dict)
+    # Fixed when the event is built, so retrying the same NewEvent keeps its id.
+    event_id: EventId = Field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class StoredEvent(NamedTuple):
+    position: int
+    envelope: EventEnvelope
+
+
+class EventLog(ABC):
+    """The event store as seen inside one transaction."""
+
+    @abstractmethod
+    def append(
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+    ) -> list[EventEnvelope]:
+        """Raises ConcurrencyConflict unless the stream is at `expected_version` (0: new stream)."""
+
+    @abstractmethod
+    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]: ...
+
+    @abstractmethod
+    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        """Events of every stream in commit order."""
+
+    @abstractmethod
+    def stream_version(self, stream_id: str) -> int:
+        """0 for a stream with no events."""
+
+
+@dataclass(frozen=True)
+class UnitOfWork:
+    events: EventLog
+    tracking: Tracking
+
+
+@dataclass(frozen=True)
+class SqlUnitOfWork(UnitOfWork):
+    connection: Connection  # for the service's own tables, in the same transaction
+
+
+class EventStore(EventLog):
+    """The port services hold: each call below runs in a unit of work of its own."""
+
+    @abstractmethod
+    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+        """Commits when the block ends normally, rolls everything back when it raises."""
+
+    @property
+    @abstractmethod
+    def outbox(self) -> Outbox: ...
+
+    def append(
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+    ) -> list[EventEnvelope]:
+        with self.unit_of_work() as uow:
+            return uow.events.append(stream_id, expected_version, new_events, stream_type=stream_type)
+
+    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
+        with self.unit_of_work() as uow:
+            return uow.events.read_stream(stream_id, from_version)
+
+    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        with self.unit_of_work() as uow:
+            return uow.events.read_all(after_position, limit)
+
+    def stream_version(self, stream_id: str) -> int:
+        with self.unit_of_work() as uow:
+            return uow.events.stream_version(stream_id)
+
+
+class _StreamHead(NamedTuple):
+    version: int
+    stream_type: str
+    hash: str
+
+
+def _seal_batch(
+    stream_id: str, stream_type: str, expected_version: int, head: _StreamHead | None, new_events: Sequence[NewEvent]
+) -> list[EventEnvelope]:
+    """The checks and chaining every backend shares; raises before anything is written."""
+    actual_version = head.version if head else 0
+    if actual_version != expected_version:
+        raise ConcurrencyConflict(stream_id, expected_version, actual_version)
+    if head and head.stream_type != stream_type:
+        raise StreamTypeMismatch(stream_id, head.stream_type, stream_type)
+    ids = [new.event_id for new in new_events]
+    if len(set(ids)) != len(ids):
+        raise DuplicateEventId({i for i in ids if ids.count(i) > 1})
+    sealed: list[EventEnvelope] = []
+    prev_hash = head.hash if head else GENESIS_HASH
+    for version, new in enumerate(new_events, start=expected_version + 1):
+        draft = EventDraft(stream_id=stream_id, stream_type=stream_type, version=version, **new.model_dump())
+        sealed.append(seal(draft, prev_hash))
+        prev_hash = sealed[-1].hash
+    return sealed
+
+
+# ---------------------------------------------------------------- in memory (the fake)
+
+
+@dataclass
+class _MemoryState:
+    log: list[EventEnvelope] = field(default_factory=list)  # position = index + 1
+    streams: dict[str, list[EventEnvelope]] = field(default_factory=dict)
+    event_ids: set[str] = field(default_factory=set)
+    outbox: list[OutboxMessage] = field(default_factory=list)
+    tracking: dict[tuple[str, str], None] = field(default_factory=dict)
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.log), len(self.outbox), len(self.tracking)
+
+    def roll_back_to(self, mark: tuple[int, int, int]) -> None:
+        # Everything is append-only, so undoing a transaction is cutting each list back.
+        log_length, outbox_length, tracking_length = mark
+        for envelope in self.log[log_length:]:
+            stream = self.streams[envelope.stream_id]
+            stream.pop()
+            if not stream:
+                del self.streams[envelope.stream_id]
+            self.event_ids.discard(envelope.event_id)
+        del self.log[log_length:]
+        del self.outbox[outbox_length:]
+        while len(self.tracking) > tracking_length:
+            self.tracking.popitem()
+
+
+class _MemoryEventLog(EventLog):
+    def __init__(self, state: _MemoryState, topic_for: TopicFor) -> None:
+        self._state = state
+        self._topic_for = topic_for
+
+    def append(
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+    ) -> list[EventEnvelope]:
+        topic = self._topic_for(stream_type)
+        stream = self._state.streams.get(stream_id, [])
+        head = _StreamHead(stream[-1].version, stream[-1].stream_type, stream[-1].hash) if stream else None
+        sealed = _seal_batch(stream_id, stream_type, expected_version, head, new_events)
+        if reused := [e.event_id for e in sealed if e.event_id in self._state.event_ids]:
+            raise DuplicateEventId(reused)
+        for envelope in sealed:
+            self._state.log.append(envelope)
+            self._state.streams.setdefault(stream_id, []).append(envelope)
+            self._state.event_ids.add(envelope.event_id)
+            self._state.outbox.append(OutboxMessage(len(self._state.outbox) + 1, topic, stream_id, envelope))
+        return [_copy(e) for e in sealed]
+
+    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
+        stream = self._state.streams.get(stream_id, [])
+        return [_copy(e) for e in stream if e.version >= from_version]
+
+    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        window = self._state.log[after_position : after_position + limit]
+        return [StoredEvent(p, _copy(e)) for p, e in enumerate(window, start=after_position + 1)]
+
+    def stream_version(self, stream_id: str) -> int:
+        stream = self._state.streams.get(stream_id)
+        return stream[-1].version if stream else 0
+
+
+class InMemoryEventStore(EventStore):
+    """The fake for unit tests: the same contract as SqlEventStore, one transaction at a time."""
+
+    def __init__(self, topic_for: TopicFor = topic_for_stream) -> None:
+        self._state = _MemoryState()
+        self._topic_for = topic_for
+        # Held for a whole unit of work, as SQLite's write lock is; reentrant so a read inside works.
+        self._lock = threading.RLock()
+        self._outbox = InMemoryOutbox(self._committed_outbox)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[UnitOfWork]:
+        with self._lock:
+            mark = self._state.mark()
+            try:
+                yield UnitOfWork(
+                    events=_MemoryEventLog(self._state, self._topic_for),
+                    tracking=InMemoryTracking(self._state.tracking),
+                )
+            except BaseException:
+                self._state.roll_back_to(mark)
+                raise
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._outbox
+
+    def _committed_outbox(self) -> list[OutboxMessage]:
+        with self._lock:
+            return [message._replace(envelope=_copy(message.envelope)) for message in self._state.outbox]
+
+
+def _copy(envelope: EventEnvelope) -> EventEnvelope:
+    # The fake hands out copies, as a database does: a caller editing a payload must not edit the store.
+    return envelope.model_copy(deep=True)
+
+
+# ---------------------------------------------------------------- SQL (SQLite, PostgreSQL)
+
+
+class _SqlEventLog(EventLog):
+    def __init__(self, connection: Connection, topic_for: TopicFor) -> None:
+        self._connection = connection
+        self._topic_for = topic_for
+
+    def append(
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+    ) -> list[EventEnvelope]:
+        topic = self._topic_for(stream_type)
+        _serialize_appends(self._connection)
+        sealed = _seal_batch(stream_id, stream_type, expected_version, self._head(stream_id), new_events)
+        if not sealed:
+            return []
+        self._reject_used_ids([e.event_id for e in sealed])
+        self._connection.execute(insert(events_table), [_event_row(e) for e in sealed])
+        outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
+        self._connection.execute(insert(outbox_table), outbox_rows)
+        return sealed
+
+    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
+        query = (
+            select(events_table)
+            .where(events_table.c.stream_id == stream_id, events_table.c.version >= from_version)
+            .order_by(events_table.c.version)
+        )
+        return [_envelope_from_row(row) for row in self._connection.execute(query)]
+
+    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        query = (
+            select(events_table)
+            .where(events_table.c.position > after_position)
+            .order_by(events_table.c.position)
+            .limit(limit)
+        )
+        return [StoredEvent(row.position, _envelope_from_row(row)) for row in self._connection.execute(query)]
+
+    def stream_version(self, stream_id: str) -> int:
+        query = select(func.coalesce(func.max(events_table.c.version), 0)).where(events_table.c.stream_id == stream_id)
+        return int(self._connection.execute(query).scalar_one())
+
+    def _head(self, stream_id: str) -> _StreamHead | None:
+        query = (
+            select(events_table.c.version, events_table.c.stream_type, events_table.c.hash)
+            .where(events_table.c.stream_id == stream_id)
+            .order_by(events_table.c.version.desc())
+            .limit(1)
+        )
+        row = self._connection.execute(query).first()
+        return _StreamHead(row.version, row.stream_type, row.hash) if row else None
+
+    def _reject_used_ids(self, event_ids: list[str]) -> None:
+        query = select(events_table.c.event_id).where(events_table.c.event_id.in_(event_ids))
+        if reused := list(self._connection.execute(query).scalars()):
+            raise DuplicateEventId(reused)
+
+
+class SqlEventStore(EventStore):
+    def __init__(self, engine: Engine, topic_for: TopicFor = topic_for_stream) -> None:
+        self._engine = engine
+        self._topic_for = topic_for
+        self._outbox = SqlOutbox(engine)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[SqlUnitOfWork]:
+        with self._engine.begin() as connection:
+            yield SqlUnitOfWork(
+                events=_SqlEventLog(connection, self._topic_for),
+                tracking=SqlTracking(connection),
+                connection=connection,
+            )
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._outbox
+
+
+def _serialize_appends(connection: Connection) -> None:
+    # read_all readers move past positions for good, so positions must become visible in order.
+    # PostgreSQL hands out sequence values before commit, so appends take the table in turn;
+    # SQLite already runs one writer at a time (BEGIN IMMEDIATE, see db.make_engine).
+    if connection.dialect.name == "postgresql":
+        connection.execute(text(f"LOCK TABLE {events_table.name} IN EXCLUSIVE MODE"))
+
+
+def _event_row(envelope: EventEnvelope) -> dict[str, Any]:
+    row = envelope.model_dump(mode="json")
+    row["trace_context"] = canonical_json(envelope.trace_context).decode("utf-8")
+    row["payload"] = canonical_json(envelope.payload).decode("utf-8")
+    return row
+
+
+def _envelope_from_row(row: Row[Any]) -> EventEnvelope:
+    fields = dict(row._mapping)
+    del fields["position"]
+    try:
+        fields["trace_context"] = json.loads(fields["trace_context"])
+        fields["payload"] = json.loads(fields["payload"])
+        return EventEnvelope.model_validate(fields)
+    except ValueError as error:  # also pydantic's ValidationError
+        raise CorruptEvent(row.stream_id, row.version, str(error)) from error

@@ -1,0 +1,102 @@
+"""Idempotent consumers: a (consumer, event_id) row written in the transaction of the effects.
+
+A redelivered event finds its row and is skipped; a failed handler rolls the row back with its
+effects, so the retry runs it again.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
+
+from sqlalchemy import Connection, exists, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from croupier_platform.db import tracking_table
+from croupier_platform.events import EventEnvelope
+
+
+class AlreadyProcessed(Exception):
+    def __init__(self, consumer: str, event_id: str) -> None:
+        super().__init__(f"consumer {consumer!r} has already processed event {event_id}")
+        self.consumer = consumer
+        self.event_id = event_id
+
+
+def already_processed(connection: Connection, consumer: str, event_id: str) -> bool:
+    row_exists = exists().where(tracking_table.c.consumer == consumer, tracking_table.c.event_id == event_id)
+    return bool(connection.execute(select(row_exists)).scalar())
+
+
+def record(connection: Connection, consumer: str, event_id: str) -> None:
+    """Insert the tracking row; a concurrent duplicate collides on the primary key."""
+    try:
+        connection.execute(insert(tracking_table).values(consumer=consumer, event_id=event_id))
+    except IntegrityError as error:
+        raise AlreadyProcessed(consumer, event_id) from error
+
+
+class Tracking(ABC):
+    @abstractmethod
+    def already_processed(self, consumer: str, event_id: str) -> bool: ...
+
+    @abstractmethod
+    def record(self, consumer: str, event_id: str) -> None:
+        """Raises AlreadyProcessed if the row exists."""
+
+
+class SqlTracking(Tracking):
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def already_processed(self, consumer: str, event_id: str) -> bool:
+        return already_processed(self._connection, consumer, event_id)
+
+    def record(self, consumer: str, event_id: str) -> None:
+        record(self._connection, consumer, event_id)
+
+
+class InMemoryTracking(Tracking):
+    """Rows in an insertion-ordered dict, so the owning unit of work rolls back by popping the newest."""
+
+    def __init__(self, rows: dict[tuple[str, str], None]) -> None:
+        self._rows = rows
+
+    def already_processed(self, consumer: str, event_id: str) -> bool:
+        return (consumer, event_id) in self._rows
+
+    def record(self, consumer: str, event_id: str) -> None:
+        if (consumer, event_id) in self._rows:
+            raise AlreadyProcessed(consumer, event_id)
+        self._rows[(consumer, event_id)] = None
+
+
+class HasTracking(Protocol):
+    @property
+    def tracking(self) -> Tracking: ...
+
+
+UnitOfWorkT = TypeVar("UnitOfWorkT", bound=HasTracking)
+
+
+def handle_once(
+    uow_factory: Callable[[], AbstractContextManager[UnitOfWorkT]],
+    consumer: str,
+    handler: Callable[[UnitOfWorkT, EventEnvelope], None],
+) -> Callable[[EventEnvelope], bool]:
+    """Wrap `handler` so each event's effects commit once per consumer; the wrapper returns
+    False for a duplicate. Synchronous: an async entrypoint runs it with asyncio.to_thread."""
+
+    def handle(envelope: EventEnvelope) -> bool:
+        try:
+            with uow_factory() as uow:
+                if uow.tracking.already_processed(consumer, envelope.event_id):
+                    return False
+                # Record before the effects, so a concurrent duplicate fails fast on the key.
+                uow.tracking.record(consumer, envelope.event_id)
+                handler(uow, envelope)
+                return True
+        except AlreadyProcessed:
+            return False  # the concurrent duplicate lost the race; its transaction rolled back
+
+    return handle

@@ -1,0 +1,210 @@
+"""One contract for every bus: the in-process bus now, Kafka next (a subclass with a `bus` fixture).
+
+Assertions wait with `eventually`, because a broker delivers after `publish` returns.
+"""
+
+import asyncio
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import ClassVar
+
+import pytest
+
+from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, InProcessBus, dead_letter_topic
+from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
+
+TIMEOUT_SECONDS = 5.0
+
+
+def envelope(stream_id: str, version: int = 1) -> EventEnvelope:
+    draft = EventDraft(
+        event_id=str(uuid.uuid4()),
+        stream_id=stream_id,
+        stream_type="round",
+        version=version,
+        event_type="CardsDealt",
+        schema_version=1,
+        occurred_at="2024-05-01T12:00:00+00:00",
+        payload={"version": version},
+    )
+    return seal(draft, GENESIS_HASH)  # the chain is not what these tests are about
+
+
+async def eventually(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(TIMEOUT_SECONDS):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def recorder(into: list[EventEnvelope]) -> Handler:
+    async def handle(message: EventEnvelope) -> None:
+        into.append(message)
+
+    return handle
+
+
+class BusContract(ABC):
+    MAX_ATTEMPTS: ClassVar[int] = 3
+
+    @pytest.fixture
+    @abstractmethod
+    def bus(self) -> Bus:
+        """A bus, not yet started, that tries a failing handler MAX_ATTEMPTS times."""
+
+    def test_every_group_gets_every_message(self, bus: Bus) -> None:
+        wallet: list[EventEnvelope] = []
+        commission: list[EventEnvelope] = []
+        messages = [envelope("round-1"), envelope("round-2")]
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", recorder(wallet))
+            bus.subscribe(ROUND_EVENTS, "commission", recorder(commission))
+            await bus.start()
+            for message in messages:
+                await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            await eventually(lambda: len(wallet) == len(commission) == 2)
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        assert wallet == commission == messages
+
+    def test_handlers_in_one_group_share_the_keys(self, bus: Bus) -> None:
+        first: list[EventEnvelope] = []
+        second: list[EventEnvelope] = []
+        messages = [envelope(f"round-{n % 10}", version=n // 10 + 1) for n in range(40)]
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", recorder(first))
+            bus.subscribe(ROUND_EVENTS, "wallet", recorder(second))
+            await bus.start()
+            for message in messages:
+                await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            await eventually(lambda: len(first) + len(second) == len(messages))
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        assert sorted(m.event_id for m in first + second) == sorted(m.event_id for m in messages)
+        assert first and second
+        assert not {m.stream_id for m in first} & {m.stream_id for m in second}
+
+    def test_messages_of_one_key_are_handled_in_order(self, bus: Bus) -> None:
+        handled: list[EventEnvelope] = []
+        messages = [envelope(f"round-{n % 3}", version=n // 3 + 1) for n in range(30)]
+
+        async def slow_for_some(message: EventEnvelope) -> None:
+            await asyncio.sleep(0.001 * (message.version % 3))  # lets later messages try to overtake
+            handled.append(message)
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", slow_for_some)
+            bus.subscribe(ROUND_EVENTS, "wallet", slow_for_some)
+            await bus.start()
+            await asyncio.gather(*(bus.publish(ROUND_EVENTS, m.stream_id, m) for m in messages))
+            await eventually(lambda: len(handled) == len(messages))
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        for key in {m.stream_id for m in messages}:
+            versions = [m.version for m in handled if m.stream_id == key]
+            assert versions == sorted(versions), key
+
+    def test_a_handler_that_keeps_failing_is_retried_then_dead_lettered(self, bus: Bus) -> None:
+        attempts: list[EventEnvelope] = []
+        dead: list[EventEnvelope] = []
+        others: list[EventEnvelope] = []
+        poison = envelope("round-1")
+
+        async def always_fail(message: EventEnvelope) -> None:
+            attempts.append(message)
+            raise ValueError("cannot settle this round")
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", always_fail)
+            bus.subscribe(ROUND_EVENTS, "commission", recorder(others))
+            bus.subscribe(dead_letter_topic(ROUND_EVENTS), "operators", recorder(dead))
+            await bus.start()
+            await bus.publish(ROUND_EVENTS, poison.stream_id, poison)
+            await eventually(lambda: len(dead) == 1 and len(others) == 1)
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        assert attempts == [poison] * self.MAX_ATTEMPTS
+        assert dead == others == [poison]
+
+    def test_a_handler_that_recovers_within_its_attempts_is_not_dead_lettered(self, bus: Bus) -> None:
+        handled: list[EventEnvelope] = []
+        dead: list[EventEnvelope] = []
+        failures_left = [self.MAX_ATTEMPTS - 1]
+        message = envelope("round-1")
+
+        async def flaky(received: EventEnvelope) -> None:
+            if failures_left[0]:
+                failures_left[0] -= 1
+                raise ConnectionError("database restarting")
+            handled.append(received)
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", flaky)
+            bus.subscribe(dead_letter_topic(ROUND_EVENTS), "operators", recorder(dead))
+            await bus.start()
+            await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            await eventually(lambda: len(handled) == 1)
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        assert handled == [message]
+        assert dead == []
+
+
+class TestInProcessBus(BusContract):
+    @pytest.fixture
+    def bus(self) -> Bus:
+        return InProcessBus(max_attempts=self.MAX_ATTEMPTS)
+
+    def test_publish_returns_once_every_group_has_handled_the_message(self, bus: Bus) -> None:
+        handled: list[EventEnvelope] = []
+        message = envelope("round-1")
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", recorder(handled))
+            await bus.start()
+            await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            assert handled == [message]  # the outbox may mark it published now
+
+        asyncio.run(scenario())
+
+    def test_each_group_gets_its_own_copy(self, bus: Bus) -> None:
+        seen_by_commission: list[EventEnvelope] = []
+        message = envelope("round-1")
+
+        async def edit_payload(received: EventEnvelope) -> None:
+            received.payload["version"] = 99
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", edit_payload)
+            bus.subscribe(ROUND_EVENTS, "commission", recorder(seen_by_commission))
+            await bus.start()
+            await bus.publish(ROUND_EVENTS, message.stream_id, message)
+
+        asyncio.run(scenario())
+
+        assert seen_by_commission == [message]
+        assert message.payload == {"version": 1}
+
+    def test_subscribing_after_start_and_publishing_before_it_are_refused(self, bus: Bus) -> None:
+        message = envelope("round-1")
+
+        async def scenario() -> None:
+            with pytest.raises(RuntimeError, match=r"not running: publish after start\(\)"):
+                await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            await bus.start()
+            with pytest.raises(RuntimeError, match=r"running: subscribe before start\(\)"):
+                bus.subscribe(ROUND_EVENTS, "wallet", recorder([]))
+
+        asyncio.run(scenario())
