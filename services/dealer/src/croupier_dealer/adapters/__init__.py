@@ -1,0 +1,1 @@
+"""SQLAlchemy tables and repositories for the dealer, and its gRPC client of the shuffler."""

@@ -1,0 +1,106 @@
+"""The dealer's repositories and unit of work on SQL (SQLite in embedded mode, PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from croupier_platform.runtime import iso
+
+from ..application.ports import CutAlreadyStored
+from ..domain.dealing import CutShoe, Deal
+from .tables import cuts_table, deals_table
+
+
+class SqlCutRepository:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def get(self, round_id: str, *, for_update: bool = False) -> CutShoe | None:
+        query = select(cuts_table).where(cuts_table.c.round_id == round_id)
+        if for_update:
+            query = query.with_for_update()
+        row = self._connection.execute(query).first()
+        if row is None:
+            return None
+        return CutShoe(
+            round_id=row.round_id,
+            shoe_id=row.shoe_id,
+            commitment=row.commitment,
+            cut_seed=row.cut_seed,
+            offset=row.cut_offset,
+            cards=tuple(row.cards.split(",")),
+            next_position=row.next_position,
+        )
+
+    def add(self, shoe: CutShoe, at: datetime) -> None:
+        row = {
+            "round_id": shoe.round_id,
+            "shoe_id": shoe.shoe_id,
+            "commitment": shoe.commitment,
+            "cut_seed": shoe.cut_seed,
+            "cut_offset": shoe.offset,
+            "cards": ",".join(shoe.cards),
+            "next_position": shoe.next_position,
+            "created_at": iso(at),
+        }
+        try:
+            with self._connection.begin_nested():
+                self._connection.execute(insert(cuts_table).values(row))
+        except IntegrityError as error:
+            raise CutAlreadyStored(str(error)) from error
+
+    def advance(self, round_id: str, from_position: int, to_position: int) -> None:
+        result = self._connection.execute(
+            update(cuts_table)
+            .where(cuts_table.c.round_id == round_id, cuts_table.c.next_position == from_position)
+            .values(next_position=to_position)
+        )
+        if result.rowcount != 1:
+            # Unreachable while the row is locked for the deal; a guard against a lost update all the same.
+            raise RuntimeError(f"round {round_id!r}: the cursor moved from {from_position} meanwhile")
+
+
+class SqlDealRepository:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def starting_at(self, round_id: str, from_position: int) -> Deal | None:
+        row = self._connection.execute(
+            select(deals_table).where(deals_table.c.round_id == round_id, deals_table.c.from_position == from_position)
+        ).first()
+        return Deal(row.round_id, row.from_position, tuple(row.cards.split(","))) if row else None
+
+    def add(self, deal: Deal, at: datetime) -> None:
+        self._connection.execute(
+            insert(deals_table).values(
+                round_id=deal.round_id,
+                from_position=deal.from_position,
+                card_count=deal.count,
+                cards=",".join(deal.cards),
+                dealt_at=iso(at),
+            )
+        )
+
+
+@dataclass(frozen=True)
+class SqlDealerUnitOfWork:
+    cuts: SqlCutRepository
+    deals: SqlDealRepository
+
+
+class SqlDealerUnitOfWorkFactory:
+    """One transaction per unit of work (BEGIN IMMEDIATE on SQLite: see croupier_platform.db)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @contextmanager
+    def __call__(self) -> Iterator[SqlDealerUnitOfWork]:
+        with self._engine.begin() as connection:
+            yield SqlDealerUnitOfWork(cuts=SqlCutRepository(connection), deals=SqlDealRepository(connection))

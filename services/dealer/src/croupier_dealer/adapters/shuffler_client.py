@@ -1,0 +1,41 @@
+"""The dealer's client of ShufflerService.GetShoeOrder, over the channel the composition root gives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import grpc
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.errors import InvalidArgument, NotFound, Unavailable
+
+DEFAULT_TIMEOUT_S = 5.0
+
+
+class GrpcShoeOrders:
+    def __init__(
+        self, channels: Mapping[str, grpc.aio.Channel], service_token: str, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
+        # The mapping is read at call time: in embedded mode the channel to this process's own
+        # server exists only once the server listens, after bootstrap.
+        self._channels = channels
+        self._metadata = (("authorization", f"Bearer {service_token}"),)
+        self._timeout_s = timeout_s
+
+    async def shoe_order(self, shoe_id: str) -> Sequence[str]:
+        channel = self._channels.get("shuffler")
+        if channel is None:
+            raise Unavailable("no channel to the shuffler is configured (ServiceContext.channels['shuffler'])")
+        stub = internal_pb2_grpc.ShufflerServiceStub(channel)
+        try:
+            response = await stub.GetShoeOrder(
+                internal_pb2.GetShoeOrderRequest(shoe_id=shoe_id), metadata=self._metadata, timeout=self._timeout_s
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                raise NotFound(error.details() or f"no shoe {shoe_id}") from None
+            if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise InvalidArgument(error.details() or "the shuffler refused the shoe id") from None
+            reason = f"{error.code().name}: {error.details()}"
+            raise Unavailable(f"the shuffler did not give the shoe's order ({reason})") from None
+        return list(response.cards)

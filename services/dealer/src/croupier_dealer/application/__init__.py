@@ -1,0 +1,1 @@
+"""The dealer's use cases and the ports they need."""

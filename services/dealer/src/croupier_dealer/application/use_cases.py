@@ -1,0 +1,79 @@
+"""The dealer's use cases. Database work is synchronous and runs in a thread; the shuffler call is async."""
+
+from __future__ import annotations
+
+import asyncio
+
+from croupier_platform.runtime import Clock
+
+from ..domain.dealing import (
+    CutShoe,
+    Deal,
+    cut,
+    next_deal,
+    validate_commitment,
+    validate_cut_seed,
+    validate_deal,
+    validate_round_id,
+    validate_shoe_id,
+)
+from ..domain.errors import RoundNotCut
+from .ports import CutAlreadyStored, ShoeOrders, UnitOfWorkFactory
+
+
+class Dealer:
+    def __init__(self, uow_factory: UnitOfWorkFactory, shoe_orders: ShoeOrders, clock: Clock) -> None:
+        self._uow = uow_factory
+        self._shoe_orders = shoe_orders
+        self._clock = clock
+
+    async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> CutShoe:
+        """Bind the shoe to the round with the cut; a retry with the same seed returns the same cut."""
+        validate_shoe_id(shoe_id)
+        validate_round_id(round_id)
+        validate_commitment(commitment)
+        validate_cut_seed(cut_seed)
+        existing = await asyncio.to_thread(self._get_cut, round_id)
+        if existing is not None:
+            existing.ensure_same_cut(shoe_id, commitment, cut_seed)
+            return existing
+        # Fetched once per round: after this the order lives in the dealer's own table.
+        cards = await self._shoe_orders.shoe_order(shoe_id)
+        return await asyncio.to_thread(self._store_cut, cut(round_id, shoe_id, commitment, cut_seed, cards))
+
+    def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> Deal:
+        """The next `count` cards of the round, the cursor advanced in the same transaction."""
+        validate_shoe_id(shoe_id)
+        validate_round_id(round_id)
+        validate_deal(count, expected_position)
+        with self._uow() as uow:
+            shoe = uow.cuts.get(round_id, for_update=True)
+            if shoe is None:
+                raise RoundNotCut(round_id)
+            shoe.ensure_shoe(shoe_id)
+            earlier = None
+            if expected_position < shoe.next_position:
+                earlier = uow.deals.starting_at(round_id, expected_position)
+            outcome = next_deal(shoe, count, expected_position, earlier)
+            if not outcome.replay:
+                uow.deals.add(outcome.deal, self._clock())
+                uow.cuts.advance(round_id, shoe.next_position, outcome.next_position)
+            return outcome.deal
+
+    def _get_cut(self, round_id: str) -> CutShoe | None:
+        with self._uow() as uow:
+            return uow.cuts.get(round_id)
+
+    def _store_cut(self, new: CutShoe) -> CutShoe:
+        try:
+            with self._uow() as uow:
+                existing = uow.cuts.get(new.round_id, for_update=True)
+                if existing is None:
+                    uow.cuts.add(new, self._clock())
+                    return new
+        except CutAlreadyStored:
+            existing = self._get_cut(new.round_id)
+            assert existing is not None
+        # A concurrent CutShoe of the same round won: same seed is the same cut, another is refused.
+        existing.ensure_same_cut(new.shoe_id, new.commitment, new.cut_seed)
+        return existing

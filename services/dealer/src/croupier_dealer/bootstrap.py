@@ -1,0 +1,47 @@
+"""The dealer's composition root: build everything from a ServiceContext, nothing at import time."""
+
+from __future__ import annotations
+
+import grpc
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.bus import Bus
+from croupier_platform.db import create_schema, make_engine
+from croupier_platform.runtime import ServiceContext
+
+from .adapters.repository import SqlDealerUnitOfWorkFactory
+from .adapters.shuffler_client import GrpcShoeOrders
+from .adapters.tables import dealer_metadata
+from .application.use_cases import Dealer
+from .entrypoints import consumers
+from .entrypoints.grpc_server import DealerServicer
+
+
+class DealerModule:
+    """DealerService (satisfies ServiceModule); it calls the shuffler over ctx.channels['shuffler']."""
+
+    name = "dealer"
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["DealerService"].full_name]
+        self._engine = make_engine(ctx.database_url)
+        create_schema(self._engine, dealer_metadata)
+        self.dealer = Dealer(
+            SqlDealerUnitOfWorkFactory(self._engine), GrpcShoeOrders(ctx.channels, ctx.service_token), ctx.clock
+        )
+
+    def register(self, server: grpc.aio.Server) -> None:
+        internal_pb2_grpc.add_DealerServiceServicer_to_server(DealerServicer(self.dealer), server)
+
+    def subscribe(self, bus: Bus) -> None:
+        consumers.subscribe(bus)
+
+    async def start(self) -> None:
+        """Nothing runs in the background."""
+
+    async def stop(self) -> None:
+        self._engine.dispose()
+
+
+def bootstrap(ctx: ServiceContext) -> DealerModule:
+    return DealerModule(ctx)

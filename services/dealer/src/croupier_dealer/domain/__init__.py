@@ -1,0 +1,1 @@
+"""Pure dealing logic: the cut, the cursor, and retries; no I/O."""

@@ -1,0 +1,1 @@
+"""Transport: the gRPC servicer (the dealer consumes no events)."""

@@ -1,0 +1,36 @@
+"""DealerService over gRPC: proto -> use case -> proto; errors map in `handles_errors`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.auth import current_identity
+from croupier_platform.grpc_server import handles_errors
+
+from ..application.use_cases import Dealer
+
+
+class DealerServicer(internal_pb2_grpc.DealerServiceServicer):
+    def __init__(self, dealer: Dealer) -> None:
+        self._dealer = dealer
+
+    @handles_errors
+    async def CutShoe(
+        self, request: internal_pb2.CutShoeRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.CutShoeResponse:
+        current_identity().require_service()
+        shoe = await self._dealer.cut_shoe(request.shoe_id, request.round_id, request.commitment, request.cut_seed)
+        return internal_pb2.CutShoeResponse(offset=shoe.offset)
+
+    @handles_errors
+    async def DealCards(
+        self, request: internal_pb2.DealCardsRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.DealCardsResponse:
+        current_identity().require_service()
+        deal = await asyncio.to_thread(
+            self._dealer.deal_cards, request.shoe_id, request.round_id, request.count, request.expected_position
+        )
+        return internal_pb2.DealCardsResponse(cards=deal.cards, positions=deal.positions)

@@ -1,0 +1,1 @@
+"""SQLAlchemy tables and repositories for the shuffler."""

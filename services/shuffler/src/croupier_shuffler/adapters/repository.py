@@ -1,0 +1,95 @@
+"""The shoe repository and the shuffler's unit of work on SQL (SQLite in embedded mode, PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from croupier_platform.eventstore import EventLog, SqlEventStore
+from croupier_platform.runtime import iso
+from croupier_platform.tracking import Tracking
+
+from ..application.ports import ShoeAlreadyStored
+from ..domain.shoe import Shoe
+from .tables import shoes_table
+
+
+class SqlShoeRepository:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def get(self, shoe_id: str) -> Shoe | None:
+        return self._one(select(shoes_table).where(shoes_table.c.shoe_id == shoe_id))
+
+    def for_round(self, round_id: str) -> Shoe | None:
+        return self._one(select(shoes_table).where(shoes_table.c.round_id == round_id))
+
+    def add(self, shoe: Shoe) -> None:
+        row = {
+            "shoe_id": shoe.shoe_id,
+            "round_id": shoe.round_id,
+            "decks": shoe.decks,
+            "cards": ",".join(shoe.cards),
+            "salt_hex": shoe.salt.hex(),
+            "commitment": shoe.commitment,
+            "created_at": iso(shoe.created_at),
+            "revealed_at": iso(shoe.revealed_at) if shoe.revealed_at else None,
+        }
+        try:
+            with self._connection.begin_nested():
+                self._connection.execute(insert(shoes_table).values(row))
+        except IntegrityError as error:
+            raise ShoeAlreadyStored(str(error)) from error
+
+    def mark_revealed(self, shoe: Shoe) -> None:
+        if shoe.revealed_at is None:
+            raise ValueError("mark_revealed needs a revealed shoe")
+        self._connection.execute(
+            update(shoes_table)
+            .where(shoes_table.c.shoe_id == shoe.shoe_id, shoes_table.c.revealed_at.is_(None))
+            .values(revealed_at=iso(shoe.revealed_at))
+        )
+
+    def _one(self, query: Any) -> Shoe | None:
+        row = self._connection.execute(query).first()
+        return _shoe_from_row(row) if row else None
+
+
+def _shoe_from_row(row: Row[Any]) -> Shoe:
+    return Shoe(
+        shoe_id=row.shoe_id,
+        round_id=row.round_id,
+        decks=row.decks,
+        cards=tuple(row.cards.split(",")),
+        salt=bytes.fromhex(row.salt_hex),
+        commitment=row.commitment,
+        created_at=datetime.fromisoformat(row.created_at),
+        revealed_at=datetime.fromisoformat(row.revealed_at) if row.revealed_at else None,
+    )
+
+
+@dataclass(frozen=True)
+class SqlShufflerUnitOfWork:
+    shoes: SqlShoeRepository
+    events: EventLog
+    tracking: Tracking
+
+
+class SqlShufflerUnitOfWorkFactory:
+    """Each unit of work is one transaction of the event store, with the shoe tables joined to it."""
+
+    def __init__(self, store: SqlEventStore) -> None:
+        self._store = store
+
+    @contextmanager
+    def __call__(self) -> Iterator[SqlShufflerUnitOfWork]:
+        with self._store.unit_of_work() as uow:
+            yield SqlShufflerUnitOfWork(
+                shoes=SqlShoeRepository(uow.connection), events=uow.events, tracking=uow.tracking
+            )

@@ -1,0 +1,1 @@
+"""The shuffler's use cases and the ports they need."""

@@ -1,0 +1,119 @@
+"""The shuffler's use cases. Synchronous (database work); the entrypoints run them in a thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from croupier_platform.events import EventEnvelope
+from croupier_platform.eventstore import NewEvent
+from croupier_platform.runtime import Clock, iso
+
+from ..domain.errors import RoundHasAnotherShoe, ShoeNotFound, ShoeNotRevealed
+from ..domain.shoe import SALT_BYTES, RandBelow, Shoe, shuffle_shoe, validate_decks, validate_round_id, validate_shoe_id
+from .ports import ShoeAlreadyStored, ShufflerUnitOfWork, UnitOfWorkFactory
+
+SHOE_STREAM_TYPE = "shoe"
+SHOE_REVEALED = "ShoeRevealed"
+SHOE_REVEALED_SCHEMA_VERSION = 1
+# The round events after which nothing more is dealt from the round's shoe.
+ROUND_OVER_EVENTS = frozenset({"RoundSettled", "RoundVoided"})
+CONSUMER = "shuffler"
+
+
+class Shuffler:
+    def __init__(
+        self,
+        uow_factory: UnitOfWorkFactory,
+        clock: Clock,
+        randbelow: RandBelow,
+        token_bytes: Callable[[int], bytes],
+        new_id: Callable[[], str],
+    ) -> None:
+        self._uow = uow_factory
+        self._clock = clock
+        self._randbelow = randbelow
+        self._token_bytes = token_bytes
+        self._new_id = new_id
+
+    def new_shoe(self, decks: int, round_id: str) -> Shoe:
+        """The round's shoe: drawn now, or the one already drawn for it (a retried call)."""
+        validate_decks(decks)
+        validate_round_id(round_id)
+        try:
+            return self._new_shoe(decks, round_id)
+        except ShoeAlreadyStored:
+            # A concurrent call for the same round committed first (PostgreSQL); take its shoe.
+            return self._new_shoe(decks, round_id)
+
+    def _new_shoe(self, decks: int, round_id: str) -> Shoe:
+        with self._uow() as uow:
+            existing = uow.shoes.for_round(round_id)
+            if existing is not None:
+                if existing.decks != decks:
+                    raise RoundHasAnotherShoe(round_id, existing.decks)
+                return existing
+            shoe = shuffle_shoe(
+                shoe_id=self._new_id(),
+                round_id=round_id,
+                decks=decks,
+                salt=self._token_bytes(SALT_BYTES),
+                randbelow=self._randbelow,
+                created_at=self._clock(),
+            )
+            uow.shoes.add(shoe)
+            return shoe
+
+    def shoe_order(self, shoe_id: str) -> Shoe:
+        """The shoe with its order, for the dealer (the caller checked the service role)."""
+        return self._get(shoe_id)
+
+    def reveal(self, shoe_id: str, *, auditor: bool) -> Shoe:
+        """Salt and order once the round is over; an operator or a service may see them at any time."""
+        shoe = self._get(shoe_id)
+        if not shoe.revealed and not auditor:
+            raise ShoeNotRevealed()
+        return shoe
+
+    def on_round_event(self, uow: ShufflerUnitOfWork, envelope: EventEnvelope) -> None:
+        """Reveal the round's shoe when the round is over; runs under handle_once (tracking row)."""
+        if envelope.event_type not in ROUND_OVER_EVENTS:
+            return
+        shoe = uow.shoes.for_round(envelope.stream_id)
+        if shoe is None or shoe.revealed:
+            return  # a round voided before its shoe was drawn, or revealed by an earlier event
+        revealed = shoe.reveal(self._clock())
+        uow.shoes.mark_revealed(revealed)
+        uow.events.append(
+            revealed.shoe_id,
+            0,
+            [_shoe_revealed(revealed, envelope, revealed.revealed_at)],
+            stream_type=SHOE_STREAM_TYPE,
+        )
+
+    def _get(self, shoe_id: str) -> Shoe:
+        validate_shoe_id(shoe_id)
+        with self._uow() as uow:
+            shoe = uow.shoes.get(shoe_id)
+        if shoe is None:
+            raise ShoeNotFound(shoe_id)
+        return shoe
+
+
+def _shoe_revealed(shoe: Shoe, cause: EventEnvelope, at: datetime | None) -> NewEvent:
+    assert at is not None
+    return NewEvent(
+        event_type=SHOE_REVEALED,
+        schema_version=SHOE_REVEALED_SCHEMA_VERSION,
+        payload={
+            "shoe_id": shoe.shoe_id,
+            "round_id": shoe.round_id,
+            "commitment": shoe.commitment,
+            "salt_hex": shoe.salt.hex(),
+            "cards": list(shoe.cards),
+        },
+        occurred_at=iso(at),
+        causation_id=cause.event_id,
+        correlation_id=cause.correlation_id or cause.stream_id,
+        trace_context=dict(cause.trace_context),
+    )

@@ -1,0 +1,63 @@
+"""The shuffler's composition root: build everything from a ServiceContext, nothing at import time."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+import grpc
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.bus import Bus
+from croupier_platform.db import create_schema, make_engine
+from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.outbox import OutboxRelay
+from croupier_platform.runtime import ServiceContext
+
+from .adapters.relay import RelayLoop
+from .adapters.repository import SqlShufflerUnitOfWorkFactory
+from .adapters.tables import shuffler_metadata
+from .application.use_cases import Shuffler
+from .entrypoints import consumers
+from .entrypoints.grpc_server import ShufflerServicer
+
+DEFAULT_RELAY_POLL_INTERVAL_S = 0.5
+
+
+class ShufflerModule:
+    """ShufflerService plus its ROUND_EVENTS consumer and outbox relay (satisfies ServiceModule)."""
+
+    name = "shuffler"
+
+    def __init__(self, ctx: ServiceContext, relay_poll_interval_s: float) -> None:
+        self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["ShufflerService"].full_name]
+        self._engine = make_engine(ctx.database_url)
+        create_schema(self._engine)
+        create_schema(self._engine, shuffler_metadata)
+        store = SqlEventStore(self._engine)
+        self._uow_factory = SqlShufflerUnitOfWorkFactory(store)
+        self.shuffler = Shuffler(
+            self._uow_factory,
+            clock=ctx.clock,
+            randbelow=secrets.randbelow,
+            token_bytes=secrets.token_bytes,
+            new_id=lambda: str(uuid.uuid4()),
+        )
+        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler), server)
+
+    def subscribe(self, bus: Bus) -> None:
+        consumers.subscribe(bus, self.shuffler, self._uow_factory, on_commit=self._relay.wake)
+
+    async def start(self) -> None:
+        self._relay.start()
+
+    async def stop(self) -> None:
+        await self._relay.stop()
+        self._engine.dispose()
+
+
+def bootstrap(ctx: ServiceContext, *, relay_poll_interval_s: float = DEFAULT_RELAY_POLL_INTERVAL_S) -> ShufflerModule:
+    return ShufflerModule(ctx, relay_poll_interval_s)

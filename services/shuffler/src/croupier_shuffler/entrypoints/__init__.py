@@ -1,0 +1,1 @@
+"""Transport: the gRPC servicer and the bus consumer, both thin."""

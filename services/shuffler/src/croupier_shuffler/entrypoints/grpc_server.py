@@ -1,0 +1,46 @@
+"""ShufflerService over gRPC: proto -> use case -> proto; errors map in `handles_errors`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.auth import current_identity
+from croupier_platform.grpc_server import handles_errors
+
+from ..application.use_cases import Shuffler
+
+AUDITOR_ROLES = ("operator", "service")
+
+
+class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
+    def __init__(self, shuffler: Shuffler) -> None:
+        self._shuffler = shuffler
+
+    @handles_errors
+    async def NewShoe(
+        self, request: internal_pb2.NewShoeRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.NewShoeResponse:
+        current_identity().require_service()
+        shoe = await asyncio.to_thread(self._shuffler.new_shoe, request.decks, request.round_id)
+        return internal_pb2.NewShoeResponse(shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size)
+
+    @handles_errors
+    async def GetShoeOrder(
+        self, request: internal_pb2.GetShoeOrderRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.GetShoeOrderResponse:
+        current_identity().require_service()
+        shoe = await asyncio.to_thread(self._shuffler.shoe_order, request.shoe_id)
+        return internal_pb2.GetShoeOrderResponse(cards=shoe.cards)
+
+    @handles_errors
+    async def RevealShoe(
+        self, request: internal_pb2.RevealShoeRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.RevealShoeResponse:
+        auditor = current_identity().role in AUDITOR_ROLES
+        shoe = await asyncio.to_thread(self._shuffler.reveal, request.shoe_id, auditor=auditor)
+        return internal_pb2.RevealShoeResponse(
+            shoe_id=shoe.shoe_id, commitment=shoe.commitment, salt_hex=shoe.salt.hex(), cards=shoe.cards
+        )

@@ -1,0 +1,140 @@
+"""ShufflerService over a real gRPC server: shoes, permissions, and the reveal after the round."""
+
+import asyncio
+import uuid
+
+import grpc
+import pytest
+
+from croupier.v1.internal_pb2 import GetShoeOrderRequest, NewShoeRequest, RevealShoeRequest
+from croupier_rules import fairness
+
+from .harness import run, running, status_of
+
+
+def test_a_new_shoe_is_committed_and_the_same_round_gets_the_same_shoe(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            first = await h.shuffler.NewShoe(NewShoeRequest(decks=6, round_id="r1"), metadata=h.as_("service"))
+            again = await h.shuffler.NewShoe(NewShoeRequest(decks=6, round_id="r1"), metadata=h.as_("service"))
+            other = await h.shuffler.NewShoe(NewShoeRequest(decks=6, round_id="r2"), metadata=h.as_("service"))
+            assert first.size == 312 and len(first.commitment) == 64
+            assert str(uuid.UUID(first.shoe_id)) == first.shoe_id
+            assert again == first
+            assert other.shoe_id != first.shoe_id and other.commitment != first.commitment
+            code, message = await status_of(
+                h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
+            )
+            assert code == grpc.StatusCode.FAILED_PRECONDITION and "already has a 6-deck shoe" in message
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(
+    "request_, fragment",
+    [
+        (NewShoeRequest(decks=0, round_id="r"), "decks must be 1..16"),
+        (NewShoeRequest(decks=17, round_id="r"), "decks must be 1..16"),
+        (NewShoeRequest(decks=1, round_id=""), "round_id"),
+    ],
+)
+def test_bad_new_shoe_requests_are_invalid_arguments(tmp_path, request_, fragment):
+    async def scenario():
+        async with running(tmp_path) as h:
+            code, message = await status_of(h.shuffler.NewShoe(request_, metadata=h.as_("service")))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and fragment in message
+
+    run(scenario)
+
+
+def test_unknown_and_malformed_shoe_ids(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            code, _ = await status_of(
+                h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=str(uuid.uuid4())), metadata=h.as_("service"))
+            )
+            assert code == grpc.StatusCode.NOT_FOUND
+            code, message = await status_of(
+                h.shuffler.RevealShoe(RevealShoeRequest(shoe_id="nope"), metadata=h.as_("operator"))
+            )
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "shoe_id must be a UUID" in message
+
+    run(scenario)
+
+
+def test_players_never_get_the_order_or_a_new_shoe(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
+            for call in (
+                h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id), metadata=h.as_("player")),
+                h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r2"), metadata=h.as_("player")),
+            ):
+                assert (await status_of(call))[0] == grpc.StatusCode.PERMISSION_DENIED
+            code, _ = await status_of(h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id)))
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+
+    run(scenario)
+
+
+def test_the_shoe_is_revealed_to_players_once_the_round_is_settled(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
+            reveal = RevealShoeRequest(shoe_id=shoe.shoe_id)
+
+            code, message = await status_of(h.shuffler.RevealShoe(reveal, metadata=h.as_("player")))
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert message == "the shoe is revealed when its round is over"
+            audit = await h.shuffler.RevealShoe(reveal, metadata=h.as_("operator"))  # audits see it at any time
+
+            # Another round's end and a round event that is not an end reveal nothing.
+            await h.publish_round_event("r-other", "RoundSettled")
+            await h.publish_round_event("r1", "CardsDealt")
+            assert (await status_of(h.shuffler.RevealShoe(reveal, metadata=h.as_("player"))))[0] == (
+                grpc.StatusCode.FAILED_PRECONDITION
+            )
+
+            settled = await h.publish_round_event("r1", "RoundSettled", version=2)
+            public = await h.shuffler.RevealShoe(reveal, metadata=h.as_("player"))
+            assert public == audit
+            assert public.commitment == shoe.commitment
+            assert fairness.commitment(bytes.fromhex(public.salt_hex), public.cards) == shoe.commitment
+            assert fairness.check_shoe(public.cards, 1) == []
+            order = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id), metadata=h.as_("service"))
+            assert list(order.cards) == list(public.cards)
+
+            (event,) = await h.wait_for_reveals(1)
+            assert (event.event_type, event.stream_type, event.stream_id, event.version) == (
+                "ShoeRevealed", "shoe", shoe.shoe_id, 1,
+            )  # fmt: skip
+            assert event.payload == {
+                "shoe_id": shoe.shoe_id,
+                "round_id": "r1",
+                "commitment": shoe.commitment,
+                "salt_hex": public.salt_hex,
+                "cards": list(public.cards),
+            }
+            assert event.causation_id == settled.event_id
+
+            # A redelivered settlement and a later void change nothing: one reveal per shoe.
+            await h.bus.publish("croupier.round-events", "r1", settled)
+            await h.publish_round_event("r1", "RoundVoided", version=3)
+            assert await h.shuffler.RevealShoe(reveal, metadata=h.as_("player")) == public
+            await asyncio.sleep(0.3)  # several relay polls: time for a duplicate to show up
+            assert len(h.reveals) == 1
+
+    run(scenario)
+
+
+def test_a_voided_round_reveals_its_shoe(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=2, round_id="r9"), metadata=h.as_("service"))
+            await h.publish_round_event("r9", "RoundVoided")
+            public = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id), metadata=h.as_("player"))
+            assert len(public.cards) == 104
+            (event,) = await h.wait_for_reveals(1)
+            assert event.payload["shoe_id"] == shoe.shoe_id
+
+    run(scenario)
