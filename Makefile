@@ -28,8 +28,7 @@ $(PROTO_STAMP): $(STAMP) $(PROTOS)
 	touch $@
 
 run: install
-	$(BIN)/croupier rules run examples/seed-examples.jsonl
-	$(BIN)/croupier odds casino-war
+	bash scripts/run-embedded.sh
 
 test: install
 	$(BIN)/python -m pytest tests

@@ -21,12 +21,18 @@ class Client:
     token: str
 
     @classmethod
-    def connect(cls, target: str) -> Client:
+    def connect(cls, target: str, wait_s: float = 15.0) -> Client:
         token = os.environ.get("CROUPIER_TOKEN", "").strip()
         if not token:
             err.print("[red]no token: set CROUPIER_TOKEN (mint one with: croupier token PLAYER --data DIR)[/red]")
             raise typer.Exit(2)
-        return cls(grpc.insecure_channel(target), token)
+        channel = grpc.insecure_channel(target)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=wait_s)
+        except grpc.FutureTimeoutError:
+            err.print(f"[red]no Croupier server answers at {target} (start one with: croupier serve)[/red]")
+            raise typer.Exit(2) from None
+        return cls(channel, token)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:

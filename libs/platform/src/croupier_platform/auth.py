@@ -28,7 +28,8 @@ class Identity:
             raise PermissionDenied("this call is for operators only; mint an operator token (croupier token NAME --operator)")
 
     def require_service(self) -> None:
-        if self.role not in ("service", "operator"):
+        # Operators audit through AuditService; internal calls (dealing, shoes, stakes) stay with the services.
+        if self.role != "service":
             raise PermissionDenied("this is an internal call for Croupier services only")
 
     def may_act_for(self, player_id: str) -> bool:
