@@ -27,8 +27,9 @@ extern uint8_t cr_popcnt[8192];
 
 void cr_init_tables(void);
 
-/* Smallest qualifying dealer hand: a pair of 4s (category 1, r1 = rank index 2). */
-#define CR_QUALIFY ((1u << 20) | (2u << 16))
+/* Smallest qualifying dealer hand for a pair of rank index r (0 = 2s .. 12 = As):
+ * category 1, r1 = r.  Every value >= it (that pair with any kickers, or better) qualifies. */
+#define CR_QUALIFY_VALUE(r) ((1u << 20) | ((uint32_t)(r) << 16))
 
 #define CR_CAT(v) ((v) >> 20)
 
@@ -110,9 +111,5 @@ static inline int cr_aa_outcome(uint32_t v5)
         return 1;
     return 2;
 }
-
-/* Ante table payouts per tier and AA Bonus payouts per outcome (ante units). */
-static const int64_t CR_ANTE_PAY[6] = {1, 2, 3, 10, 20, 100};
-static const int64_t CR_AA_PAY[3] = {25, 7, -1};
 
 #endif

@@ -27,9 +27,10 @@
  *     unchanged, so a class accumulator ends up holding the exact sum over all
  *     concrete deals whose situation is in that class (checked: every class total is
  *     exactly class_size * 1081 * 990).
- *  3. Decisions.  Per class, with N = class_size * 1081 * 990 deals and
- *     call_net = sum nq[t] * ante[t] + sum win[t] * (ante[t] + 2) - 3 * lose
- *     (ante units: the Call bet is 2 x Ante and wins 1:1, i.e. +2; a loss costs 1 + 2)
+ *  3. Decisions (cr_decide).  Per class, with N = class_size * 1081 * 990 deals, m the
+ *     call multiple and ante[t] / aa_pay / the qualifying pair from the table parameters,
+ *     call_net = sum nq[t] * ante[t] + sum win[t] * (ante[t] + m) - (1 + m) * lose
+ *     (ante units: the Call bet is m x Ante and wins 1:1, i.e. +m; a loss costs 1 + m)
  *     ante-only strategy calls iff call_net > -N (fold loses the Ante);
  *     with an AA Bonus equal to the Ante, call iff call_net + aa_pay * N > -2N.
  * Boards are shared between threads with an atomic counter, each thread has its own
@@ -79,11 +80,35 @@ static inline uint32_t eval_cards(const int *c, int n)
     return cr_eval_masks(m[0], m[1], m[2], m[3]);
 }
 
+/* ------------------------------------------------------------------ decisions */
+
+int64_t cr_call_net(const cr_holdem_params *p, const uint64_t cnt[CR_NCNT])
+{
+    int64_t m = p->call_multiple;
+    int64_t net = -(1 + m) * (int64_t)cnt[CR_LOSE];
+    for (int t = 0; t < 6; t++)
+        net += (int64_t)cnt[CR_NQ + t] * p->ante_pay[t] + (int64_t)cnt[CR_WIN + t] * (p->ante_pay[t] + m);
+    return net;
+}
+
+void cr_decide(const cr_holdem_params *p, const uint64_t cnt[CR_NCNT], uint64_t n, int aa,
+               int called[2])
+{
+    int64_t net = cr_call_net(p, cnt), nn = (int64_t)n;
+    int64_t aa_net = aa < 2 ? p->aa_pay[aa] : -1;
+    called[0] = net > -nn;
+    called[1] = net + aa_net * nn > -2 * nn;
+}
+
 /* ------------------------------------------------------------------ brute force */
 
-void cr_holdem_situation(const int cards[5], uint64_t out[CR_NCNT])
+void cr_holdem_situation(const int cards[5], const cr_holdem_params *p, uint64_t out[CR_NCNT],
+                         int *aa)
 {
+    const uint32_t qualify = CR_QUALIFY_VALUE(p->qualify_rank);
     memset(out, 0, sizeof(uint64_t) * CR_NCNT);
+    if (aa)
+        *aa = cr_aa_outcome(eval_cards(cards, 5));
     uint64_t used = 0;
     for (int i = 0; i < 5; i++)
         used |= 1ull << cards[i];
@@ -122,7 +147,7 @@ void cr_holdem_situation(const int cards[5], uint64_t out[CR_NCNT])
                     dm[a & 3] |= 1u << (a >> 2);
                     dm[b & 3] |= 1u << (b >> 2);
                     uint32_t vd = cr_eval_masks(dm[0], dm[1], dm[2], dm[3]);
-                    if (vd < CR_QUALIFY)
+                    if (vd < qualify)
                         out[CR_NQ + tier]++;
                     else if (vp > vd)
                         out[CR_WIN + tier]++;
@@ -287,7 +312,8 @@ typedef struct {
     const board *boards;
     int nboards;
     atomic_int *next;
-    uint32_t *acc; /* t->n * SLOTS, this thread's */
+    uint32_t qualify; /* smallest qualifying dealer value */
+    uint32_t *acc;    /* t->n * SLOTS, this thread's */
 } worker_arg;
 
 static const uint16_t *radix_sort(const uint32_t *v, uint16_t *a, uint16_t *b, int n)
@@ -324,6 +350,7 @@ static void *worker(void *argp)
     worker_arg *arg = argp;
     const class_table *t = arg->t;
     uint32_t *acc = arg->acc;
+    const uint32_t qualify = arg->qualify;
     uint8_t pa[NPAIRS], pb[NPAIRS], tier[NPAIRS];
     uint16_t pidx[NPAIRS], s1[NPAIRS], s2[NPAIRS];
     uint32_t val[NPAIRS], wnq[NPAIRS], wwin[NPAIRS], wtie[NPAIRS], wlose[NPAIRS];
@@ -360,7 +387,7 @@ static void *worker(void *argp)
         uint32_t nqc[52] = {0}, lessc[52] = {0}, eqc[52] = {0};
         uint32_t nq_total = 0, less_total = 0;
         for (k = 0; k < NPAIRS; k++)
-            if (val[k] < CR_QUALIFY) {
+            if (val[k] < qualify) {
                 nq_total++;
                 nqc[pa[k]]++;
                 nqc[pb[k]]++;
@@ -379,7 +406,7 @@ static void *worker(void *argp)
             for (int q = i; q < j; q++) {
                 int x = ord[q], a = pa[x], b = pb[x];
                 uint32_t nq, win, tie, lose;
-                if (v < CR_QUALIFY) {
+                if (v < qualify) {
                     nq = nq_total - nqc[a] - nqc[b] + 1;
                     win = tie = 0;
                     lose = 990 - nq;
@@ -464,8 +491,8 @@ static board *canonical_boards(int *count)
     return bs;
 }
 
-int cr_holdem_analysis(int threads, int nsit, const int *sits, cr_holdem_result *res,
-                       cr_sit_result *sres)
+int cr_holdem_analysis(int threads, const cr_holdem_params *p, int nsit, const int *sits,
+                       cr_holdem_result *res, cr_sit_result *sres)
 {
     if (threads < 1)
         threads = 1;
@@ -497,7 +524,7 @@ int cr_holdem_analysis(int threads, int nsit, const int *sits, cr_holdem_result 
     pthread_t tid[64];
     int started = 0;
     for (int i = 0; i < threads; i++) {
-        args[i] = (worker_arg){t, boards, nboards, &next, acc[i]};
+        args[i] = (worker_arg){t, boards, nboards, &next, CR_QUALIFY_VALUE(p->qualify_rank), acc[i]};
         if (i > 0) {
             if (pthread_create(&tid[i], NULL, worker, &args[i]) != 0) {
                 rc = -2;
@@ -532,9 +559,11 @@ int cr_holdem_analysis(int threads, int nsit, const int *sits, cr_holdem_result 
     uint64_t situations = 0;
     for (uint32_t id = 0; id < t->n; id++) {
         const uint32_t *u = acc[0] + (size_t)id * SLOTS;
-        uint64_t n = 0;
-        for (int s = 0; s < CR_NCNT; s++)
+        uint64_t n = 0, cnt[CR_NCNT];
+        for (int s = 0; s < CR_NCNT; s++) {
+            cnt[s] = u[s];
             n += u[s];
+        }
         uint64_t size = t->size[id];
         situations += size;
         if (size == 0 || n != size * CR_CONT_PER_SITUATION) {
@@ -542,17 +571,12 @@ int cr_holdem_analysis(int threads, int nsit, const int *sits, cr_holdem_result 
             free(called);
             goto done;
         }
-        int64_t net = -3 * (int64_t)u[CR_LOSE];
-        for (int tr = 0; tr < 6; tr++)
-            net += (int64_t)u[CR_NQ + tr] * CR_ANTE_PAY[tr] +
-                   (int64_t)u[CR_WIN + tr] * (CR_ANTE_PAY[tr] + 2);
         uint32_t r = t->rep[id];
         const int *fc = t->flop[r / NHOLE], *pc = t->hole[r % NHOLE];
         int five[5] = {pc[0], pc[1], fc[0], fc[1], fc[2]};
         int aa = cr_aa_outcome(eval_cards(five, 5));
         int call[2];
-        call[0] = net > -(int64_t)n;
-        call[1] = net + CR_AA_PAY[aa] * (int64_t)n > -2 * (int64_t)n;
+        cr_decide(p, cnt, n, aa, call);
         called[2 * id] = (uint8_t)call[0];
         called[2 * id + 1] = (uint8_t)call[1];
         for (int sidx = 0; sidx < 2; sidx++) {

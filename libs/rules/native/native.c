@@ -20,11 +20,26 @@
  *   category_counts(n) -> list[int] of 9
  *       Exhaustive category counts over all C(52, n) hands, n in 5, 6, 7
  *       (2 threads, GIL released).
- *   holdem_situation(p0, p1, f0, f1, f2) -> dict
+ *   Table parameters (keyword-only, both Hold'em functions; defaults = the standard table):
+ *       ante_pays=(1, 2, 3, 10, 20, 100)  6 ints, Ante pay (to 1) by the player's tier:
+ *                                          straight or less, flush, full house, quads,
+ *                                          straight flush, royal flush; each 0..1,000,000
+ *       aa_pays=(25, 7)                    2 ints, AA Bonus pay (to 1): flush or better,
+ *                                          pair of aces to straight; each 0..1,000,000
+ *       qualify_pair_rank=2                the dealer qualifies with a pair of this rank
+ *                                          index (0 = 2s .. 12 = As) or better
+ *       call_multiple=2                    Call bet = call_multiple x Ante (1..1,000,000);
+ *                                          wins 1:1, loses to a better qualifying dealer,
+ *                                          pushes when the dealer does not qualify or ties
+ *       ValueError for a wrong length or an out-of-range value, TypeError for non-ints.
+ *   holdem_situation(p0, p1, f0, f1, f2, *, <table parameters>) -> dict
  *       Brute force over all 1081 x 990 (turn-river, dealer pair) continuations of
  *       one concrete Casino Hold'em situation: {"nq": [6], "win": [6], "tie": int,
- *       "lose": int} (layout below), summing to 1,070,190.
- *   holdem_analysis(threads=2, situations=None) -> dict
+ *       "lose": int} (layout below, depends on qualify_pair_rank only), summing to
+ *       1,070,190, plus "call_net" (net of calling summed over those continuations, Ante
+ *       units) and "called": {"ante_only": bool, "with_aa_bonus": bool}, the decision
+ *       under the same rule as holdem_analysis.
+ *   holdem_analysis(threads=2, situations=None, *, <table parameters>) -> dict
  *       Exact analysis of Casino Hold'em (RULES.md section 3) over all
  *       27,813,810,024,000 concrete deals (method: holdem.c).  Keys (all ints):
  *         "deals_total"        1326 * 19600 * 1081 * 990
@@ -33,23 +48,23 @@
  *         "boards_canonical"   suit-canonical 5-card boards enumerated (134,459)
  *         "ante_only", "with_aa_bonus": per strategy (best play for an Ante-only
  *             bet / for Ante + AA Bonus of the same size; call iff the expected net
- *             of calling > that of folding, i.e. > -1 resp. > -2 ante units):
+ *             of calling > that of folding, i.e. > -1 resp. > -2 ante units, under
+ *             the table parameters given):
  *             "situations_called", "situations_folded": concrete situations
  *             "classes_called", "classes_folded": classes
  *             "fold":  deals in folded situations (1,070,190 per situation)
  *             "nq":    [6] called deals where the dealer does not qualify, by the
  *                      player's Ante-table tier (Ante paid by the table, Call push)
  *             "win":   [6] called deals, dealer qualifies, player better, by tier
- *                      (Ante paid by the table, the 2-unit Call wins 1:1: +2)
+ *                      (Ante paid by the table, the call_multiple-unit Call wins 1:1)
  *             "tie":   called deals, dealer qualifies, equal hands (push)
- *             "lose":  called deals, dealer qualifies and is better (-3)
+ *             "lose":  called deals, dealer qualifies and is better (-1 - call_multiple)
  *             "aa":    {"flush_or_better", "aces_to_straight", "lost"}: AA Bonus
  *                      outcome (on hole + flop) of the called deals (reported for
  *                      "ante_only" too, for reference)
  *           fold + sum(nq) + sum(win) + tie + lose == deals_total; the aa counts
- *           sum to the called deals.  Tier: 0 straight or less (1:1), 1 flush (2:1),
- *           2 full house (3:1), 3 quads (10:1), 4 straight flush (20:1),
- *           5 royal flush (100:1).
+ *           sum to the called deals.  Tier: 0 straight or less, 1 flush, 2 full house,
+ *           3 quads, 4 straight flush, 5 royal flush (standard pays 1, 2, 3, 10, 20, 100).
  *         "aa_bonus_five_card": {"flush_or_better", "aces_to_straight", "lost",
  *             "total": 2598960} over all five-card hands.
  *         "situations" (only when `situations` is given): one dict per requested
@@ -460,27 +475,130 @@ static PyObject *aa_dict(const uint64_t *aa)
     return d;
 }
 
-static PyObject *py_holdem_situation(PyObject *self, PyObject *args)
+/* One int parameter: TypeError unless an int (bool excluded), ValueError outside lo..hi. */
+static int parse_param_int(PyObject *o, long lo, long hi, const char *fn, const char *what,
+                           int64_t *out)
 {
-    int c[5];
-    PyObject *tup = PyTuple_GetSlice(args, 0, PY_SSIZE_T_MAX);
-    if (!tup)
+    if (!PyLong_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, got %.100s", fn, what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be in %ld..%ld, got %R", fn, what, lo, hi, o);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A sequence of exactly n pays, each 0..CR_MAX_PAY. */
+static int parse_pays(PyObject *o, int n, const char *fn, const char *name, const char *layout,
+                      int64_t *out)
+{
+    if (PyUnicode_Check(o) || PyBytes_Check(o) || !PySequence_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a sequence of %d ints (%s), got %.100s", fn,
+                     name, n, layout, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(o, "pays must be a sequence of ints");
+    if (!seq)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    if (len != n) {
+        PyErr_Format(PyExc_ValueError, "%s: %s needs exactly %d pays (%s), got %zd", fn, name, n,
+                     layout, len);
+        Py_DECREF(seq);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        if (parse_param_int(PySequence_Fast_GET_ITEM(seq, i), 0, CR_MAX_PAY, fn, what,
+                            out + i) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* The table keyword arguments (NULL = default) into p. */
+static int parse_holdem_params(PyObject *ante, PyObject *aa, PyObject *qual, PyObject *mult,
+                               const char *fn, cr_holdem_params *p)
+{
+    const cr_holdem_params def = CR_HOLDEM_DEFAULT_PARAMS;
+    *p = def;
+    int64_t v;
+    if (ante && parse_pays(ante, 6, fn, "ante_pays",
+                           "straight or less, flush, full house, four of a kind, straight flush, "
+                           "royal flush",
+                           p->ante_pay) < 0)
+        return -1;
+    if (aa && parse_pays(aa, 2, fn, "aa_pays", "flush or better, pair of aces to straight",
+                         p->aa_pay) < 0)
+        return -1;
+    if (qual) {
+        if (parse_param_int(qual, 0, 12, fn, "qualify_pair_rank (0 = 2s .. 12 = As)", &v) < 0)
+            return -1;
+        p->qualify_rank = (int)v;
+    }
+    if (mult && parse_param_int(mult, 1, CR_MAX_CALL_MULTIPLE, fn, "call_multiple",
+                                &p->call_multiple) < 0)
+        return -1;
+    return 0;
+}
+
+static PyObject *called_dict(const int called[2])
+{
+    return Py_BuildValue("{s:O,s:O}", "ante_only", called[0] ? Py_True : Py_False,
+                         "with_aa_bonus", called[1] ? Py_True : Py_False);
+}
+
+static PyObject *py_holdem_situation(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"ante_pays", "aa_pays", "qualify_pair_rank", "call_multiple", NULL};
+    PyObject *ante = NULL, *aa = NULL, *qual = NULL, *mult = NULL;
+    PyObject *none = PyTuple_New(0);
+    if (!none)
         return NULL;
-    int n = parse_cards(tup, 5, 5, c, "holdem_situation(p0, p1, f0, f1, f2)");
-    Py_DECREF(tup);
-    if (n < 0)
+    int ok = PyArg_ParseTupleAndKeywords(none, kwargs, "|$OOOO:holdem_situation", kwlist, &ante,
+                                         &aa, &qual, &mult);
+    Py_DECREF(none);
+    if (!ok)
+        return NULL;
+    cr_holdem_params prm;
+    if (parse_holdem_params(ante, aa, qual, mult, "holdem_situation", &prm) < 0)
+        return NULL;
+    int c[5];
+    if (parse_cards(args, 5, 5, c, "holdem_situation(p0, p1, f0, f1, f2)") < 0)
         return NULL;
     uint64_t cnt[CR_NCNT];
+    int aa_out;
     Py_BEGIN_ALLOW_THREADS
-    cr_holdem_situation(c, cnt);
+    cr_holdem_situation(c, &prm, cnt, &aa_out);
     Py_END_ALLOW_THREADS
+    int called[2];
+    cr_decide(&prm, cnt, CR_CONT_PER_SITUATION, aa_out, called);
     PyObject *d = PyDict_New();
     if (!d)
         return NULL;
-    if (put_counters(d, cnt) < 0) {
+    PyObject *net = NULL, *cd = NULL;
+    if (put_counters(d, cnt) < 0 || !(net = PyLong_FromLongLong(cr_call_net(&prm, cnt))) ||
+        PyDict_SetItemString(d, "call_net", net) < 0 || !(cd = called_dict(called)) ||
+        PyDict_SetItemString(d, "called", cd) < 0) {
+        Py_XDECREF(net);
+        Py_XDECREF(cd);
         Py_DECREF(d);
         return NULL;
     }
+    Py_DECREF(net);
+    Py_DECREF(cd);
     return d;
 }
 
@@ -506,16 +624,20 @@ static PyObject *strategy_dict(const cr_strategy *s)
 
 static PyObject *py_holdem_analysis(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"threads", "situations", NULL};
+    static char *kwlist[] = {"threads",           "situations",    "ante_pays", "aa_pays",
+                             "qualify_pair_rank", "call_multiple", NULL};
     int threads = 2;
-    PyObject *sit_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iO:holdem_analysis", kwlist, &threads,
-                                     &sit_obj))
+    PyObject *sit_obj = Py_None, *ante = NULL, *aa = NULL, *qual = NULL, *mult = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iO$OOOO:holdem_analysis", kwlist, &threads,
+                                     &sit_obj, &ante, &aa, &qual, &mult))
         return NULL;
     if (threads < 1 || threads > 64) {
         PyErr_Format(PyExc_ValueError, "threads must be in 1..64, got %d", threads);
         return NULL;
     }
+    cr_holdem_params prm;
+    if (parse_holdem_params(ante, aa, qual, mult, "holdem_analysis", &prm) < 0)
+        return NULL;
     PyObject *sitseq = NULL;
     int nsit = 0;
     int *sits = NULL;
@@ -545,7 +667,7 @@ static PyObject *py_holdem_analysis(PyObject *self, PyObject *args, PyObject *kw
     cr_holdem_result res;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = cr_holdem_analysis(threads, nsit, sits, &res, sres);
+    rc = cr_holdem_analysis(threads, &prm, nsit, sits, &res, sres);
     Py_END_ALLOW_THREADS
     if (rc == -1) {
         PyErr_NoMemory();
@@ -592,9 +714,7 @@ static PyObject *py_holdem_analysis(PyObject *self, PyObject *args, PyObject *kw
                 goto fail_d;
             PyList_SET_ITEM(lst, i, e);
             PyObject *cards = Py_BuildValue("(iiiii)", c[0], c[1], c[2], c[3], c[4]);
-            PyObject *called = Py_BuildValue("{s:O,s:O}", "ante_only",
-                                             s->called[0] ? Py_True : Py_False, "with_aa_bonus",
-                                             s->called[1] ? Py_True : Py_False);
+            PyObject *called = called_dict(s->called);
             int bad = !cards || !called || PyDict_SetItemString(e, "cards", cards) < 0 ||
                       put_u64(e, "class_id", s->class_id) < 0 ||
                       put_u64(e, "class_size", s->class_size) < 0 || put_counters(e, s->cnt) < 0 ||
@@ -628,12 +748,16 @@ static PyMethodDef methods[] = {
      "card codes into the uint32 buffer out."},
     {"category_counts", py_category_counts, METH_O,
      "category_counts(n) -> list of 9 category counts over all C(52, n) hands (n in 5..7)."},
-    {"holdem_situation", py_holdem_situation, METH_VARARGS,
-     "holdem_situation(p0, p1, f0, f1, f2) -> brute-force outcome counters of one Casino "
-     "Hold'em situation."},
+    {"holdem_situation", (PyCFunction)(void (*)(void))py_holdem_situation,
+     METH_VARARGS | METH_KEYWORDS,
+     "holdem_situation(p0, p1, f0, f1, f2, *, ante_pays=(1, 2, 3, 10, 20, 100), aa_pays=(25, 7), "
+     "qualify_pair_rank=2, call_multiple=2) -> brute-force outcome counters, call net and "
+     "decision of one Casino Hold'em situation."},
     {"holdem_analysis", (PyCFunction)(void (*)(void))py_holdem_analysis,
      METH_VARARGS | METH_KEYWORDS,
-     "holdem_analysis(threads=2, situations=None) -> dict of exact Casino Hold'em counters."},
+     "holdem_analysis(threads=2, situations=None, *, ante_pays=(1, 2, 3, 10, 20, 100), "
+     "aa_pays=(25, 7), qualify_pair_rank=2, call_multiple=2) -> dict of exact Casino Hold'em "
+     "counters under the best call/fold play for that table."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_native",

@@ -3,8 +3,11 @@
 * class counters of specific situations == brute force over all 1081 x 990
   continuations (in C, and once in Python from the native ranker + rank_reference);
 * every counter family sums to the number of deals;
-* house edge of the Ante with best strategy ~ 2.16 %, AA Bonus ~ 6.4 %.
-The full analysis runs once per module (~5-10 s on 2 cores).
+* house edge of the Ante with best strategy ~ 2.16 %, AA Bonus ~ 6.4 %;
+* the paytable is a parameter: a better flush pay calls more and lowers the edge, and under
+  an unusual table (any pair qualifies, Call = 3 Antes, other pays) holdem_situation agrees
+  with the analysis' class counters and decisions; holdem_odds passes the table's values.
+The full analysis runs once per module and table (~5-15 s each on 2 cores).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import pytest
 
 from croupier_rules import _native
 from croupier_rules.hand_eval import rank_reference
+from croupier_rules.odds import holdem as holdem_odds_module
+from croupier_rules.tables import table_for
 
 pytestmark = pytest.mark.slow
 
@@ -66,12 +71,12 @@ def counters(d):
     return [*d["nq"], *d["win"], d["tie"], d["lose"]]
 
 
-def call_net(d):
+def call_net(d, ante_pay=ANTE_PAY, call_multiple=2):
     """Net of calling, in ante units, summed over the deals the counters cover."""
     return (
-        sum(n * p for n, p in zip(d["nq"], ANTE_PAY))
-        + sum(n * (p + 2) for n, p in zip(d["win"], ANTE_PAY))  # Call (2 units) pays 1:1
-        - 3 * d["lose"]
+        sum(n * p for n, p in zip(d["nq"], ante_pay))
+        + sum(n * (p + call_multiple) for n, p in zip(d["win"], ante_pay))  # Call pays 1:1
+        - (1 + call_multiple) * d["lose"]
     )
 
 
@@ -196,3 +201,146 @@ def test_house_edge(analysis):
     edge = -Fraction(net, analysis["deals_total"])
     assert abs(float(edge) * 100 - 2.16) < 0.01
     assert 0.81 < s["situations_called"] / analysis["situations_total"] < 0.83
+
+
+# ------------------------------------------------------------------ configurable paytable
+
+# the standard table with the flush paying 3:1 instead of 2:1: calling only gets better
+BETTER_FLUSH = {"ante_pays": (1, 3, 3, 10, 20, 100)}
+# an unusual table: any pair qualifies, the Call is 3 Antes, other Ante and AA Bonus pays
+ODD_TABLE = {"ante_pays": (1, 4, 5, 15, 40, 250), "aa_pays": (30, 5), "qualify_pair_rank": 0, "call_multiple": 3}
+FLIPS = [cards("5s 4s Jc 7s 2h"), cards("3s Td 2c 8s 5s")]  # backdoor flush draws, fold at 2:1, call at 3:1
+
+
+@pytest.fixture(scope="module")
+def better_flush():
+    return _native.holdem_analysis(threads=2, situations=SITUATIONS + FLIPS, **BETTER_FLUSH)
+
+
+@pytest.fixture(scope="module")
+def odd_table():
+    return _native.holdem_analysis(threads=2, situations=SITUATIONS, **ODD_TABLE)
+
+
+def edge(s, deals, ante_pay=ANTE_PAY, call_multiple=2):
+    return -Fraction(call_net(s, ante_pay, call_multiple) - s["fold"], deals)
+
+
+def test_default_keywords_are_the_standard_table():
+    sit = SITUATIONS[0]
+    explicit = _native.holdem_situation(
+        *sit, ante_pays=[1, 2, 3, 10, 20, 100], aa_pays=[25, 7], qualify_pair_rank=2, call_multiple=2
+    )
+    assert explicit == _native.holdem_situation(*sit)
+    assert explicit["call_net"] == call_net(explicit)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ante_pays": (1, 2, 3, 10, 20)}, "ante_pays needs exactly 6 pays"),
+        ({"ante_pays": (1, 2, 3, 10, 20, -5)}, r"ante_pays\[5\] must be in 0\.\.1000000"),
+        ({"aa_pays": (25,)}, "aa_pays needs exactly 2 pays"),
+        ({"aa_pays": (25, 10**40)}, r"aa_pays\[1\] must be in"),
+        ({"qualify_pair_rank": 13}, "qualify_pair_rank .* must be in 0..12"),
+        ({"qualify_pair_rank": -1}, "qualify_pair_rank .* must be in 0..12"),
+        ({"call_multiple": 0}, "call_multiple must be in 1.."),
+    ],
+)
+def test_bad_table_parameters_are_value_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _native.holdem_situation(*SITUATIONS[0], **kwargs)
+    with pytest.raises(ValueError, match=message):  # refused before any work is done
+        _native.holdem_analysis(threads=1, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"call_multiple": 2.0}, {"call_multiple": True}, {"ante_pays": "123456"}])
+def test_non_int_table_parameters_are_type_errors(kwargs):
+    with pytest.raises(TypeError):
+        _native.holdem_situation(*SITUATIONS[0], **kwargs)
+
+
+def test_better_flush_pay_calls_more_and_lowers_the_edge(analysis, better_flush):
+    deals = analysis["deals_total"]
+    for key in ("ante_only", "with_aa_bonus"):
+        std, new = analysis[key], better_flush[key]
+        assert new["situations_called"] > std["situations_called"]
+        assert new["classes_called"] > std["classes_called"]
+    assert edge(better_flush["ante_only"], deals, BETTER_FLUSH["ante_pays"]) < edge(analysis["ante_only"], deals) - Fraction(1, 1000)
+    # same qualifying rule, so the same counters; every situation called before is still called
+    for old, new in zip(analysis["situations"], better_flush["situations"]):
+        assert counters(old) == counters(new)
+        assert new["called"]["ante_only"] >= old["called"]["ante_only"]
+        assert new["called"]["with_aa_bonus"] >= old["called"]["with_aa_bonus"]
+    for entry, sit in zip(better_flush["situations"][len(SITUATIONS) :], FLIPS):
+        assert not _native.holdem_situation(*sit)["called"]["ante_only"]
+        assert entry["called"] == {"ante_only": True, "with_aa_bonus": True}
+        assert _native.holdem_situation(*sit, **BETTER_FLUSH)["called"] == entry["called"]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 5, 7, 12, 20])
+def test_odd_table_situation_equals_analysis(odd_table, index):
+    entry = odd_table["situations"][index]
+    brute = _native.holdem_situation(*SITUATIONS[index], **ODD_TABLE)
+    assert counters(entry) == counters(brute)
+    assert sum(counters(brute)) == CONTINUATIONS
+    assert entry["called"] == brute["called"]
+    # the decision follows from the counters with this table's pays and a 3-Ante Call
+    net = call_net(brute, ODD_TABLE["ante_pays"], 3)
+    assert brute["call_net"] == net
+    aa = (*ODD_TABLE["aa_pays"], -1)[aa_outcome(rank_reference(SITUATIONS[index]))]
+    assert brute["called"]["ante_only"] == (net > -CONTINUATIONS)
+    assert brute["called"]["with_aa_bonus"] == (net + aa * CONTINUATIONS > -2 * CONTINUATIONS)
+
+
+def test_odd_table_qualifying_rule_changes_the_counters(analysis, odd_table):
+    # any pair qualifies: only dealer high-card hands fail to qualify
+    for std, odd in zip(analysis["situations"], odd_table["situations"]):
+        assert sum(odd["nq"]) <= sum(std["nq"])
+        assert sum(counters(odd)) == sum(counters(std))
+    assert sum(sum(e["nq"]) for e in odd_table["situations"]) < sum(sum(e["nq"]) for e in analysis["situations"])
+    for key in ("ante_only", "with_aa_bonus"):
+        s = odd_table[key]
+        assert s["situations_called"] + s["situations_folded"] == analysis["situations_total"]
+        assert sum(counters(s)) + s["fold"] == analysis["deals_total"]
+    assert odd_table["aa_bonus_five_card"] == analysis["aa_bonus_five_card"]
+
+
+def test_holdem_odds_uses_the_table(monkeypatch, odd_table):
+    table = table_for(
+        "casino-holdem",
+        {
+            "ante_pays": {
+                "royal flush": 250,
+                "straight flush": 40,
+                "four of a kind": 15,
+                "full house": 5,
+                "flush": 4,
+                "straight or less": 1,
+            },
+            "aa_bonus_pays": {"flush or better": 30, "pair of aces to straight": 5},
+            "qualify_pair_rank": 0,
+            "call_multiple": 3,
+        },
+    )
+    assert holdem_odds_module.native_table_args(table) == ODD_TABLE
+    assert holdem_odds_module.native_table_args(table_for("casino-holdem")) == {
+        "ante_pays": ANTE_PAY,
+        "aa_pays": AA_PAY[:2],
+        "qualify_pair_rank": 2,
+        "call_multiple": 2,
+    }
+    seen = {}
+
+    def fake(threads, **kwargs):
+        seen.update(kwargs)
+        return odd_table
+
+    monkeypatch.setattr(holdem_odds_module._native, "holdem_analysis", fake)
+    report = holdem_odds_module.holdem_odds(table=table)
+    assert seen == ODD_TABLE
+    ante = report.bets[0]
+    s = odd_table["ante_only"]
+    assert ante.house_edge == edge(s, odd_table["deals_total"], ODD_TABLE["ante_pays"], 3)
+    nets = {o.event: o.net for o in ante.outcomes}
+    assert nets["dealer wins"] == -4 and nets["win; flush"] == 4 + 3

@@ -11,8 +11,20 @@ from ..errors import InvalidInput
 from ..tables import CasinoHoldemTable, table_for
 from .report import BetAnalysis, OddsReport, Outcome
 
+# Ante-table tiers in the native kernel's order (tier index = position), named as in CasinoHoldemTable.ante_pays.
 TIERS = ("straight or less", "flush", "full house", "four of a kind", "straight flush", "royal flush")
+# AA Bonus lines in the native kernel's order: (native key, name in CasinoHoldemTable.aa_bonus_pays).
 AA_LINES = (("flush_or_better", "flush or better"), ("aces_to_straight", "pair of aces to straight"))
+
+
+def native_table_args(table: CasinoHoldemTable) -> dict:
+    """The table's paytable as the keyword arguments of _native.holdem_analysis / holdem_situation."""
+    return {
+        "ante_pays": tuple(table.ante_pays[name] for name in TIERS),
+        "aa_pays": tuple(table.aa_bonus_pays[name] for _, name in AA_LINES),
+        "qualify_pair_rank": table.qualify_pair_rank,
+        "call_multiple": table.call_multiple,
+    }
 
 
 def _ante_outcomes(strategy: dict, table: CasinoHoldemTable) -> tuple[Outcome, ...]:
@@ -20,9 +32,11 @@ def _ante_outcomes(strategy: dict, table: CasinoHoldemTable) -> tuple[Outcome, .
     for tier, name in enumerate(TIERS):
         pays = table.ante_pays[name]
         rows.append(Outcome(event=f"dealer does not qualify; {name}", net=Fraction(pays), combinations=strategy["nq"][tier]))
-        rows.append(Outcome(event=f"win; {name}", net=Fraction(pays + 2), combinations=strategy["win"][tier]))
+        rows.append(
+            Outcome(event=f"win; {name}", net=Fraction(pays + table.call_multiple), combinations=strategy["win"][tier])
+        )
     rows.append(Outcome(event="tie (push)", net=Fraction(0), combinations=strategy["tie"]))
-    rows.append(Outcome(event="dealer wins", net=Fraction(-3), combinations=strategy["lose"]))
+    rows.append(Outcome(event="dealer wins", net=Fraction(-1 - table.call_multiple), combinations=strategy["lose"]))
     return tuple(sorted((r for r in rows if r.combinations), key=lambda o: -o.net))
 
 
@@ -34,11 +48,14 @@ def _aa_outcomes(counts: dict, table: CasinoHoldemTable, folded: int = 0) -> tup
     return tuple(rows)
 
 
-def holdem_odds(decks: int | None = None, threads: int = 2) -> OddsReport:
+def holdem_odds(decks: int | None = None, threads: int = 2, table: CasinoHoldemTable | None = None) -> OddsReport:
+    """Exact odds for ``table`` (default: the standard table, ``table_for("casino-holdem")``); the call/fold
+    strategy is the best one for that table's paytable, qualifying pair and call multiple."""
     if decks not in (None, 1):
         raise InvalidInput("Casino Hold'em is dealt from one deck")
-    table: CasinoHoldemTable = table_for("casino-holdem")  # type: ignore[assignment]
-    data = _native.holdem_analysis(threads)
+    if table is None:
+        table = table_for("casino-holdem")  # type: ignore[assignment]
+    data = _native.holdem_analysis(threads, **native_table_args(table))
     ante_only, with_aa = data["ante_only"], data["with_aa_bonus"]
     called_share = Fraction(ante_only["situations_called"], data["situations_total"])
     bets = [
@@ -46,7 +63,10 @@ def holdem_odds(decks: int | None = None, threads: int = 2) -> OddsReport:
             bet="ante",
             strategy="best call/fold play for an Ante-only player",
             outcomes=_ante_outcomes(ante_only, table),
-            note=f"calls {float(called_share) * 100:.2f}% of (hole cards, flop) situations; net in Ante units, Call = 2 Antes",
+            note=(
+                f"calls {float(called_share) * 100:.2f}% of (hole cards, flop) situations; "
+                f"net in Ante units, Call = {table.call_multiple} Antes"
+            ),
         ),
         BetAnalysis(
             bet="aa_bonus",
