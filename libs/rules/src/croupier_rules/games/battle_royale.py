@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from ..decider import RoundState, Slot
-from ..events import BetResult, RoundSettled
-from ..money import part_returned
+from ..events import BetResult
 from ..tables import BattleRoyaleTable, TableConfig
-from .war_family import FIRST_DEAL, OneBetWar, burn_then_one_each, compare, result
+from .war_family import FIRST_DEAL, OneBetWar, burn_then_one_each, result
 
 
 class BattleRoyale(OneBetWar):
@@ -17,27 +16,10 @@ class BattleRoyale(OneBetWar):
     def slots(self, table: TableConfig, stage: str) -> tuple[Slot, ...]:
         return FIRST_DEAL if stage == "initial" else burn_then_one_each(table.burn_before_war)  # type: ignore[attr-defined]
 
-    def settle(self, state: RoundState) -> RoundSettled:
+    def settle_war(self, state: RoundState, ante: int, war_stake: int, war: int) -> dict[str, BetResult]:
         table: BattleRoyaleTable = state.table  # type: ignore[assignment]
-        ante = state.bets["ante"]
-        first = compare(state)
-        results: dict[str, BetResult] = {}
-        if first > 0:
-            results["ante"] = result(ante, 2, "win")
-        elif first < 0:
-            results["ante"] = result(ante, 0, "lose")
-        elif state.decisions.get("ante") == "surrender":
-            results["ante"] = BetResult(stake=ante, returned=part_returned(ante, table.surrender_loss), outcome="surrender")
-        else:
-            battle = state.bets["battle"]
-            war = compare(state, "player_war", "dealer_war")
-            if war > 0:
-                results["ante"] = result(ante, 1, "push")
-                results["battle"] = result(battle, 2, "win battle")
-            elif war == 0:
-                results["ante"] = result(ante, 1, "push")
-                results["battle"] = result(battle, 1 + table.battle_tie_pays, "tie in battle")
-            else:
-                results["ante"] = result(ante, 0, "lose battle")
-                results["battle"] = result(battle, 0, "lose battle")
-        return RoundSettled(results=results)
+        if war > 0:
+            return {"ante": result(ante, 1, "push"), "battle": result(war_stake, 2, "win battle")}
+        if war == 0:
+            return {"ante": result(ante, 1, "push"), "battle": result(war_stake, 1 + table.battle_tie_pays, "tie in battle")}
+        return {"ante": result(ante, 0, "lose battle"), "battle": result(war_stake, 0, "lose battle")}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..decider import RoundState, Slot
 from ..events import BetResult, RoundSettled
-from ..money import part_returned
 from ..tables import CasinoWarTable, TableConfig
 from .war_family import FIRST_DEAL, OneBetWar, burn_then_one_each, compare, result
 
@@ -24,31 +23,18 @@ class CasinoWar(OneBetWar):
             return {"ante": bets["tie"], **bets}
         return bets
 
-    def settle(self, state: RoundState) -> RoundSettled:
+    def settle_war(self, state: RoundState, ante: int, war_stake: int, war: int) -> dict[str, BetResult]:
         table: CasinoWarTable = state.table  # type: ignore[assignment]
-        ante = state.bets["ante"]
-        first = compare(state)
-        results: dict[str, BetResult] = {}
-        if first > 0:
-            results["ante"] = result(ante, 2, "win")
-        elif first < 0:
-            results["ante"] = result(ante, 0, "lose")
-        elif state.decisions.get("ante") == "surrender":
-            results["ante"] = BetResult(stake=ante, returned=part_returned(ante, table.surrender_loss), outcome="surrender")
-        else:
-            war = compare(state, "player_war", "dealer_war")
-            raise_ = state.bets["raise"]
-            if war > 0:
-                results["ante"] = result(ante, 2, "win after war")
-                results["raise"] = result(raise_, 1, "push")
-            elif war < 0:
-                results["ante"] = result(ante, 0, "lose after war")
-                results["raise"] = result(raise_, 0, "lose after war")
-            else:
-                results["ante"] = result(ante, 1 + table.war_tie_bonus, "tie after war: ante bonus")
-                results["raise"] = result(raise_, 1, "push")
-        if "tie" in state.bets:
-            tie = state.bets["tie"]
-            results["tie"] = result(tie, 1 + table.tie_pays, "tie") if first == 0 else result(tie, 0, "lose")
-        return RoundSettled(results=results)
+        if war > 0:
+            return {"ante": result(ante, 2, "win after war"), "raise": result(war_stake, 1, "push")}
+        if war < 0:
+            return {"ante": result(ante, 0, "lose after war"), "raise": result(war_stake, 0, "lose after war")}
+        return {"ante": result(ante, 1 + table.war_tie_bonus, "tie after war: ante bonus"), "raise": result(war_stake, 1, "push")}
 
+    def finish(self, state: RoundState, results: dict[str, BetResult]) -> RoundSettled:
+        # The Tie bet is settled on the first deal only, whatever happens after.
+        if "tie" in state.bets:
+            table: CasinoWarTable = state.table  # type: ignore[assignment]
+            tie = state.bets["tie"]
+            results["tie"] = result(tie, 1 + table.tie_pays, "tie") if compare(state) == 0 else result(tie, 0, "lose")
+        return RoundSettled(results=results)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from ..cards import parse_card, rank_of
 from ..decider import Game, RoundState, Slot
-from ..events import BetResult, DecisionMade, DecisionRequired
+from ..events import BetResult, DecisionMade, DecisionRequired, RoundSettled
+from ..money import part_returned
 
 FIRST_DEAL: tuple[Slot, ...] = (("player", True), ("dealer", True))
 
@@ -48,3 +51,25 @@ class OneBetWar(Game):
             return DecisionMade(bet=bet, choice=choice, added={self.war_bet: state.bets["ante"]}, next_stage="war")
         return DecisionMade(bet=bet, choice=choice)
 
+
+    def settle(self, state: RoundState) -> RoundSettled:
+        """The first deal and a surrender are settled alike at every war table; the war is the game's own."""
+        ante = state.bets["ante"]
+        first = compare(state)
+        if first > 0:
+            results = {"ante": result(ante, 2, "win")}
+        elif first < 0:
+            results = {"ante": result(ante, 0, "lose")}
+        elif state.decisions.get("ante") == "surrender":
+            returned = part_returned(ante, state.table.surrender_loss)  # type: ignore[attr-defined]
+            results = {"ante": BetResult(stake=ante, returned=returned, outcome="surrender")}
+        else:
+            results = self.settle_war(state, ante, state.bets[self.war_bet], compare(state, "player_war", "dealer_war"))
+        return self.finish(state, results)
+
+    @abstractmethod
+    def settle_war(self, state: RoundState, ante: int, war_stake: int, war: int) -> dict[str, BetResult]:
+        """Ante and war bet after the war cards compared ``war`` (+1 player higher, 0 equal, -1 dealer higher)."""
+
+    def finish(self, state: RoundState, results: dict[str, BetResult]) -> RoundSettled:
+        return RoundSettled(results=results)

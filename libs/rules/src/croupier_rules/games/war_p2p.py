@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ..decider import RoundState, Slot
 from ..events import BetResult, RoundSettled
-from ..money import part_returned, percent_half_up
+from ..money import percent_half_up
 from ..tables import TableConfig, WarP2PTable
-from .war_family import FIRST_DEAL, OneBetWar, compare, result
+from .war_family import FIRST_DEAL, OneBetWar, result
 
 
 def three_down_one_up(face_down: int) -> tuple[Slot, ...]:
@@ -29,29 +29,16 @@ class WarP2P(OneBetWar):
     def slots(self, table: TableConfig, stage: str) -> tuple[Slot, ...]:
         return FIRST_DEAL if stage == "initial" else three_down_one_up(table.face_down_war_cards)  # type: ignore[attr-defined]
 
-    def settle(self, state: RoundState) -> RoundSettled:
+    def settle_war(self, state: RoundState, ante: int, war_stake: int, war: int) -> dict[str, BetResult]:
+        # The player's face-up card higher or equal wins the raise only; the ante pushes.
+        if war >= 0:
+            return {"ante": result(ante, 1, "push"), "raise": result(war_stake, 2, "win after war")}
+        return {"ante": result(ante, 0, "lose after war"), "raise": result(war_stake, 0, "lose after war")}
+
+    def finish(self, state: RoundState, results: dict[str, BetResult]) -> RoundSettled:
         table: WarP2PTable = state.table  # type: ignore[assignment]
-        ante = state.bets["ante"]
-        first = compare(state)
-        results: dict[str, BetResult] = {}
-        if first > 0:
-            results["ante"] = result(ante, 2, "win")
-        elif first < 0:
-            results["ante"] = result(ante, 0, "lose")
-        elif state.decisions.get("ante") == "surrender":
-            results["ante"] = BetResult(stake=ante, returned=part_returned(ante, table.surrender_loss), outcome="surrender")
-        else:
-            raise_ = state.bets["raise"]
-            if compare(state, "player_war", "dealer_war") >= 0:
-                results["ante"] = result(ante, 1, "push")
-                results["raise"] = result(raise_, 2, "win after war")
-            else:
-                results["ante"] = result(ante, 0, "lose after war")
-                results["raise"] = result(raise_, 0, "lose after war")
         if table.dealer != "player":
             return RoundSettled(results=results)
         commission = percent_half_up(state.total_staked, table.commission_rate)
         player_net = sum(r.net for r in results.values())
-        return RoundSettled(
-            results=results, commission=commission, dealer_net=-player_net - commission
-        )
+        return RoundSettled(results=results, commission=commission, dealer_net=-player_net - commission)
