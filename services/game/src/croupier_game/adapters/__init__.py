@@ -1,0 +1,1 @@
+"""Storage (SQLAlchemy Core, in-memory) and gRPC clients of the other services."""

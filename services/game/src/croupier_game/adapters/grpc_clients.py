@@ -1,0 +1,121 @@
+"""Clients of the shuffler, the dealer and the wallet's stake service, over gRPC with the service token.
+
+Their failures become the game's own errors: a wallet refusal is StakesRefused (FAILED_PRECONDITION),
+a service that cannot be reached is UNAVAILABLE; anything else is a bug (INTERNAL, logged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import grpc
+
+from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc
+from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable
+from croupier_platform.grpc_server import call_metadata
+
+from ..application.ports import CommittedShoe, LedgerEntry, Reservation, RevealedShoe, StakesRefused
+
+CALL_TIMEOUT_S = 5.0
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+class InternalCallFailed(Exception):
+    """Another service answered with a status the game does not expect: a bug, reported as INTERNAL."""
+
+
+def _translate(service: str, error: grpc.aio.AioRpcError) -> Exception:
+    code, details = error.code(), error.details() or error.code().name
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        return FailedPrecondition(f"{service}: {details}")
+    if code == grpc.StatusCode.ABORTED:
+        return Conflict(f"{service}: {details}; try again")
+    if code in _UNREACHABLE:
+        return Unavailable(f"the {service} service is unavailable ({details}); try again")
+    return InternalCallFailed(f"{service} answered {code.name}: {details}")
+
+
+class _Client:
+    service = ""
+
+    def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
+        self._metadata = call_metadata(token)
+        self._stub = self._make_stub(channel)
+
+    def _make_stub(self, channel: grpc.aio.Channel):  # noqa: ANN202
+        raise NotImplementedError
+
+    async def _call(self, method: str, request):  # noqa: ANN001, ANN202
+        try:
+            return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            raise _translate(self.service, error) from None
+
+
+class GrpcShuffler(_Client):
+    service = "shuffler"
+
+    def _make_stub(self, channel):  # noqa: ANN001, ANN202
+        return internal_pb2_grpc.ShufflerServiceStub(channel)
+
+    async def new_shoe(self, decks: int, round_id: str) -> CommittedShoe:
+        reply = await self._call("NewShoe", internal_pb2.NewShoeRequest(decks=decks, round_id=round_id))
+        return CommittedShoe(shoe_id=reply.shoe_id, commitment=reply.commitment, size=reply.size)
+
+    async def reveal_shoe(self, shoe_id: str) -> RevealedShoe | None:
+        try:
+            reply = await self._stub.RevealShoe(
+                internal_pb2.RevealShoeRequest(shoe_id=shoe_id), metadata=self._metadata, timeout=CALL_TIMEOUT_S
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND, *_UNREACHABLE):
+                return None  # not revealed (yet), or the shuffler is away: the view leaves the fields empty
+            raise _translate(self.service, error) from None
+        return RevealedShoe(shoe_id=reply.shoe_id, commitment=reply.commitment, salt_hex=reply.salt_hex, cards=tuple(reply.cards))
+
+
+class GrpcDealer(_Client):
+    service = "dealer"
+
+    def _make_stub(self, channel):  # noqa: ANN001, ANN202
+        return internal_pb2_grpc.DealerServiceStub(channel)
+
+    async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> int:
+        request = internal_pb2.CutShoeRequest(shoe_id=shoe_id, round_id=round_id, commitment=commitment, cut_seed=cut_seed)
+        return (await self._call("CutShoe", request)).offset
+
+    async def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> tuple[list[str], list[int]]:
+        request = internal_pb2.DealCardsRequest(
+            shoe_id=shoe_id, round_id=round_id, count=count, expected_position=expected_position
+        )
+        reply = await self._call("DealCards", request)
+        return list(reply.cards), list(reply.positions)
+
+
+class GrpcStakes(_Client):
+    service = "wallet"
+
+    def _make_stub(self, channel):  # noqa: ANN001, ANN202
+        return internal_pb2_grpc.StakeServiceStub(channel)
+
+    async def reserve_stakes(
+        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int]
+    ) -> Reservation:
+        request = internal_pb2.ReserveStakesRequest(
+            transaction_id=transaction_id, player_id=player_id, round_id=round_id,
+            amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets),
+        )  # fmt: skip
+        try:
+            reply = await self._stub.ReserveStakes(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                raise StakesRefused(f"the wallet refused the stakes of {amount} {currency}: {error.details()}") from None
+            raise _translate(self.service, error) from None
+        return Reservation(reply.transaction_id, reply.available_before, reply.available_after)
+
+    async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
+        reply = await self._call("ListRoundTransactions", internal_pb2.ListRoundTransactionsRequest(round_id=round_id))
+        return [
+            LedgerEntry(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount, currency=t.currency)
+            for t in reply.transactions
+        ]

@@ -1,0 +1,99 @@
+"""The game store in memory: the platform's InMemoryEventStore plus the service's rows, one
+transaction at a time (the event store's lock), rolled back together. For unit tests."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+from croupier_platform.eventstore import InMemoryEventStore
+from croupier_platform.outbox import Outbox
+
+from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
+
+
+@dataclass
+class _Rows:
+    seats: dict[str, Seat] = field(default_factory=dict)
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    rounds: dict[str, RoundRow] = field(default_factory=dict)  # insertion order = opening order
+
+
+class _MemorySeats(Seats):
+    def __init__(self, rows: _Rows) -> None:
+        self._rows = rows
+
+    def get(self, seat_id: str) -> Seat | None:
+        return self._rows.seats.get(seat_id)
+
+    def find(self, player_id: str, table_id: str) -> Seat | None:
+        return next((s for s in self._rows.seats.values() if (s.player_id, s.table_id) == (player_id, table_id)), None)
+
+    def add(self, seat: Seat) -> None:
+        if self.find(seat.player_id, seat.table_id) is not None or seat.seat_id in self._rows.seats:
+            raise DuplicateRow(f"{seat.player_id} already sits at {seat.table_id}")
+        self._rows.seats[seat.seat_id] = seat
+
+    def remove(self, seat_id: str) -> None:
+        self._rows.seats.pop(seat_id, None)
+
+    def set_last_round(self, seat_id: str, round_id: str) -> None:
+        self._rows.seats[seat_id] = replace(self._rows.seats[seat_id], last_round_id=round_id)
+
+
+class _MemoryKeys(IdempotencyKeys):
+    def __init__(self, rows: _Rows) -> None:
+        self._rows = rows
+
+    def get(self, player_id: str, key: str) -> str | None:
+        return self._rows.keys.get((player_id, key))
+
+    def add(self, player_id: str, key: str, round_id: str) -> None:
+        if (player_id, key) in self._rows.keys:
+            raise DuplicateRow(f"idempotency key {key!r} of {player_id} is already used")
+        self._rows.keys[(player_id, key)] = round_id
+
+
+class _MemoryRounds(Rounds):
+    def __init__(self, rows: _Rows) -> None:
+        self._rows = rows
+
+    def get(self, round_id: str) -> RoundRow | None:
+        return self._rows.rounds.get(round_id)
+
+    def add(self, row: RoundRow) -> None:
+        if row.round_id in self._rows.rounds:
+            raise DuplicateRow(f"round {row.round_id} is already recorded")
+        self._rows.rounds[row.round_id] = row
+
+    def update(self, round_id: str, phase: str, version: int) -> None:
+        self._rows.rounds[round_id] = replace(self._rows.rounds[round_id], phase=phase, version=version)
+
+    def recent(self, player_id: str, limit: int) -> list[str]:
+        mine = [r.round_id for r in self._rows.rounds.values() if r.player_id == player_id]
+        return mine[::-1][:limit]
+
+
+class InMemoryGameStore:
+    def __init__(self, events: InMemoryEventStore | None = None) -> None:
+        self.events = events or InMemoryEventStore()
+        self._rows = _Rows()
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[GameUnitOfWork]:
+        with self.events.unit_of_work() as uow:  # holds the store's lock until the block ends
+            saved = copy.deepcopy(self._rows)
+            try:
+                yield GameUnitOfWork(
+                    events=uow.events, seats=_MemorySeats(self._rows), keys=_MemoryKeys(self._rows),
+                    rounds=_MemoryRounds(self._rows),
+                )  # fmt: skip
+            except BaseException:
+                self._rows = saved
+                raise
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.events.outbox

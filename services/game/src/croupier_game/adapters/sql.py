@@ -1,0 +1,149 @@
+"""The game's own tables (SQLAlchemy Core; SQLite embedded, PostgreSQL later) and the store that
+writes them in the event store's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    delete,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from croupier_platform.db import NAMING_CONVENTION
+from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.outbox import Outbox
+
+from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
+
+game_metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+_AutoincrementKey = BigInteger().with_variant(Integer(), "sqlite")
+
+seats_table = Table(
+    "game_seats",
+    game_metadata,
+    Column("seat_id", String(36), primary_key=True),
+    Column("player_id", Text, nullable=False),
+    Column("table_id", Text, nullable=False),
+    Column("last_round_id", String(36)),
+    UniqueConstraint("player_id", "table_id"),
+)
+
+idempotency_table = Table(
+    "game_idempotency_keys",
+    game_metadata,
+    Column("player_id", Text, primary_key=True),
+    Column("idempotency_key", Text, primary_key=True),
+    Column("round_id", String(36), nullable=False),
+)
+
+# The projection of recent rounds: `id` orders them by opening; phase and version follow each append.
+rounds_table = Table(
+    "game_rounds",
+    game_metadata,
+    Column("id", _AutoincrementKey, primary_key=True, autoincrement=True),
+    Column("round_id", String(36), nullable=False, unique=True),
+    Column("player_id", Text, nullable=False),
+    Column("table_id", Text, nullable=False),
+    Column("seat_id", String(36), nullable=False),
+    Column("phase", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    sqlite_autoincrement=True,
+)
+Index("ix_game_rounds_player", rounds_table.c.player_id, rounds_table.c.id)
+
+
+class _SqlSeats(Seats):
+    def __init__(self, connection: Connection) -> None:
+        self._c = connection
+
+    def get(self, seat_id: str) -> Seat | None:
+        row = self._c.execute(select(seats_table).where(seats_table.c.seat_id == seat_id)).first()
+        return Seat(**row._mapping) if row else None
+
+    def find(self, player_id: str, table_id: str) -> Seat | None:
+        query = select(seats_table).where(seats_table.c.player_id == player_id, seats_table.c.table_id == table_id)
+        row = self._c.execute(query).first()
+        return Seat(**row._mapping) if row else None
+
+    def add(self, seat: Seat) -> None:
+        try:
+            self._c.execute(insert(seats_table).values(**seat.__dict__))
+        except IntegrityError as exc:
+            raise DuplicateRow(f"{seat.player_id} already sits at {seat.table_id}") from exc
+
+    def remove(self, seat_id: str) -> None:
+        self._c.execute(delete(seats_table).where(seats_table.c.seat_id == seat_id))
+
+    def set_last_round(self, seat_id: str, round_id: str) -> None:
+        self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat_id).values(last_round_id=round_id))
+
+
+class _SqlKeys(IdempotencyKeys):
+    def __init__(self, connection: Connection) -> None:
+        self._c = connection
+
+    def get(self, player_id: str, key: str) -> str | None:
+        query = select(idempotency_table.c.round_id).where(
+            idempotency_table.c.player_id == player_id, idempotency_table.c.idempotency_key == key
+        )
+        return self._c.execute(query).scalar_one_or_none()
+
+    def add(self, player_id: str, key: str, round_id: str) -> None:
+        self._c.execute(insert(idempotency_table).values(player_id=player_id, idempotency_key=key, round_id=round_id))
+
+
+class _SqlRounds(Rounds):
+    def __init__(self, connection: Connection) -> None:
+        self._c = connection
+
+    def get(self, round_id: str) -> RoundRow | None:
+        columns = [c for c in rounds_table.c if c.name != "id"]
+        row = self._c.execute(select(*columns).where(rounds_table.c.round_id == round_id)).first()
+        return RoundRow(**row._mapping) if row else None
+
+    def add(self, row: RoundRow) -> None:
+        self._c.execute(insert(rounds_table).values(**row.__dict__))
+
+    def update(self, round_id: str, phase: str, version: int) -> None:
+        self._c.execute(update(rounds_table).where(rounds_table.c.round_id == round_id).values(phase=phase, version=version))
+
+    def recent(self, player_id: str, limit: int) -> list[str]:
+        query = (
+            select(rounds_table.c.round_id)
+            .where(rounds_table.c.player_id == player_id)
+            .order_by(rounds_table.c.id.desc())
+            .limit(limit)
+        )
+        return list(self._c.execute(query).scalars())
+
+
+class SqlGameStore:
+    def __init__(self, engine: Engine) -> None:
+        self.events = SqlEventStore(engine)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[GameUnitOfWork]:
+        with self.events.unit_of_work() as uow:
+            c = uow.connection
+            yield GameUnitOfWork(events=uow.events, seats=_SqlSeats(c), keys=_SqlKeys(c), rounds=_SqlRounds(c))
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.events.outbox

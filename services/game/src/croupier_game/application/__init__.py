@@ -1,0 +1,1 @@
+"""Use cases of the game service, over ports (store, shuffler, dealer, stakes)."""

@@ -1,0 +1,125 @@
+"""What every use case does with a round's stream: load it, append to it, retry on conflict."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from croupier_platform.auth import Identity
+import grpc
+
+from croupier_platform.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from croupier_platform.eventstore import ConcurrencyConflict
+from croupier_platform.runtime import Clock, iso
+from croupier_rules.events import RoundEvent
+
+from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
+from ..domain.visibility import Reveal, RoundView, round_view
+from .ports import GameStore, Shuffler
+
+T = TypeVar("T")
+
+CONFLICT_RETRIES = 3
+REVEAL_CACHE_SIZE = 1_000
+
+
+class RoundBook:
+    def __init__(self, store: GameStore, shuffler: Shuffler, clock: Clock, on_commit: Callable[[], None]) -> None:
+        self._store = store
+        self._shuffler = shuffler
+        self._clock = clock
+        self._on_commit = on_commit
+        self._reveals: OrderedDict[str, Reveal] = OrderedDict()
+
+    @property
+    def store(self) -> GameStore:
+        return self._store
+
+    @property
+    def shuffler(self) -> Shuffler:
+        return self._shuffler
+
+    def now(self) -> str:
+        return iso(self._clock())
+
+    def committed(self) -> None:
+        """Wake the outbox relay."""
+        self._on_commit()
+
+    async def in_transaction(self, work: Callable[..., T]) -> T:
+        """Run `work(uow)` in one unit of work, in a thread (the store is synchronous)."""
+
+        def run() -> T:
+            with self._store.unit_of_work() as uow:
+                return work(uow)
+
+        return await asyncio.to_thread(run)
+
+    async def load(self, round_id: str) -> Round:
+        if not round_id:
+            raise NotFound("round_id is empty; name a round (as PlaceBets or ListRounds returned it)")
+        envelopes = await self.in_transaction(lambda uow: uow.events.read_stream(round_id))
+        if not envelopes or envelopes[0].stream_type != STREAM_TYPE:
+            raise NotFound(f"no round {round_id!r}")
+        try:
+            return Round.from_events(envelopes)
+        except BrokenRound as exc:
+            raise BrokenRoundError(str(exc)) from None
+
+    async def load_for(self, actor: Identity, round_id: str) -> Round:
+        round_ = await self.load(round_id)
+        if not actor.may_act_for(round_.player_id):
+            raise PermissionDenied(f"round {round_id} belongs to another player; you may see only your own rounds")
+        return round_
+
+    async def append(self, round_: Round, events: Sequence[RoundEvent]) -> Round:
+        """Append rules events at the round's version and keep the projection in step."""
+        at = self.now()
+        new = [rules_event(e, at, round_.round_id) for e in events]
+
+        def work(uow):  # noqa: ANN001, ANN202
+            appended = uow.events.append(round_.round_id, round_.version, new, stream_type=STREAM_TYPE)
+            extended = round_.extended(appended)
+            uow.rounds.update(round_.round_id, extended.state.phase, extended.version)
+            return extended
+
+        extended = await self.in_transaction(work)
+        self.committed()
+        return extended
+
+    async def reveal(self, round_: Round) -> Reveal | None:
+        """The revealed shoe of a finished round, or None (not over, or not revealed yet)."""
+        if not round_.is_over or round_.shoe is None:
+            return None
+        shoe_id = round_.shoe.shoe_id
+        if (cached := self._reveals.get(shoe_id)) is not None:
+            return cached
+        revealed = await self._shuffler.reveal_shoe(shoe_id)
+        if revealed is None:
+            return None
+        reveal = Reveal(shoe_id=shoe_id, commitment=revealed.commitment, salt_hex=revealed.salt_hex, cards=revealed.cards)
+        self._reveals[shoe_id] = reveal
+        while len(self._reveals) > REVEAL_CACHE_SIZE:
+            self._reveals.popitem(last=False)
+        return reveal
+
+    async def view(self, actor: Identity, round_: Round) -> RoundView:
+        return round_view(round_, operator=actor.role == "operator", reveal=await self.reveal(round_))
+
+
+class BrokenRoundError(ServiceError):
+    """A stored round that no longer folds (edited storage); the AuditService's ReplayRound explains it."""
+
+    status = grpc.StatusCode.DATA_LOSS
+
+
+async def retrying(command: Callable[[], Awaitable[T]], what: str) -> T:
+    """Run a command from a fresh fold; retry it when a concurrent append won, then give up (ABORTED)."""
+    for _ in range(CONFLICT_RETRIES + 1):
+        try:
+            return await command()
+        except ConcurrencyConflict:
+            continue
+    raise Conflict(f"{what}: the round kept changing meanwhile ({CONFLICT_RETRIES} retries); try again")

@@ -1,0 +1,65 @@
+"""The game service's composition root: everything built from a ServiceContext, nothing at import time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+
+from croupier_platform.bus import Bus
+from croupier_platform.db import create_schema, make_engine
+from croupier_platform.outbox import OutboxRelay
+from croupier_platform.runtime import ServiceContext
+
+from .adapters.grpc_clients import GrpcDealer, GrpcShuffler, GrpcStakes
+from .adapters.relay import RelayLoop
+from .adapters.sql import SqlGameStore, game_metadata
+from .application.audit import AuditUseCases
+from .application.rounds import RoundBook
+from .application.tables import TableUseCases
+from . import config
+from .domain.catalogue import Catalogue
+from .entrypoints import grpc_server
+
+
+class GameModule:
+    """TableService and AuditService, with the outbox relay of the round streams (a ServiceModule)."""
+
+    name = "game"
+
+    def __init__(self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float) -> None:
+        self.service_names = list(grpc_server.SERVICE_NAMES)
+        missing = [name for name in ("shuffler", "dealer", "wallet") if name not in ctx.channels]
+        if missing:
+            raise ValueError(f"the game service needs channels to {', '.join(missing)} in ServiceContext.channels")
+        self._engine = make_engine(ctx.database_url)
+        create_schema(self._engine)
+        create_schema(self._engine, game_metadata)
+        store = SqlGameStore(self._engine)
+        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s)
+        shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token)
+        stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
+        book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake)
+        self.catalogue = catalogue
+        self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes)
+        self.audit = AuditUseCases(book, stakes)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        grpc_server.register(server, self.tables, self.audit)
+
+    def subscribe(self, bus: Bus) -> None:
+        """The game consumes nothing: it owns the round streams and only publishes them."""
+
+    async def start(self) -> None:
+        self._relay.start()
+
+    async def stop(self) -> None:
+        await self._relay.stop()
+        self._engine.dispose()
+
+
+def bootstrap(
+    ctx: ServiceContext, tables_file: Path | None = None, *, relay_poll_interval_s: float = config.RELAY_POLL_INTERVAL_S
+) -> GameModule:
+    """`tables_file` (else $CROUPIER_TABLES, else the shipped tables.toml) is the table catalogue."""
+    return GameModule(ctx, Catalogue.from_toml(config.tables_file(tables_file)), relay_poll_interval_s)

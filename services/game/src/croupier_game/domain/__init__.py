@@ -1,0 +1,1 @@
+"""Rounds, tables and what a caller may see: no I/O here."""

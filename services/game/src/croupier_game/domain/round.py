@@ -1,0 +1,163 @@
+"""The round aggregate: a round's event stream folded through its game's decider.
+
+The stream (stream_type "round", stream_id = round_id) holds two service events and the rules
+events, whose payloads are the rules library's models dumped as JSON:
+  RoundOpened, BetsPlaced, ShoeCommitted, CardsDealt, DecisionRequired, DecisionMade,
+  RoundSettled, RoundVoided.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from croupier_platform.events import EventEnvelope
+from croupier_platform.eventstore import NewEvent
+from croupier_rules.decider import Decider, RoundState
+from croupier_rules.deciders import decider_for
+from croupier_rules.events import EVENT_TYPES, CardsDealt, DealtCard, RoundEvent, event_from_dict
+from croupier_rules.tables import TableConfig, table_for
+
+STREAM_TYPE = "round"
+ROUND_OPENED = "RoundOpened"
+SHOE_COMMITTED = "ShoeCommitted"
+SCHEMA_VERSION = 1
+OVER_PHASES = ("settled", "voided")
+
+# Fixed forever: round ids derive from it, so a retried PlaceBets reaches the same round.
+ROUND_NAMESPACE = uuid.UUID("6f1d0d4e-3c1b-5a57-9a53-7a0c2b6c9e10")
+
+
+def round_id_for(player_id: str, idempotency_key: str) -> str:
+    return str(uuid.uuid5(ROUND_NAMESPACE, f"{player_id}:{idempotency_key}"))
+
+
+class RoundOpened(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    round_id: str
+    table_id: str
+    seat_id: str
+    player_id: str
+    game: str
+    currency: str
+    table: dict[str, Any]  # the table's parameters as JSON; table_for(game, table) rebuilds them
+    balance_before: int
+
+
+class ShoeCommitted(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    shoe_id: str
+    commitment: str
+    size: int
+    cut_seed: str
+    cut_offset: int
+
+
+class BrokenRound(Exception):
+    """A stream that does not read as a round (e.g. edited in storage); names the version."""
+
+    def __init__(self, round_id: str, version: int, reason: str) -> None:
+        super().__init__(f"round {round_id} event v{version}: {reason}")
+        self.version = version
+
+
+def table_from_json(game: str, table: dict[str, Any]) -> TableConfig:
+    return table_for(game, {k: v for k, v in table.items() if k != "game"})
+
+
+def new_event(event_type: str, payload: dict[str, Any], occurred_at: str, round_id: str) -> NewEvent:
+    return NewEvent(
+        event_type=event_type, schema_version=SCHEMA_VERSION, payload=payload,
+        occurred_at=occurred_at, correlation_id=round_id,
+    )  # fmt: skip
+
+
+def rules_event(event: RoundEvent, occurred_at: str, round_id: str) -> NewEvent:
+    return new_event(event.event_type, event.model_dump(mode="json"), occurred_at, round_id)
+
+
+@dataclass(frozen=True)
+class Round:
+    opened: RoundOpened
+    table: TableConfig
+    shoe: ShoeCommitted | None
+    state: RoundState
+    version: int
+    envelopes: tuple[EventEnvelope, ...]
+    rules_events: tuple[tuple[int, RoundEvent], ...]  # (stream version, event)
+
+    @classmethod
+    def from_events(cls, envelopes: Sequence[EventEnvelope]) -> Round:
+        if not envelopes:
+            raise ValueError("a round needs at least its RoundOpened event")
+        round_id = envelopes[0].stream_id
+        opened: RoundOpened | None = None
+        shoe: ShoeCommitted | None = None
+        rules: list[tuple[int, RoundEvent]] = []
+        for envelope in envelopes:
+            try:
+                if envelope.event_type == ROUND_OPENED:
+                    opened = RoundOpened.model_validate(envelope.payload)
+                elif envelope.event_type == SHOE_COMMITTED:
+                    shoe = ShoeCommitted.model_validate(envelope.payload)
+                elif envelope.event_type in EVENT_TYPES:
+                    rules.append((envelope.version, event_from_dict(envelope.payload)))
+            except ValueError as exc:
+                raise BrokenRound(round_id, envelope.version, f"{envelope.event_type} does not parse: {exc}") from None
+        if opened is None:
+            raise BrokenRound(round_id, envelopes[0].version, "the stream has no RoundOpened event")
+        try:
+            table = table_from_json(opened.game, opened.table)
+            decider = decider_for(opened.game)
+            state = decider.initial_state(table)
+            for version, event in rules:
+                state = decider.evolve(state, event)
+        except ValueError as exc:
+            raise BrokenRound(round_id, envelopes[-1].version, f"does not fold: {exc}") from None
+        return cls(
+            opened=opened, table=table, shoe=shoe, state=state, version=envelopes[-1].version,
+            envelopes=tuple(envelopes), rules_events=tuple(rules),
+        )  # fmt: skip
+
+    @property
+    def round_id(self) -> str:
+        return self.opened.round_id
+
+    @property
+    def player_id(self) -> str:
+        return self.opened.player_id
+
+    @property
+    def decider(self) -> Decider:
+        return decider_for(self.opened.game)
+
+    @property
+    def is_over(self) -> bool:
+        return self.state.phase in OVER_PHASES
+
+    @property
+    def dealt(self) -> list[DealtCard]:
+        return [card for _, event in self.rules_events if isinstance(event, CardsDealt) for card in event.cards]
+
+    @property
+    def cards_dealt(self) -> int:
+        return len(self.dealt)
+
+    @property
+    def total_staked(self) -> int:
+        return self.state.total_staked
+
+    @property
+    def total_returned(self) -> int:
+        if self.state.void is not None:
+            return sum(self.state.void.refunds.values())
+        if self.state.settlement is not None:
+            return sum(r.returned for r in self.state.settlement.results.values())
+        return 0
+
+    def extended(self, appended: Sequence[EventEnvelope]) -> Round:
+        return Round.from_events([*self.envelopes, *appended])

@@ -1,0 +1,159 @@
+"""What a caller may see of a round, as a plain view the entrypoint turns into a RoundView.
+
+A player sees only their own rounds. Until the round is over, face-down cards (the dealer's hole
+cards at Casino Hold'em, war-p2p's face-down war cards, burns) are blank with position -1, in the
+cards AND in the steps' payloads; the shoe order and salt appear only once revealed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from croupier_platform.events import EventEnvelope, canonical_json
+
+from .round import Round
+
+HIDDEN_POSITION = -1
+PHASES = {"betting": "betting", "dealing": "dealing", "dealt": "dealing", "deciding": "deciding",
+          "settled": "settled", "voided": "voided"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CardView:
+    card: str
+    hand: str
+    face_up: bool
+    position: int
+
+
+@dataclass(frozen=True)
+class ResultView:
+    bet: str
+    stake: int
+    returned: int
+    net: int
+    outcome: str
+
+
+@dataclass(frozen=True)
+class StepView:
+    version: int
+    event_type: str
+    occurred_at: str
+    payload_json: str
+
+
+@dataclass(frozen=True)
+class Reveal:
+    shoe_id: str
+    commitment: str
+    salt_hex: str
+    cards: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoundView:
+    round_id: str
+    table_id: str
+    seat_id: str
+    game: str
+    currency: str
+    phase: str
+    bets: dict[str, int]
+    cards: list[CardView]
+    pending_bets: list[str]
+    options: list[str]
+    results: list[ResultView]
+    total_staked: int
+    total_returned: int
+    shoe_id: str
+    commitment: str
+    cut_seed: str
+    cut_offset: int
+    revealed_salt: str
+    revealed_shoe: list[str]
+    void_reason: str
+    steps: list[StepView]
+    balance_before: int
+    balance_after: int
+    hand_values: dict[str, str] = field(default_factory=dict)
+    commission: int = 0
+    dealer_net: int = 0
+    version: int = 0
+
+
+def sees_everything(round_: Round, operator: bool) -> bool:
+    """Operators see every card; a player sees face-down cards only once the round is over."""
+    return operator or round_.is_over
+
+
+def hidden_card(card: dict[str, Any]) -> dict[str, Any]:
+    return {**card, "card": "", "position": HIDDEN_POSITION}
+
+
+def visible_payload(envelope: EventEnvelope, show_all: bool) -> dict[str, Any]:
+    payload = envelope.payload
+    if show_all or envelope.event_type != "CardsDealt":
+        return payload
+    cards = [c if c.get("face_up") else hidden_card(c) for c in payload.get("cards", [])]  # type: ignore[union-attr]
+    return {**payload, "cards": cards}
+
+
+def round_view(round_: Round, *, operator: bool, reveal: Reveal | None = None) -> RoundView:
+    show_all = sees_everything(round_, operator)
+    state = round_.state
+    cards = [
+        CardView(card=c.card, hand=c.hand, face_up=c.face_up, position=c.position if c.position is not None else HIDDEN_POSITION)
+        if show_all or c.face_up
+        else CardView(card="", hand=c.hand, face_up=False, position=HIDDEN_POSITION)
+        for c in round_.dealt
+    ]
+    steps = [
+        StepView(
+            version=e.version, event_type=e.event_type, occurred_at=e.occurred_at,
+            payload_json=canonical_json(visible_payload(e, show_all)).decode("utf-8"),
+        )  # fmt: skip
+        for e in round_.envelopes
+    ]
+    settlement = state.settlement if state.void is None else None
+    results = [
+        ResultView(bet=name, stake=r.stake, returned=r.returned, net=r.net, outcome=r.outcome)
+        for name, r in (settlement.results.items() if settlement else ())
+    ]
+    balance_before = round_.opened.balance_before
+    balance_after = 0
+    if round_.is_over:
+        balance_after = balance_before - round_.total_staked + round_.total_returned
+    shoe = round_.shoe
+    shown_reveal = reveal if round_.is_over else None  # the shoe order never leaves before the end
+    return RoundView(
+        round_id=round_.round_id,
+        table_id=round_.opened.table_id,
+        seat_id=round_.opened.seat_id,
+        game=round_.opened.game,
+        currency=round_.opened.currency,
+        phase=PHASES[state.phase],
+        bets=dict(state.bets),
+        cards=cards,
+        pending_bets=list(state.pending),
+        options=list(state.options),
+        results=results,
+        total_staked=round_.total_staked,
+        total_returned=round_.total_returned if round_.is_over else 0,
+        shoe_id=shoe.shoe_id if shoe else "",
+        commitment=shoe.commitment if shoe else "",
+        cut_seed=shoe.cut_seed if shoe else "",
+        cut_offset=shoe.cut_offset if shoe else 0,
+        revealed_salt=shown_reveal.salt_hex if shown_reveal else "",
+        revealed_shoe=list(shown_reveal.cards) if shown_reveal else [],
+        void_reason=state.void.reason if state.void else "",
+        steps=steps,
+        balance_before=balance_before,
+        balance_after=balance_after,
+        hand_values=dict(settlement.hands) if settlement else {},
+        commission=settlement.commission if settlement else 0,
+        dealer_net=(settlement.dealer_net or 0) if settlement else 0,
+        version=round_.version,
+    )
+

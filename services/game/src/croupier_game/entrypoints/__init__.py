@@ -1,0 +1,1 @@
+"""Transport: the gRPC servicers."""

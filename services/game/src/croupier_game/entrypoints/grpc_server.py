@@ -1,0 +1,151 @@
+"""Thin servicers: proto in, use case, proto out. Errors leave as statuses through handles_errors."""
+
+from __future__ import annotations
+
+import grpc
+
+from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
+from croupier_platform.auth import current_identity
+from croupier_platform.grpc_server import handles_errors
+
+from ..application.audit import AuditUseCases
+from ..application.tables import TableUseCases
+from ..domain.catalogue import TableEntry
+from ..domain.visibility import RoundView
+
+
+def table_info(entry: TableEntry) -> table_pb2.TableInfo:
+    config = entry.config
+    return table_pb2.TableInfo(
+        table_id=entry.table_id,
+        game=entry.game,
+        table_type=entry.table_type,
+        currency=entry.currency,
+        chips=list(config.chips),
+        limits={name: table_pb2.BetLimit(min=limit.min, max=limit.max) for name, limit in config.limits.items()},
+        decks=config.decks,
+        decision_timeout_s=config.decision_timeout_s,
+        default_action=config.default_action,
+        over_limit=config.over_limit,
+        bets=list(entry.bet_names),
+        dealer=entry.dealer,
+    )
+
+
+def round_message(view: RoundView) -> table_pb2.RoundView:
+    return table_pb2.RoundView(
+        round_id=view.round_id,
+        table_id=view.table_id,
+        seat_id=view.seat_id,
+        game=view.game,
+        currency=view.currency,
+        phase=view.phase,
+        bets=view.bets,
+        cards=[common_pb2.Card(card=c.card, hand=c.hand, face_up=c.face_up, position=c.position) for c in view.cards],
+        pending_bets=view.pending_bets,
+        options=view.options,
+        results=[
+            common_pb2.BetResult(bet=r.bet, stake=r.stake, returned=r.returned, net=r.net, outcome=r.outcome)
+            for r in view.results
+        ],
+        total_staked=view.total_staked,
+        total_returned=view.total_returned,
+        shoe_id=view.shoe_id,
+        commitment=view.commitment,
+        cut_seed=view.cut_seed,
+        cut_offset=view.cut_offset,
+        revealed_salt=view.revealed_salt,
+        revealed_shoe=view.revealed_shoe,
+        void_reason=view.void_reason,
+        steps=[
+            common_pb2.RoundStep(version=s.version, event_type=s.event_type, occurred_at=s.occurred_at, payload_json=s.payload_json)
+            for s in view.steps
+        ],
+        balance_before=view.balance_before,
+        balance_after=view.balance_after,
+        hand_values=view.hand_values,
+        commission=view.commission,
+        dealer_net=view.dealer_net,
+        version=view.version,
+    )
+
+
+class TableServicer(table_pb2_grpc.TableServiceServicer):
+    def __init__(self, tables: TableUseCases) -> None:
+        self._tables = tables
+
+    @handles_errors
+    async def ListTables(self, request, context):  # noqa: ANN001, ANN201, N802
+        current_identity()
+        return table_pb2.ListTablesResponse(tables=[table_info(e) for e in self._tables.list_tables(request.game)])
+
+    @handles_errors
+    async def JoinTable(self, request, context):  # noqa: ANN001, ANN201, N802
+        seat, entry = await self._tables.join_table(current_identity(), request.table_id)
+        return table_pb2.JoinTableResponse(seat_id=seat.seat_id, table=table_info(entry))
+
+    @handles_errors
+    async def LeaveTable(self, request, context):  # noqa: ANN001, ANN201, N802
+        await self._tables.leave_table(current_identity(), request.seat_id)
+        return table_pb2.LeaveTableResponse()
+
+    @handles_errors
+    async def PlaceBets(self, request, context):  # noqa: ANN001, ANN201, N802
+        view = await self._tables.place_bets(
+            current_identity(), request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
+        )
+        return round_message(view)
+
+    @handles_errors
+    async def Deal(self, request, context):  # noqa: ANN001, ANN201, N802
+        return round_message(await self._tables.deal(current_identity(), request.round_id))
+
+    @handles_errors
+    async def Decide(self, request, context):  # noqa: ANN001, ANN201, N802
+        view = await self._tables.decide(current_identity(), request.round_id, request.choice, request.bet)
+        return round_message(view)
+
+    @handles_errors
+    async def Rebet(self, request, context):  # noqa: ANN001, ANN201, N802
+        view = await self._tables.rebet(current_identity(), request.seat_id, request.idempotency_key, request.cut_seed)
+        return round_message(view)
+
+    @handles_errors
+    async def GetRound(self, request, context):  # noqa: ANN001, ANN201, N802
+        return round_message(await self._tables.get_round(current_identity(), request.round_id))
+
+    @handles_errors
+    async def ListRounds(self, request, context):  # noqa: ANN001, ANN201, N802
+        views = await self._tables.list_rounds(current_identity(), request.limit)
+        return table_pb2.ListRoundsResponse(rounds=[round_message(v) for v in views])
+
+
+class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
+    def __init__(self, audit: AuditUseCases) -> None:
+        self._audit = audit
+
+    @handles_errors
+    async def ReplayRound(self, request, context):  # noqa: ANN001, ANN201, N802
+        replay = await self._audit.replay_round(current_identity(), request.round_id)
+        return audit_pb2.ReplayRoundResponse(
+            round_id=replay.round_id, ok=replay.ok, disagreements=replay.disagreements,
+            timeline=replay.timeline, report_json=replay.report_json,
+        )  # fmt: skip
+
+    @handles_errors
+    async def VoidRound(self, request, context):  # noqa: ANN001, ANN201, N802
+        result = await self._audit.void_round(current_identity(), request.round_id, request.reason)
+        return audit_pb2.VoidRoundResponse(
+            round_id=result.round_id, voided_now=result.voided_now, refunds=result.refunds, reason=result.reason
+        )
+
+
+def register(server: grpc.aio.Server, tables: TableUseCases, audit: AuditUseCases) -> None:
+    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(tables), server)
+    audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditServicer(audit), server)
+
+
+SERVICE_NAMES = [
+    table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
+    audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name,
+]

@@ -1,0 +1,90 @@
+"""A game service wired to fakes: in-memory store (or SQLite), fake shuffler, dealer and wallet."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from croupier_game.adapters.memory import InMemoryGameStore
+from croupier_game.adapters.sql import SqlGameStore, game_metadata
+from croupier_game.application.audit import AuditUseCases
+from croupier_game.application.rounds import RoundBook
+from croupier_game.application.tables import TableUseCases
+from croupier_game.config import DEFAULT_TABLES_FILE
+from croupier_game.domain.catalogue import Catalogue
+from croupier_platform.auth import Identity
+from croupier_platform.db import create_schema, make_engine
+
+from .fakes import FakeDealer, FakeShuffler, FakeWallet
+
+ALICE = Identity("alice", "player")
+BOB = Identity("bob", "player")
+OPERATOR = Identity("ops", "operator")
+
+
+class TickingClock:
+    def __init__(self) -> None:
+        self._now = datetime(2025, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self._now += timedelta(milliseconds=1)
+        return self._now
+
+
+@dataclass
+class Game:
+    store: Any
+    shuffler: FakeShuffler
+    dealer: FakeDealer
+    wallet: FakeWallet
+    tables: TableUseCases
+    audit: AuditUseCases
+    commits: list[int]
+
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run(coroutine)
+
+    def seat(self, table_id: str, who: Identity = ALICE) -> str:
+        return self.run(self.tables.join_table(who, table_id))[0].seat_id
+
+    def pump(self) -> int:
+        """Deliver the committed outbox to the wallet's consumer, as the relay and bus would."""
+        pending = self.store.outbox.pending(1_000)
+        for message in pending:
+            self.wallet.apply(message.envelope)
+        self.store.outbox.mark_published([m.id for m in pending])
+        return len(pending)
+
+
+def build(store: Any) -> Game:
+    shuffler = FakeShuffler()
+    dealer = FakeDealer(shuffler)
+    wallet = FakeWallet()
+    commits: list[int] = []
+    book = RoundBook(store, shuffler, TickingClock(), on_commit=lambda: commits.append(1))
+    catalogue = Catalogue.from_toml(DEFAULT_TABLES_FILE)
+    game = Game(store, shuffler, dealer, wallet, TableUseCases(book, catalogue, dealer, wallet), AuditUseCases(book, wallet), commits)
+    for who in ("alice", "bob"):
+        wallet.fund(who, 1_000_000, "USD")
+        wallet.fund(who, 1_000_000, "PLAY")
+    return game
+
+
+@pytest.fixture
+def game() -> Game:
+    return build(InMemoryGameStore())
+
+
+@pytest.fixture
+def sql_game(tmp_path: Path) -> Iterator[Game]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'game.db'}")
+    create_schema(engine)
+    create_schema(engine, game_metadata)
+    yield build(SqlGameStore(engine))
+    engine.dispose()

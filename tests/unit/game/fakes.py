@@ -1,0 +1,152 @@
+"""Honest, simple fakes of the game's ports: a shuffler that commits real shoes (the top can be
+stacked), a dealer that deals only the next card of the cut shoe, and a wallet with balances,
+idempotent reservations and a consumer of the round events (pumped from the outbox by the test)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from croupier_game.application.ports import CommittedShoe, LedgerEntry, Reservation, RevealedShoe, StakesRefused
+from croupier_platform.errors import Conflict, NotFound
+from croupier_platform.events import EventEnvelope
+from croupier_rules import fairness
+from croupier_rules.cards import card_text, fresh_shoe
+
+
+@dataclass
+class _Shoe:
+    shoe_id: str
+    round_id: str
+    salt: bytes
+    cards: list[str]
+    commitment: str
+
+
+class FakeShuffler:
+    def __init__(self) -> None:
+        self.shoes: dict[str, _Shoe] = {}
+        self._by_round: dict[str, str] = {}
+        self._stacked: list[str] = []
+
+    def stack(self, *cards: str) -> None:
+        """The next shoe starts with these cards; the rest of it is a proper shoe."""
+        self._stacked = list(cards)
+
+    async def new_shoe(self, decks: int, round_id: str) -> CommittedShoe:
+        if round_id in self._by_round:
+            shoe = self.shoes[self._by_round[round_id]]
+        else:
+            rest = [card_text(c) for c in fresh_shoe(decks)]
+            for card in self._stacked:
+                rest.remove(card)
+            cards, self._stacked = [*self._stacked, *rest], []
+            salt = hashlib.sha256(round_id.encode()).digest()
+            shoe = _Shoe(f"shoe-{len(self.shoes) + 1}", round_id, salt, cards, fairness.commitment(salt, cards))
+            self.shoes[shoe.shoe_id] = shoe
+            self._by_round[round_id] = shoe.shoe_id
+        return CommittedShoe(shoe.shoe_id, shoe.commitment, len(shoe.cards))
+
+    async def reveal_shoe(self, shoe_id: str) -> RevealedShoe | None:
+        shoe = self.shoes.get(shoe_id)
+        if shoe is None:
+            return None
+        return RevealedShoe(shoe_id, shoe.commitment, shoe.salt.hex(), tuple(shoe.cards))
+
+
+class FakeDealer:
+    def __init__(self, shuffler: FakeShuffler) -> None:
+        self._shuffler = shuffler
+        self._cut: dict[str, list[str]] = {}
+        self._position: dict[str, int] = {}
+        self.calls = 0
+
+    async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> int:
+        shoe = self._shuffler.shoes[shoe_id]
+        offset = fairness.cut_offset(commitment, cut_seed, len(shoe.cards))
+        self._cut.setdefault(round_id, fairness.cut_shoe(shoe.cards, offset))
+        self._position.setdefault(round_id, 0)
+        return offset
+
+    async def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> tuple[list[str], list[int]]:
+        self.calls += 1
+        if round_id not in self._cut:
+            raise NotFound(f"round {round_id} has no cut shoe")
+        position = self._position[round_id]
+        if expected_position != position:
+            raise Conflict(f"expected position {expected_position}, the shoe is at {position}")
+        self._position[round_id] = position + count
+        positions = list(range(position, position + count))
+        return [self._cut[round_id][p] for p in positions], positions
+
+
+@dataclass
+class _Entry:
+    transaction_id: str
+    kind: str
+    status: str
+    amount: int
+    currency: str
+    round_id: str
+    player_id: str
+
+
+@dataclass
+class FakeWallet:
+    balances: dict[tuple[str, str], int] = field(default_factory=dict)
+    entries: list[_Entry] = field(default_factory=list)
+    seen_events: set[str] = field(default_factory=set)
+    replies: dict[str, Reservation] = field(default_factory=dict)
+
+    def fund(self, player: str, amount: int, currency: str = "USD") -> None:
+        self.balances[(player, currency)] = self.balances.get((player, currency), 0) + amount
+
+    def available(self, player: str, currency: str = "USD") -> int:
+        pending = sum(-e.amount for e in self.entries if e.player_id == player and e.currency == currency and e.status == "pending")
+        return self.balances.get((player, currency), 0) - pending
+
+    def reservations(self, round_id: str) -> list[_Entry]:
+        return [e for e in self.entries if e.round_id == round_id and e.kind == "stake"]
+
+    async def reserve_stakes(
+        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int]
+    ) -> Reservation:
+        if transaction_id in self.replies:
+            return self.replies[transaction_id]  # a repeat: nothing more reserved
+        before = self.available(player_id, currency)
+        if amount > before:
+            raise StakesRefused(f"balance {before} {currency} cannot cover {amount}")
+        self.entries.append(_Entry(transaction_id, "stake", "pending", -amount, currency, round_id, player_id))
+        self.replies[transaction_id] = Reservation(transaction_id, before, before - amount)
+        return self.replies[transaction_id]
+
+    async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
+        return [LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency) for e in self.entries if e.round_id == round_id]
+
+    # -- the consumer of the round events (the real wallet's is asynchronous, on the bus)
+    def apply(self, envelope: EventEnvelope) -> None:
+        if envelope.event_id in self.seen_events:
+            return
+        self.seen_events.add(envelope.event_id)
+        rid = envelope.stream_id
+        stakes = self.reservations(rid)
+        if envelope.event_type == "RoundSettled":
+            returned = sum(r["returned"] for r in envelope.payload["results"].values())  # type: ignore[union-attr]
+            for e in stakes:
+                e.status = "posted"
+                self.fund(e.player_id, e.amount, e.currency)
+            if stakes and returned:
+                first = stakes[0]
+                self.entries.append(_Entry(f"{rid}:payout", "payout", "posted", returned, first.currency, rid, first.player_id))
+                self.fund(first.player_id, returned, first.currency)
+        elif envelope.event_type == "RoundVoided":
+            for e in list(self.entries):
+                if e.round_id != rid:
+                    continue
+                if e.kind == "stake" and e.status == "pending":
+                    e.status = "voided"
+                elif e.kind in ("stake", "payout") and e.status == "posted":
+                    kind = "refund" if e.kind == "stake" else "reversal"
+                    self.entries.append(_Entry(f"{e.transaction_id}:{kind}", kind, "posted", -e.amount, e.currency, rid, e.player_id))
+                    self.fund(e.player_id, -e.amount, e.currency)

@@ -1,0 +1,159 @@
+"""PlaceBets idempotency and refusals, seats, and who may see what."""
+
+from __future__ import annotations
+
+import pytest
+
+from croupier_game.domain.round import round_id_for
+from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from croupier_rules.errors import InvalidInput, RuleError
+
+from .conftest import ALICE, BOB, OPERATOR, Game
+
+
+def test_a_repeated_key_returns_the_same_round_and_reserves_once(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    first = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    again = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    assert again.round_id == first.round_id == round_id_for("alice", "key-1")
+    assert again.version == first.version == 3
+    assert [e.amount for e in game.wallet.reservations(first.round_id)] == [-500]
+    assert len(game.shuffler.shoes) == 1
+    assert game.wallet.available("alice") == 1_000_000 - 500
+
+
+def test_a_retry_after_a_crash_before_the_append_reaches_the_same_wallet_transaction(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    round_id = round_id_for("alice", "key-1")
+    # The first attempt reserved and drew the shoe, then "crashed" before appending.
+    game.run(game.wallet.reserve_stakes(f"{round_id}:stakes:1", "alice", round_id, 500, "USD", {"ante": 500}))
+    game.run(game.shuffler.new_shoe(6, round_id))
+    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    assert view.round_id == round_id
+    assert len(game.wallet.reservations(round_id)) == 1 and len(game.shuffler.shoes) == 1
+    assert view.balance_before == 1_000_000
+
+
+def test_the_wallet_refusal_passes_through_with_nothing_appended(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    game.wallet.balances[("alice", "USD")] = 300
+    with pytest.raises(FailedPrecondition, match="cannot cover 500"):
+        game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    with pytest.raises(NotFound):
+        game.run(game.tables.get_round(ALICE, round_id_for("alice", "key-1")))
+    assert game.shuffler.shoes == {}
+    game.wallet.fund("alice", 1_000)
+    assert game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "")).phase == "dealing"
+
+
+def test_rules_refuse_bad_bets_before_any_money_moves(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    for bets, message in (({"ante": 50}, "under the table minimum"), ({"ante": 60_000}, "over the table maximum"),
+                          ({"side": 500}, "unknown bet"), ({}, "no bet placed"), ({"ante": 550}, "whole number of chips")):  # fmt: skip
+        with pytest.raises(InvalidInput, match=message):
+            game.run(game.tables.place_bets(ALICE, seat, bets, "key-1", ""))
+    assert game.wallet.entries == []
+
+
+def test_empty_idempotency_key_is_invalid(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    with pytest.raises(InvalidArgument, match="idempotency_key is required"):
+        game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "  ", ""))
+
+
+def test_seats_are_the_players_own(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    assert game.seat("casino-war-usd") == seat  # joining twice: the same seat
+    with pytest.raises(PermissionDenied):
+        game.run(game.tables.place_bets(BOB, seat, {"ante": 500}, "key-1", ""))
+    with pytest.raises(NotFound, match="JoinTable"):
+        game.run(game.tables.place_bets(ALICE, "no-such-seat", {"ante": 500}, "key-1", ""))
+    with pytest.raises(NotFound, match="casino-war-usd"):
+        game.run(game.tables.join_table(ALICE, "roulette"))
+
+
+def test_one_open_round_per_seat_and_no_leaving_while_it_is_open(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    game.shuffler.stack("Kc", "Kd")
+    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    with pytest.raises(FailedPrecondition, match=view.round_id):
+        game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-2", ""))
+    with pytest.raises(FailedPrecondition, match="finish it before leaving"):
+        game.run(game.tables.leave_table(ALICE, seat))
+    view = game.run(game.tables.deal(ALICE, view.round_id))
+    with pytest.raises(RuleError, match="no cards are due now"):
+        game.run(game.tables.deal(ALICE, view.round_id))
+    game.run(game.tables.decide(ALICE, view.round_id, "surrender", ""))
+    game.run(game.tables.leave_table(ALICE, seat))
+    assert game.seat("casino-war-usd") != seat
+
+
+def test_another_players_round_is_denied_and_operators_see_all(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    for call in (game.tables.get_round(BOB, view.round_id), game.tables.deal(BOB, view.round_id),
+                 game.tables.decide(BOB, view.round_id, "raise", "")):  # fmt: skip
+        with pytest.raises(PermissionDenied):
+            game.run(call)
+    assert game.run(game.tables.get_round(OPERATOR, view.round_id)).round_id == view.round_id
+    assert game.run(game.tables.list_rounds(BOB, 10)) == []
+    with pytest.raises(PermissionDenied):
+        game.run(game.audit.replay_round(ALICE, view.round_id))
+    with pytest.raises(PermissionDenied):
+        game.run(game.audit.void_round(ALICE, view.round_id, "mine"))
+
+
+def test_list_rounds_newest_first_with_steps(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    ids = []
+    for n in range(3):
+        game.shuffler.stack("Ac", "2d")
+        view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, f"key-{n}", ""))
+        game.run(game.tables.deal(ALICE, view.round_id))
+        ids.append(view.round_id)
+    rounds = game.run(game.tables.list_rounds(ALICE, 0))
+    assert [r.round_id for r in rounds] == ids[::-1]
+    assert all(r.phase == "settled" and len(r.steps) == 5 for r in rounds)
+    assert [r.round_id for r in game.run(game.tables.list_rounds(ALICE, 2))] == ids[:0:-1]
+    with pytest.raises(InvalidArgument, match="1-100"):
+        game.run(game.tables.list_rounds(ALICE, 101))
+
+
+def test_rebet_needs_a_previous_round(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    with pytest.raises(FailedPrecondition, match="no previous round"):
+        game.run(game.tables.rebet(ALICE, seat, "key-1", ""))
+
+
+def test_list_tables_filters_by_game(game: Game) -> None:
+    tables = game.tables.list_tables("war-p2p")
+    assert {t.table_id for t in tables} == {f"war-p2p-{t}-{c}" for t in ("i", "ii", "iii") for c in ("usd", "play")}
+    assert {t.table_type for t in tables} == {"I", "II", "III"}
+    assert len(game.tables.list_tables()) == 14
+    with pytest.raises(InvalidInput, match="unknown game"):
+        game.tables.list_tables("roulette")
+
+
+def test_two_rounds_racing_for_one_seat_the_loser_is_voided_and_refunded(game: Game) -> None:
+    import asyncio
+
+    seat = game.seat("casino-war-usd")
+
+    async def race():  # noqa: ANN202
+        return await asyncio.gather(
+            game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-a", ""),
+            game.tables.place_bets(ALICE, seat, {"ante": 700 - 200}, "key-b", ""),
+            return_exceptions=True,
+        )
+
+    outcomes = game.run(race())
+    won = [o for o in outcomes if not isinstance(o, Exception)]
+    lost = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(won) == 1 and len(lost) == 1
+    assert isinstance(lost[0], FailedPrecondition)
+    # Either the loser saw the open round up front (nothing reserved), or it was voided after reserving.
+    loser_id = round_id_for("alice", "key-b" if won[0].round_id == round_id_for("alice", "key-a") else "key-a")
+    if "was voided" in str(lost[0]):
+        assert game.run(game.tables.get_round(ALICE, loser_id)).phase == "voided"
+    game.pump()
+    assert game.wallet.available("alice") == 1_000_000 - 500

@@ -1,0 +1,86 @@
+"""The servicers over a real in-process gRPC server (port 0): proto mapping, auth and statuses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import grpc
+import pytest
+
+from croupier.v1 import audit_pb2, audit_pb2_grpc, table_pb2, table_pb2_grpc
+from croupier_game.adapters.memory import InMemoryGameStore
+from croupier_game.entrypoints.grpc_server import register
+from croupier_platform.auth import TokenAuthority
+from croupier_platform.grpc_server import AuthInterceptor, call_metadata
+
+from .conftest import build
+
+SECRET = b"s" * 32
+NOW = 1_700_000_000
+
+
+async def scenario() -> None:
+    game = build(InMemoryGameStore())
+    authority = TokenAuthority(SECRET)
+    server = grpc.aio.server(interceptors=[AuthInterceptor(authority, clock=lambda: NOW)])
+    register(server, game.tables, game.audit)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    alice, bob, ops = (call_metadata(authority.mint(n, r, NOW, 3600)) for n, r in
+                       (("alice", "player"), ("bob", "player"), ("ops", "operator")))  # fmt: skip
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            tables = table_pb2_grpc.TableServiceStub(channel)
+            audit = audit_pb2_grpc.AuditServiceStub(channel)
+            listed = await tables.ListTables(table_pb2.ListTablesRequest(game="casino-holdem"), metadata=alice)
+            holdem = listed.tables[0]
+            assert holdem.table_id == "casino-holdem-usd" and holdem.over_limit == "auto-adjust"
+            assert list(holdem.bets) == ["ante", "aa_bonus"] and holdem.limits["ante"].max == 50_000
+
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await tables.JoinTable(table_pb2.JoinTableRequest(table_id="roulette"), metadata=alice)
+            assert missing.value.code() == grpc.StatusCode.NOT_FOUND and "casino-war-usd" in missing.value.details()
+
+            seat = (await tables.JoinTable(table_pb2.JoinTableRequest(table_id="casino-holdem-usd"), metadata=alice)).seat_id
+            game.shuffler.stack("As", "Ad", "2c", "7d", "Ah", "Kc", "9s", "3d", "4h")
+            request = table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1000, "aa_bonus": 500}, idempotency_key="k")
+            view = await tables.PlaceBets(request, metadata=alice)
+            view = await tables.Deal(table_pb2.DealRequest(round_id=view.round_id), metadata=alice)
+            assert view.phase == "deciding" and list(view.options) == ["call", "fold"]
+            assert [(c.card, c.position) for c in view.cards if c.hand == "dealer"] == [("", -1), ("", -1)]
+
+            with pytest.raises(grpc.aio.AioRpcError) as denied:
+                await tables.GetRound(table_pb2.GetRoundRequest(round_id=view.round_id), metadata=bob)
+            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            with pytest.raises(grpc.aio.AioRpcError) as bad:
+                await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="raise"), metadata=alice)
+            assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "call, fold" in bad.value.details()
+            with pytest.raises(grpc.aio.AioRpcError) as no_key:
+                await tables.PlaceBets(table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 100}), metadata=alice)
+            assert no_key.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            with pytest.raises(grpc.aio.AioRpcError) as anonymous:
+                await tables.ListRounds(table_pb2.ListRoundsRequest())
+            assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+            view = await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="call"), metadata=alice)
+            assert view.phase == "settled" and {r.bet for r in view.results} == {"ante", "call", "aa_bonus"}
+            assert view.hand_values["player"].startswith("three of a kind") and len(view.revealed_shoe) == 52
+            rounds = await tables.ListRounds(table_pb2.ListRoundsRequest(limit=5), metadata=alice)
+            assert [r.round_id for r in rounds.rounds] == [view.round_id]
+            assert json.loads(rounds.rounds[0].steps[0].payload_json)["player_id"] == "alice"
+
+            with pytest.raises(grpc.aio.AioRpcError) as players_audit:
+                await audit.ReplayRound(audit_pb2.ReplayRoundRequest(round_id=view.round_id), metadata=alice)
+            assert players_audit.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            game.pump()
+            replay = await audit.ReplayRound(audit_pb2.ReplayRoundRequest(round_id=view.round_id), metadata=ops)
+            assert replay.ok and list(replay.disagreements) == [] and len(replay.timeline) == len(view.steps)
+            voided = await audit.VoidRound(audit_pb2.VoidRoundRequest(round_id=view.round_id, reason="test"), metadata=ops)
+            assert voided.voided_now and dict(voided.refunds) == {"ante": 1000, "aa_bonus": 500, "call": 2000}
+    finally:
+        await server.stop(None)
+
+
+def test_table_and_audit_services_over_grpc() -> None:
+    asyncio.run(scenario())
