@@ -74,7 +74,7 @@ class EmbeddedServer:
             module.subscribe(self._bus)
             names += module.service_names
             self.modules.append(module)
-        self._health = add_health_and_reflection(self._server, names)
+        self._health = await add_health_and_reflection(self._server, names)
         await self._bus.start()
         await self._server.start()
         for module in self.modules:

@@ -77,13 +77,13 @@ def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Await
     return wrapper
 
 
-def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.HealthServicer:
+async def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.aio.HealthServicer:
+    """grpc.health.v1 (every service and "" SERVING) and reflection, so grpcurl and probes work."""
     names = list(service_names)
-    health_servicer = health.HealthServicer()
+    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in names:
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    for name in [*names, ""]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     return health_servicer
 

@@ -1,0 +1,133 @@
+"""A real embedded server (all five services, one gRPC server on a loopback port) for the e2e tests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+
+from croupier.v1 import audit_pb2_grpc, common_pb2, internal_pb2_grpc, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier_cli.embedded import EmbeddedServer
+
+
+class ServerThread:
+    """Runs the embedded server's event loop in a thread so tests can call it with blocking stubs."""
+
+    def __init__(self, data_dir: Path, **options) -> None:
+        self.server = EmbeddedServer(data_dir=data_dir, listen="127.0.0.1:0", **options)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def start(self) -> int:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=60)
+        return self.server.port
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+@dataclass
+class Player:
+    """Blocking stubs that carry one identity's token."""
+
+    name: str
+    token: str
+    channel: grpc.Channel
+
+    def _meta(self):
+        return (("authorization", f"Bearer {self.token}"),)
+
+    def __getattr__(self, item):
+        raise AttributeError(item)
+
+    def call(self, stub_method, request, **kwargs):
+        return stub_method(request, metadata=self._meta(), timeout=30, **kwargs)
+
+    @property
+    def tables(self):
+        return table_pb2_grpc.TableServiceStub(self.channel)
+
+    @property
+    def wallet(self):
+        return wallet_pb2_grpc.WalletServiceStub(self.channel)
+
+    @property
+    def audit(self):
+        return audit_pb2_grpc.AuditServiceStub(self.channel)
+
+    @property
+    def stakes(self):
+        return internal_pb2_grpc.StakeServiceStub(self.channel)
+
+    def top_up(self, amount: int = 1_000_000) -> None:
+        while amount > 0:  # one top-up is at most 1,000,000 minor units
+            step = min(amount, 1_000_000)
+            self.call(self.wallet.TopUpPlayMoney, wallet_pb2.TopUpPlayMoneyRequest(
+                amount=common_pb2.Money(amount_minor=step, currency="PLAY"), transaction_id=str(uuid.uuid4())))
+            amount -= step
+
+    def balance(self, currency: str = "PLAY") -> int:
+        balances = self.call(self.wallet.GetBalances, wallet_pb2.GetBalancesRequest()).balances
+        return next((b.available for b in balances if b.currency == currency), 0)
+
+    def wait_balance(self, expected: int, currency: str = "PLAY", seconds: float = 10) -> int:
+        deadline = time.monotonic() + seconds
+        while (now := self.balance(currency)) != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return now
+
+    def seat(self, table_id: str) -> str:
+        return self.call(self.tables.JoinTable, table_pb2.JoinTableRequest(table_id=table_id)).seat_id
+
+    def place(self, seat_id: str, bets: dict[str, int], key: str | None = None, cut: str = ""):
+        return self.call(self.tables.PlaceBets, table_pb2.PlaceBetsRequest(
+            seat_id=seat_id, bets=bets, idempotency_key=key or str(uuid.uuid4()), cut_seed=cut))
+
+    def deal(self, round_id: str):
+        return self.call(self.tables.Deal, table_pb2.DealRequest(round_id=round_id))
+
+    def decide(self, round_id: str, choice: str, bet: str = ""):
+        return self.call(self.tables.Decide, table_pb2.DecideRequest(round_id=round_id, choice=choice, bet=bet))
+
+    def get_round(self, round_id: str):
+        return self.call(self.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id))
+
+
+@dataclass
+class Casino:
+    server: ServerThread
+    channel: grpc.Channel
+
+    def player(self, name: str | None = None, role: str = "player") -> Player:
+        name = name or f"p-{uuid.uuid4().hex[:8]}"
+        authority = self.server.server_authority
+        token = authority.mint(name, role, int(time.time()), 3600)
+        return Player(name, token, self.channel)
+
+
+def start_casino(tmp_path: Path, **options) -> Casino:
+    thread = ServerThread(tmp_path / "data", **options)
+    port = thread.start()
+    from croupier_cli.embedded import authority_for
+
+    thread.server_authority = authority_for(tmp_path / "data")
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    grpc.channel_ready_future(channel).result(timeout=10)
+    return Casino(thread, channel)
+
+
+@pytest.fixture(scope="module")
+def casino(tmp_path_factory):
+    casino = start_casino(tmp_path_factory.mktemp("casino"))
+    yield casino
+    casino.channel.close()
+    casino.server.stop()

@@ -1,0 +1,248 @@
+"""All five games end to end over real gRPC on loopback, against the embedded server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+
+import grpc
+import pytest
+
+from croupier.v1 import audit_pb2, table_pb2
+from croupier_rules.commands import Deal, Decide, PlaceBets
+from croupier_rules.deciders import decider_for
+from croupier_rules.events import event_from_dict
+from croupier_rules.tables import table_for
+from tests.conftest import CROUPIER
+
+RULES_EVENTS = {"BetsPlaced", "CardsDealt", "DecisionRequired", "DecisionMade", "RoundSettled", "RoundVoided"}
+MAX_ROUNDS = 400  # a tie comes with probability ~7.4% a round: 400 rounds without one is ~1e-13
+
+
+def table_id(game: str) -> str:
+    return f"{game}-play" if game != "war-p2p" else "war-p2p-i-play"
+
+
+def fold_steps(view: table_pb2.RoundView):
+    """The round's rules events, as GetRound shows them, folded through the rules library."""
+    opened = next(json.loads(s.payload_json) for s in view.steps if s.event_type == "RoundOpened")
+    events = [event_from_dict(json.loads(s.payload_json)) for s in view.steps if s.event_type in RULES_EVENTS]
+    return decider_for(view.game).fold(table_for(view.game, opened["table"]), events)
+
+
+def assert_view_matches_its_events(view: table_pb2.RoundView) -> None:
+    state = fold_steps(view)
+    assert state.phase == view.phase
+    assert dict(state.bets) == dict(view.bets)
+    if view.phase == "settled":
+        results = {r.bet: (r.stake, r.returned) for r in view.results}
+        assert results == {n: (r.stake, r.returned) for n, r in state.settlement.results.items()}
+        assert view.total_returned == sum(r.returned for r in state.settlement.results.values())
+
+
+def play_until(player, game: str, bets: dict, decide, stop, rounds: int = MAX_ROUNDS):
+    """Play rounds at `game` until stop(view) holds; decide(view) answers each decision."""
+    seat = player.seat(table_id(game))
+    for _ in range(rounds):
+        view = player.deal(player.place(seat, bets).round_id)
+        seen_tie = view.phase == "deciding"
+        while view.phase == "deciding":
+            view = player.decide(view.round_id, *decide(view))
+        assert view.phase == "settled"
+        assert_view_matches_its_events(player.get_round(view.round_id))
+        if stop(view, seen_tie):
+            return view
+    raise AssertionError(f"no round of {game} met the condition in {rounds} rounds")
+
+
+def test_every_game_end_to_end_with_balances(casino):
+    player = casino.player()
+    player.top_up(5_000_000)
+    before = player.balance()
+    views = [
+        # casino war: a war after a tie, then a surrender on a tie, with a Tie bet
+        play_until(player, "casino-war", {"ante": 500, "tie": 100}, lambda v: ("raise", ""), lambda v, tie: tie),
+        play_until(player, "casino-war", {"ante": 500}, lambda v: ("surrender", ""), lambda v, tie: tie),
+        play_until(player, "war-p2p", {"ante": 500}, lambda v: ("raise", ""), lambda v, tie: True),
+        play_until(player, "battle-royale", {"ante": 500}, lambda v: ("battle", ""), lambda v, tie: True),
+        # hold'em: call and fold, both with the AA Bonus
+        play_until(player, "casino-holdem", {"ante": 500, "aa_bonus": 500}, lambda v: ("call", ""), lambda v, tie: True),
+        play_until(player, "casino-holdem", {"ante": 500, "aa_bonus": 500}, lambda v: ("fold", ""), lambda v, tie: True),
+        # dueling: all four bets until a tie, then war on Player and surrender on Dealer
+        play_until(
+            player, "dueling-for-dollars", {"player": 500, "dealer": 500, "tie_plus": 100, "combo": 100},
+            lambda v: ("war", "player") if "player" in v.pending_bets else ("surrender", "dealer"),
+            lambda v, tie: tie,
+        ),
+    ]
+    raised = views[0]
+    assert {"ante", "raise", "tie"} <= {r.bet for r in raised.results}
+    assert any(r.outcome == "surrender" for r in views[1].results)
+    called = {r.bet for r in views[4].results}
+    assert called == {"ante", "call", "aa_bonus"}
+    assert {r.bet for r in views[5].results} == {"ante", "aa_bonus"}
+    dueled = {r.bet: r.outcome for r in views[6].results}
+    assert set(dueled) == {"player", "player_war", "dealer", "tie_plus", "combo"} and dueled["dealer"] == "surrender"
+    # everything the demo-like session staked and got back shows in the balance once the wallet settles
+    history = player.call(player.tables.ListRounds, table_pb2.ListRoundsRequest(limit=100)).rounds
+    staked = sum(v.total_staked for v in history)
+    returned = sum(v.total_returned for v in history)
+    assert player.wait_balance(before - staked + returned) == before - staked + returned
+
+
+def test_rounds_replay_cleanly_for_the_operator(casino):
+    player = casino.player()
+    player.top_up()
+    operator = casino.player("auditor", role="operator")
+    view = play_until(player, "casino-war", {"ante": 500}, lambda v: ("raise", ""), lambda v, tie: True)
+    report = operator.call(operator.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
+    assert report.ok, list(report.disagreements)
+    assert any("CardsDealt" in line for line in report.timeline)
+    with pytest.raises(grpc.RpcError) as denied:
+        player.call(player.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
+    assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+@pytest.mark.parametrize("when", ["before the deal", "waiting for a decision", "settled"])
+def test_void_returns_every_balance_to_before_the_round(casino, when):
+    player = casino.player()
+    player.top_up()
+    operator = casino.player("pit-boss", role="operator")
+    before = player.balance()
+    seat = player.seat("casino-holdem-play")
+    view = player.place(seat, {"ante": 1000, "aa_bonus": 500})
+    if when != "before the deal":
+        view = player.deal(view.round_id)
+        assert view.phase == "deciding"
+    if when == "settled":
+        view = player.decide(view.round_id, "call")
+        assert view.phase == "settled"
+        player.wait_balance(before - view.total_staked + view.total_returned)
+    voided = operator.call(operator.audit.VoidRound, audit_pb2.VoidRoundRequest(round_id=view.round_id, reason="shuffler fault"))
+    assert voided.voided_now
+    assert player.wait_balance(before) == before
+    again = operator.call(operator.audit.VoidRound, audit_pb2.VoidRoundRequest(round_id=view.round_id, reason="again"))
+    assert not again.voided_now
+    assert player.get_round(view.round_id).phase == "voided"
+    report = operator.call(operator.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
+    assert report.ok, list(report.disagreements)
+    assert player.wait_balance(before) == before
+
+
+def test_hole_cards_and_shoe_stay_hidden_until_the_showdown(casino):
+    player = casino.player()
+    player.top_up()
+    seat = player.seat("casino-holdem-play")
+    view = player.deal(player.place(seat, {"ante": 500}).round_id)
+    assert view.phase == "deciding"
+    dealer = [c for c in view.cards if c.hand == "dealer"]
+    assert len(dealer) == 2 and all(c.card == "" and c.position == -1 for c in dealer)
+    assert not view.revealed_shoe and not view.revealed_salt and view.commitment
+    shown = player.get_round(view.round_id)
+    hidden_text = "".join(s.payload_json for s in shown.steps)
+    assert all(c.card == "" for c in shown.cards if c.hand == "dealer")
+    done = player.decide(view.round_id, "call")
+    dealer_cards = [c.card for c in done.cards if c.hand == "dealer"]
+    assert all(dealer_cards)
+    # one deck: the dealer's cards appear nowhere else, so no trace of them may be in what was shown
+    assert not [card for card in dealer_cards if f'"{card}"' in hidden_text]
+    deadline = time.monotonic() + 10
+    while not (shown := player.get_round(view.round_id)).revealed_shoe and time.monotonic() < deadline:
+        time.sleep(0.02)  # the shuffler reveals once it has seen the settlement
+    assert len(shown.revealed_shoe) == 52 and shown.revealed_salt
+
+
+def test_place_bets_with_the_same_key_returns_the_same_round_and_debits_once(casino):
+    player = casino.player()
+    player.top_up()
+    before = player.balance()
+    seat = player.seat("casino-war-play")
+    key = str(uuid.uuid4())
+    first = player.place(seat, {"ante": 1000}, key=key)
+    second = player.place(seat, {"ante": 1000}, key=key)
+    assert first.round_id == second.round_id
+    assert player.balance() == before - 1000
+
+
+def status_of(call) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as error:
+        call()
+    assert error.value.details()
+    return error.value.code(), error.value.details()
+
+
+def test_bad_input_gets_a_clear_status_and_nothing_is_debited(casino):
+    player = casino.player()
+    player.top_up()
+    other = casino.player()
+    other.top_up()
+    before = player.balance()
+    seat = player.seat("casino-war-play")
+    cases = [
+        (lambda: player.place(seat, {"ante": 50}), grpc.StatusCode.INVALID_ARGUMENT, "minimum"),
+        (lambda: player.place(seat, {"ante": 10_000_000}), grpc.StatusCode.INVALID_ARGUMENT, "maximum"),
+        (lambda: player.place(seat, {"ante": -500}), grpc.StatusCode.INVALID_ARGUMENT, "negative"),
+        (lambda: player.place(seat, {"ante": 150}), grpc.StatusCode.INVALID_ARGUMENT, "chips"),
+        (lambda: player.place(seat, {"bonus": 500}), grpc.StatusCode.INVALID_ARGUMENT, "unknown bet"),
+        (lambda: player.place(seat, {}), grpc.StatusCode.INVALID_ARGUMENT, "bet"),
+        (lambda: player.seat("no-such-table"), grpc.StatusCode.NOT_FOUND, "casino-war-play"),
+    ]
+    for call, code, words in cases:
+        got, message = status_of(call)
+        assert got == code and words in message, (code, message)
+    round_id = player.place(seat, {"ante": 500}).round_id
+    got, message = status_of(lambda: player.decide(round_id, "raise"))
+    assert got == grpc.StatusCode.FAILED_PRECONDITION and "only allowed" in message
+    got, _ = status_of(lambda: other.deal(round_id))
+    assert got == grpc.StatusCode.PERMISSION_DENIED
+    got, _ = status_of(lambda: other.get_round(round_id))
+    assert got == grpc.StatusCode.PERMISSION_DENIED
+    got, _ = status_of(lambda: other.place(seat, {"ante": 500}))
+    assert got == grpc.StatusCode.PERMISSION_DENIED
+    assert player.balance() == before - 500  # only the one good round's stake
+    broke = casino.player()
+    got, message = status_of(lambda: broke.place(broke.seat("casino-war-play"), {"ante": 500}))
+    assert got == grpc.StatusCode.FAILED_PRECONDITION and "cannot cover" in message
+    assert broke.balance() == 0
+
+
+def test_missing_or_forged_tokens_are_unauthenticated(casino):
+    stub = casino.player().tables
+    request = table_pb2.ListTablesRequest()
+    for metadata in [(), (("authorization", "Bearer not-a-token"),),
+                     (("authorization", "Bearer " + casino.player().token[:-4] + "AAAA"),)]:
+        with pytest.raises(grpc.RpcError) as error:
+            stub.ListTables(request, metadata=metadata, timeout=10)
+        assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert "token" in error.value.details() or "credentials" in error.value.details()
+
+
+def test_holdem_over_limit_bets_auto_adjust(casino):
+    player = casino.player()
+    player.top_up()
+    seat = player.seat("casino-holdem-play")
+    table = next(t for t in player.call(player.tables.ListTables, table_pb2.ListTablesRequest(game="casino-holdem")).tables
+                 if t.table_id == "casino-holdem-play")
+    view = player.place(seat, {"ante": table.limits["ante"].max * 3})
+    assert view.bets["ante"] == table.limits["ante"].max
+
+
+def test_demo_rounds_all_replay_cleanly(casino, tmp_path):
+    port = casino.server.server.port
+    env = {**os.environ, "CROUPIER_TOKEN": casino.player("demo-e2e").token}
+    done = subprocess.run([CROUPIER, "demo", "--target", f"127.0.0.1:{port}", "--rounds", "1", "--json", "--seed", "3"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    rounds = [line for line in lines if "round_id" in line]
+    assert {r["game"] for r in rounds} == {"casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars"}
+    summary = lines[-1]["summary"]
+    assert summary["balance_after"] == summary["balance_before"] - summary["wagered"] + summary["returned"]
+    operator_env = {**os.environ, "CROUPIER_TOKEN": casino.player("ops", role="operator").token}
+    for r in rounds:
+        replay = subprocess.run([CROUPIER, "replay", r["round_id"], "--target", f"127.0.0.1:{port}"],
+                                capture_output=True, text=True, env=operator_env, timeout=60)
+        assert replay.returncode == 0, replay.stdout + replay.stderr
