@@ -1,0 +1,1 @@
+"""Persistence: the wallet's SQLAlchemy Core tables and the ledger repository."""

@@ -1,0 +1,109 @@
+"""`check_ledger`: the ledger's invariants, checked from the tables (tests and `croupier ledger check`).
+
+- every currency's accounts sum to zero, and so do its entries;
+- each account's balance equals the fold (sum) of its entries;
+- each account's pending debits/credits equal the sum of its pending transfers;
+- the `table` account holds nothing once no round is mid-settlement (it always is, as a
+  settlement commits at once);
+- overdrawn player accounts (only a voided round taking back a spent payout can cause one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, func, select
+
+from croupier_wallet.domain.ledger import TABLE, Status, is_player_account
+
+from .tables import accounts_table, entries_table, transfers_table
+
+
+@dataclass(frozen=True)
+class AccountMismatch:
+    account_id: str
+    currency: str
+    what: str  # "balance", "pending_debits", "pending_credits"
+    stored: int
+    expected: int
+
+    def __str__(self) -> str:
+        return f"{self.account_id} ({self.currency}): {self.what} is {self.stored} but its ledger says {self.expected}"
+
+
+@dataclass
+class LedgerReport:
+    accounts: int = 0
+    entries: int = 0
+    transfers: int = 0
+    balance_sum_by_currency: dict[str, int] = field(default_factory=dict)
+    entry_sum_by_currency: dict[str, int] = field(default_factory=dict)
+    mismatches: list[AccountMismatch] = field(default_factory=list)
+    overdrawn: dict[tuple[str, str], int] = field(default_factory=dict)
+    table_not_empty: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def balanced(self) -> bool:
+        return not any(self.balance_sum_by_currency.values()) and not any(self.entry_sum_by_currency.values())
+
+    @property
+    def ok(self) -> bool:
+        """Conserved and consistent. Overdrafts are reported, not failures (see domain/ledger.py)."""
+        return self.balanced and not self.mismatches and not self.table_not_empty
+
+    def problems(self) -> list[str]:
+        lines = [f"{c}: accounts sum to {s}, not 0" for c, s in self.balance_sum_by_currency.items() if s]
+        lines += [f"{c}: entries sum to {s}, not 0" for c, s in self.entry_sum_by_currency.items() if s]
+        lines += [str(m) for m in self.mismatches]
+        lines += [f"table ({c}) holds {s} with no round mid-settlement" for c, s in self.table_not_empty.items()]
+        return lines
+
+
+def check_ledger(conn: Connection) -> LedgerReport:
+    report = LedgerReport()
+    accounts = list(conn.execute(select(accounts_table)))
+    report.accounts = len(accounts)
+    report.transfers = conn.execute(select(func.count()).select_from(transfers_table)).scalar_one()
+    report.entries = conn.execute(select(func.count()).select_from(entries_table)).scalar_one()
+
+    entry_sums = {
+        (row.account_id, row.currency): int(row.total)
+        for row in conn.execute(
+            select(entries_table.c.account_id, entries_table.c.currency, func.sum(entries_table.c.amount).label("total"))
+            .group_by(entries_table.c.account_id, entries_table.c.currency)
+        )
+    }
+    pending = transfers_table.c.status == Status.PENDING.value
+    pending_debits = _sums(conn, transfers_table.c.debit_account, pending)
+    pending_credits = _sums(conn, transfers_table.c.credit_account, pending)
+
+    seen = set()
+    for row in accounts:
+        key = (row.account_id, row.currency)
+        seen.add(key)
+        report.balance_sum_by_currency[row.currency] = report.balance_sum_by_currency.get(row.currency, 0) + row.balance
+        for what, stored, expected in (
+            ("balance", row.balance, entry_sums.get(key, 0)),
+            ("pending_debits", row.pending_debits, pending_debits.get(key, 0)),
+            ("pending_credits", row.pending_credits, pending_credits.get(key, 0)),
+        ):
+            if stored != expected:
+                report.mismatches.append(AccountMismatch(row.account_id, row.currency, what, stored, expected))
+        if is_player_account(row.account_id) and row.balance - row.pending_debits < 0:
+            report.overdrawn[key] = row.balance - row.pending_debits
+        if row.account_id == TABLE and row.balance != 0:
+            report.table_not_empty[row.currency] = row.balance
+    for key, total in entry_sums.items():
+        report.entry_sum_by_currency[key[1]] = report.entry_sum_by_currency.get(key[1], 0) + total
+        if key not in seen:
+            report.mismatches.append(AccountMismatch(key[0], key[1], "balance (no account row)", 0, total))
+    return report
+
+
+def _sums(conn: Connection, account_column, condition) -> dict[tuple[str, str], int]:
+    query = (
+        select(account_column.label("account"), transfers_table.c.currency, func.sum(transfers_table.c.amount).label("total"))
+        .where(condition)
+        .group_by(account_column, transfers_table.c.currency)
+    )
+    return {(row.account, row.currency): int(row.total) for row in conn.execute(query)}

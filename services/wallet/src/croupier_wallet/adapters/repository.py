@@ -1,0 +1,197 @@
+"""The ledger repository and unit of work on SQLAlchemy Core (SQLite now, PostgreSQL later)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Row, and_, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from croupier_platform.eventstore import EventLog, SqlEventStore
+from croupier_platform.tracking import Tracking
+
+from croupier_wallet.application.ports import AccountKey, StaleAccount
+from croupier_wallet.domain.ledger import Account, Kind, Status, Transfer, TransferRequest, entries_of, player_account
+from croupier_wallet.domain.rounds import Round, RoundStatus
+
+from .tables import accounts_table, entries_table, rounds_table, transfers_table
+
+
+class SqlLedgerRepository:
+    def __init__(self, connection: Connection) -> None:
+        self._c = connection
+
+    # ------------------------------------------------------------------ accounts
+
+    def accounts_for_update(self, keys: Iterable[AccountKey]) -> dict[AccountKey, Account]:
+        # Sorted, so two transactions lock shared accounts in the same order (no deadlock on PostgreSQL).
+        ordered = sorted(set(keys))
+        if not ordered:
+            return {}
+        self._c.execute(
+            _insert_ignoring_duplicates(self._c).values(
+                [
+                    {"account_id": a, "currency": c, "balance": 0, "pending_debits": 0, "pending_credits": 0, "version": 0}
+                    for a, c in ordered
+                ]
+            )
+        )
+        match = or_(*(and_(accounts_table.c.account_id == a, accounts_table.c.currency == c) for a, c in ordered))
+        query = (
+            select(accounts_table)
+            .where(match)
+            .order_by(accounts_table.c.account_id, accounts_table.c.currency)
+            .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
+        )
+        return {(row.account_id, row.currency): _account(row) for row in self._c.execute(query)}
+
+    def save_accounts(self, accounts: Iterable[Account]) -> None:
+        for account in accounts:
+            result = self._c.execute(
+                update(accounts_table)
+                .where(
+                    accounts_table.c.account_id == account.id,
+                    accounts_table.c.currency == account.currency,
+                    accounts_table.c.version == account.version,
+                )
+                .values(
+                    balance=account.balance,
+                    pending_debits=account.pending_debits,
+                    pending_credits=account.pending_credits,
+                    version=account.version + 1,
+                )
+            )
+            if result.rowcount != 1:
+                raise StaleAccount(f"account {account.id} ({account.currency}) changed meanwhile; try again")
+
+    def player_accounts(self, player_id: str) -> list[Account]:
+        query = (
+            select(accounts_table)
+            .where(accounts_table.c.account_id == player_account(player_id))
+            .order_by(accounts_table.c.currency)
+        )
+        return [_account(row) for row in self._c.execute(query)]
+
+    # ------------------------------------------------------------------ transfers
+
+    def transfer(self, transfer_id: str) -> Transfer | None:
+        row = self._c.execute(select(transfers_table).where(transfers_table.c.transfer_id == transfer_id)).first()
+        return _transfer(row) if row else None
+
+    def add_transfer(self, transfer: Transfer, details: str | None = None) -> None:
+        r = transfer.request
+        self._c.execute(
+            insert(transfers_table).values(
+                transfer_id=r.id, debit_account=r.debit, credit_account=r.credit, amount=r.amount,
+                currency=r.currency, kind=r.kind.value, status=transfer.status.value, player_id=r.player_id,
+                round_id=r.round_id, reverses=r.reverses, occurred_at=transfer.occurred_at,
+                updated_at=transfer.occurred_at, available_before=transfer.available_before,
+                available_after=transfer.available_after, details=details,
+            )  # fmt: skip
+        )
+
+    def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
+        self._c.execute(
+            update(transfers_table)
+            .where(transfers_table.c.transfer_id == transfer_id)
+            .values(status=status.value, updated_at=updated_at)
+        )
+
+    def add_entries(self, transfer: Transfer, occurred_at: str) -> None:
+        rows = [
+            {"transfer_id": transfer.id, "account_id": account, "currency": currency, "amount": amount, "occurred_at": occurred_at}
+            for account, currency, amount in entries_of(transfer.request)
+        ]
+        self._c.execute(insert(entries_table), rows)
+
+    def round_transfers(self, round_id: str) -> list[Transfer]:
+        query = select(transfers_table).where(transfers_table.c.round_id == round_id).order_by(transfers_table.c.seq)
+        return [_transfer(row) for row in self._c.execute(query)]
+
+    def player_transfers(self, player_id: str, limit: int) -> Sequence[Transfer]:
+        account = player_account(player_id)
+        query = (
+            select(transfers_table)
+            .where(
+                transfers_table.c.player_id == player_id,
+                or_(transfers_table.c.debit_account == account, transfers_table.c.credit_account == account),
+            )
+            .order_by(transfers_table.c.seq.desc())
+            .limit(limit)
+        )
+        return [_transfer(row) for row in self._c.execute(query)]
+
+    # ------------------------------------------------------------------ rounds
+
+    def round(self, round_id: str) -> Round | None:
+        return self._round(select(rounds_table).where(rounds_table.c.round_id == round_id))
+
+    def round_for_update(self, round_id: str) -> Round | None:
+        return self._round(select(rounds_table).where(rounds_table.c.round_id == round_id).with_for_update())
+
+    def _round(self, query) -> Round | None:
+        row = self._c.execute(query).first()
+        if row is None:
+            return None
+        return Round(row.round_id, row.player_id, row.currency, RoundStatus(row.status), row.version)
+
+    def save_round(self, round_: Round) -> None:
+        values = {"player_id": round_.player_id, "currency": round_.currency, "status": round_.status.value}
+        if round_.version == 0:
+            self._c.execute(insert(rounds_table).values(round_id=round_.round_id, version=1, **values))
+            return
+        result = self._c.execute(
+            update(rounds_table)
+            .where(rounds_table.c.round_id == round_.round_id, rounds_table.c.version == round_.version)
+            .values(version=round_.version + 1, **values)
+        )
+        if result.rowcount != 1:
+            raise StaleAccount(f"round {round_.round_id} changed meanwhile; try again")
+
+
+def _insert_ignoring_duplicates(connection: Connection):
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        return sqlite.insert(accounts_table).on_conflict_do_nothing()
+    if dialect == "postgresql":
+        return postgresql.insert(accounts_table).on_conflict_do_nothing()
+    raise NotImplementedError(f"the wallet supports SQLite and PostgreSQL, not {dialect}")
+
+
+def _account(row: Row) -> Account:
+    return Account(row.account_id, row.currency, row.balance, row.pending_debits, row.pending_credits, row.version)
+
+
+def _transfer(row: Row) -> Transfer:
+    request = TransferRequest(
+        id=row.transfer_id, debit=row.debit_account, credit=row.credit_account, amount=row.amount,
+        currency=row.currency, kind=Kind(row.kind), player_id=row.player_id, round_id=row.round_id,
+        reverses=row.reverses,
+    )  # fmt: skip
+    return Transfer(request, Status(row.status), row.occurred_at, row.available_before, row.available_after)
+
+
+# ---------------------------------------------------------------------- unit of work
+
+
+@dataclass(frozen=True)
+class SqlWalletUnitOfWork:
+    ledger: SqlLedgerRepository
+    events: EventLog
+    tracking: Tracking
+    connection: Connection
+
+
+class SqlWalletUnitOfWorkFactory:
+    """Each call opens one transaction over the event store's connection (events, outbox,
+    tracking) and the wallet's tables: committed on a normal exit, rolled back on an error."""
+
+    def __init__(self, store: SqlEventStore) -> None:
+        self._store = store
+
+    @contextmanager
+    def __call__(self) -> Iterator[SqlWalletUnitOfWork]:
+        with self._store.unit_of_work() as uow:
+            yield SqlWalletUnitOfWork(SqlLedgerRepository(uow.connection), uow.events, uow.tracking, uow.connection)

@@ -1,0 +1,1 @@
+"""Use cases of the wallet, over the ports in ports.py."""

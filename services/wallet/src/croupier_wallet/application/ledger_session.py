@@ -1,0 +1,156 @@
+"""Applies ledger rules inside one unit of work: locks the accounts a transfer touches, checks
+and moves the money, writes the transfer and its entries, and collects one ledger event per
+change, appended to the player's ledger stream when the session is flushed.
+
+Ledger events (stream_type "ledger", stream_id "player:<player id>", so one player's money
+events stay in order on LEDGER_EVENTS; every transfer belongs to exactly one player):
+  TransferReserved  a pending transfer was created (a stake)
+  TransferPosted    a transfer was posted (created posted, or a pending one posted)
+  TransferVoided    a pending transfer was released
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from croupier_platform.eventstore import NewEvent
+
+from croupier_wallet.domain import ledger
+from croupier_wallet.domain.errors import TransferIdReused
+from croupier_wallet.domain.ledger import Account, Status, Transfer, TransferRequest, player_account
+
+from .ports import AccountKey, WalletUnitOfWork
+
+LEDGER_STREAM_TYPE = "ledger"
+LEDGER_SCHEMA_VERSION = 1
+
+
+def ledger_stream(player_id: str) -> str:
+    return f"player:{player_id}"
+
+
+class LedgerSession:
+    def __init__(self, uow: WalletUnitOfWork, now: str, causation_id: str | None = None) -> None:
+        self._uow = uow
+        self._now = now
+        self._causation_id = causation_id
+        self._accounts: dict[AccountKey, Account] = {}
+        self._read: dict[AccountKey, Account] = {}  # as read, for the optimistic version check
+        self._events: dict[str, list[NewEvent]] = {}
+
+    # ------------------------------------------------------------------ reads
+
+    def account(self, account_id: str, currency: str) -> Account:
+        key = (account_id, currency)
+        if key not in self._accounts:
+            self._load([key])
+        return self._accounts[key]
+
+    def available(self, player_id: str, currency: str) -> int:
+        return self.account(player_account(player_id), currency).available
+
+    # ------------------------------------------------------------------ changes
+
+    def existing(self, request: TransferRequest) -> Transfer | None:
+        """The transfer already stored under this id (a retry), or None; a different transfer under
+        the same id is refused."""
+        found = self._uow.ledger.transfer(request.id)
+        if found is not None and (differences := found.request.differences(request)):
+            raise TransferIdReused(request.id, "; ".join(differences))
+        return found
+
+    def create(
+        self, request: TransferRequest, *, pending: bool, overdraft_allowed: bool = False, details: str | None = None
+    ) -> Transfer:
+        """Idempotent: a repeated id returns the stored transfer and changes nothing."""
+        if (found := self.existing(request)) is not None:
+            return found
+        debit, credit = self._pair(request)
+        player_key = (player_account(request.player_id), request.currency)
+        before = self.account(*player_key).available
+        if pending:
+            debit, credit = ledger.reserve(debit, credit, request)
+        else:
+            debit, credit = ledger.post_now(debit, credit, request, overdraft_allowed=overdraft_allowed)
+        self._store(debit, credit)
+        status = Status.PENDING if pending else Status.POSTED
+        transfer = Transfer(request, status, self._now, before, self._accounts[player_key].available)
+        self._uow.ledger.add_transfer(transfer, details)
+        if not pending:
+            self._uow.ledger.add_entries(transfer, self._now)
+        self._record("TransferReserved" if pending else "TransferPosted", transfer)
+        return transfer
+
+    def post(self, transfer: Transfer) -> Transfer:
+        debit, credit = self._pair(transfer.request)
+        self._store(*ledger.post_pending(debit, credit, transfer))
+        posted = Transfer(transfer.request, Status.POSTED, transfer.occurred_at, transfer.available_before, transfer.available_after)
+        self._uow.ledger.set_status(transfer.id, Status.POSTED, self._now)
+        self._uow.ledger.add_entries(posted, self._now)
+        self._record("TransferPosted", posted)
+        return posted
+
+    def void(self, transfer: Transfer) -> Transfer:
+        debit, credit = self._pair(transfer.request)
+        self._store(*ledger.void_pending(debit, credit, transfer))
+        voided = Transfer(transfer.request, Status.VOIDED, transfer.occurred_at, transfer.available_before, transfer.available_after)
+        self._uow.ledger.set_status(transfer.id, Status.VOIDED, self._now)
+        self._record("TransferVoided", voided)
+        return voided
+
+    def flush(self) -> None:
+        """Write the changed accounts and append the collected events (at the end of the use case)."""
+        changed = [key for key, account in self._accounts.items() if account != self._read[key]]
+        # The new values, saved under the versions that were read (a lost update raises StaleAccount).
+        self._uow.ledger.save_accounts([replace(self._accounts[key], version=self._read[key].version) for key in changed])
+        for key in changed:
+            self._accounts[key] = self._read[key] = replace(self._accounts[key], version=self._read[key].version + 1)
+        for stream_id, new_events in self._events.items():
+            version = self._uow.events.stream_version(stream_id)
+            self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE)
+        self._events.clear()
+
+    # ------------------------------------------------------------------ internals
+
+    def _load(self, keys: list[AccountKey]) -> None:
+        missing = [k for k in keys if k not in self._accounts]
+        if missing:
+            loaded = self._uow.ledger.accounts_for_update(missing)
+            self._accounts.update(loaded)
+            self._read.update(loaded)
+
+    def _pair(self, request: TransferRequest) -> tuple[Account, Account]:
+        player_key = (player_account(request.player_id), request.currency)
+        self._load([(request.debit, request.currency), (request.credit, request.currency), player_key])
+        return self._accounts[(request.debit, request.currency)], self._accounts[(request.credit, request.currency)]
+
+    def _store(self, *accounts: Account) -> None:
+        for account in accounts:
+            self._accounts[account.key] = account
+
+    def _record(self, event_type: str, transfer: Transfer) -> None:
+        r = transfer.request
+        player = self._accounts[(player_account(r.player_id), r.currency)]
+        posted_now = event_type == "TransferPosted"
+        payload = {
+            "transfer_id": r.id,
+            "kind": r.kind.value,
+            "status": transfer.status.value,
+            "debit_account": r.debit,
+            "credit_account": r.credit,
+            "amount": r.amount,
+            "currency": r.currency,
+            "player_id": r.player_id,
+            "round_id": r.round_id,
+            "reverses": r.reverses,
+            # What this event did to the player's posted balance, and the player's account after it.
+            "player_delta": transfer.signed_amount_for(player.id) if posted_now else 0,
+            "player_balance": player.balance,
+            "player_reserved": player.pending_debits,
+            "player_available": player.available,
+        }
+        event = NewEvent(
+            event_type=event_type, schema_version=LEDGER_SCHEMA_VERSION, payload=payload, occurred_at=self._now,
+            causation_id=self._causation_id, correlation_id=r.round_id,
+        )  # fmt: skip
+        self._events.setdefault(ledger_stream(r.player_id), []).append(event)

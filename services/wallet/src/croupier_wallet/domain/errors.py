@@ -1,0 +1,42 @@
+"""What the ledger refuses, each with a message that says what was wrong and what is allowed.
+
+The entrypoints map these to gRPC statuses in one place (entrypoints/errors.py).
+"""
+
+
+class LedgerError(Exception):
+    """Base of every refusal by the ledger's rules."""
+
+
+class InvalidTransfer(LedgerError):
+    """The request itself is malformed (amount, currency, ids): INVALID_ARGUMENT."""
+
+
+class InsufficientFunds(LedgerError):
+    """The player's available balance cannot cover the debit: FAILED_PRECONDITION."""
+
+    def __init__(self, available: int, amount: int, currency: str, what: str = "stakes") -> None:
+        super().__init__(f"balance {available} cannot cover {what} of {amount} ({currency})")
+        self.available = available
+        self.amount = amount
+        self.currency = currency
+
+
+class TransferIdReused(LedgerError):
+    """A transfer id already names a different transfer: FAILED_PRECONDITION."""
+
+    def __init__(self, transfer_id: str, detail: str) -> None:
+        super().__init__(
+            f"transaction id {transfer_id!r} is already used by a different transfer ({detail}); "
+            "a retry must repeat the same request, a new operation needs a new id"
+        )
+        self.transfer_id = transfer_id
+
+
+class RoundClosed(LedgerError):
+    """Stakes for a round that is already settled or voided: FAILED_PRECONDITION."""
+
+
+class RoundMismatch(LedgerError):
+    """A round's stakes disagree with the round (another player or currency, or settled stakes
+    that differ from the reserved ones): FAILED_PRECONDITION, or a dead letter for a consumer."""

@@ -1,0 +1,208 @@
+"""Double-entry ledger with two-phase transfers, in the manner of TigerBeetle.
+
+Accounts are keyed by (account id, currency). A posted transfer moves `amount` from its debit
+account to its credit account and leaves two entries (-amount, +amount), so the accounts of a
+currency always sum to zero. A pending transfer only reserves: it raises the debit account's
+`pending_debits` (and the credit account's `pending_credits`) until it is posted or voided.
+
+Only player accounts must stay covered: a player's available balance (posted balance minus
+pending debits) never goes below zero through a stake, a top-up or a payout. The one exception
+is a reversal (a voided round taking back a payout the player already spent): the void is a fact
+recorded by the game, so it is applied exactly and the account is left overdrawn for the
+operator to see (check_ledger lists it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from .errors import InsufficientFunds, InvalidTransfer
+
+PLAY = "PLAY"
+TABLE = "table"
+HOUSE = "house"
+WORLD = "world"
+PLAYER_PREFIX = "player:"
+
+# Far below int64 so that no sum of amounts a test or a casino can produce overflows BIGINT.
+MAX_AMOUNT = 10**15
+MAX_ID_LENGTH = 200
+_CURRENCY = re.compile(r"^(PLAY|[A-Z]{3})$")
+
+
+class Kind(StrEnum):
+    STAKE = "stake"
+    PAYOUT = "payout"
+    REFUND = "refund"
+    TOP_UP = "top_up"
+    DEPOSIT = "deposit"
+    SETTLEMENT = "settlement"
+    REVERSAL = "reversal"
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    POSTED = "posted"
+    VOIDED = "voided"
+
+
+def player_account(player_id: str) -> str:
+    return f"{PLAYER_PREFIX}{player_id}"
+
+
+def is_player_account(account_id: str) -> bool:
+    return account_id.startswith(PLAYER_PREFIX)
+
+
+def check_currency(currency: str) -> None:
+    if not _CURRENCY.match(currency or ""):
+        raise InvalidTransfer(f"currency {currency!r} is not allowed; use PLAY or a three-letter ISO-4217 code such as USD")
+
+
+def check_id(name: str, value: str) -> None:
+    if not value or len(value) > MAX_ID_LENGTH or not value.isprintable():
+        raise InvalidTransfer(f"{name} must be 1-{MAX_ID_LENGTH} printable characters")
+
+
+def check_amount(amount: int, *, low: int = 1, high: int = MAX_AMOUNT, what: str = "amount") -> None:
+    if type(amount) is not int or not low <= amount <= high:
+        raise InvalidTransfer(f"{what} must be a whole number of minor units from {low} to {high}, not {amount!r}")
+
+
+@dataclass(frozen=True)
+class Account:
+    id: str
+    currency: str
+    balance: int = 0  # posted: the fold of this account's entries
+    pending_debits: int = 0
+    pending_credits: int = 0
+    version: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.id, self.currency)
+
+    @property
+    def available(self) -> int:
+        return self.balance - self.pending_debits
+
+    @property
+    def must_stay_covered(self) -> bool:
+        return is_player_account(self.id)
+
+
+@dataclass(frozen=True)
+class TransferRequest:
+    """What a caller asks the ledger to do; `id` is chosen by the caller and unique for ever."""
+
+    id: str
+    debit: str
+    credit: str
+    amount: int
+    currency: str
+    kind: Kind
+    player_id: str  # whose history (and ledger stream) the transfer belongs to
+    round_id: str | None = None
+    reverses: str | None = None  # the transfer a refund or reversal compensates
+
+    def __post_init__(self) -> None:
+        check_id("transfer id", self.id)
+        check_currency(self.currency)
+        check_amount(self.amount)
+        if self.debit == self.credit:
+            raise InvalidTransfer(f"transfer {self.id!r} debits and credits the same account {self.debit!r}")
+        if not isinstance(self.kind, Kind):
+            raise InvalidTransfer(f"unknown transfer kind {self.kind!r}; kinds are {', '.join(Kind)}")
+
+    def differences(self, other: TransferRequest) -> list[str]:
+        fields = ("debit", "credit", "amount", "currency", "kind", "player_id", "round_id", "reverses")
+        return [f"{f} {getattr(other, f)!r} != {getattr(self, f)!r}" for f in fields if getattr(self, f) != getattr(other, f)]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    request: TransferRequest
+    status: Status
+    occurred_at: str
+    # The player's available balance around the transfer's creation (for idempotent replies).
+    available_before: int | None = None
+    available_after: int | None = None
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    def signed_amount_for(self, account_id: str) -> int:
+        """The change this transfer makes (or, pending, reserves) to `account_id`."""
+        if self.request.credit == account_id:
+            return self.request.amount
+        if self.request.debit == account_id:
+            return -self.request.amount
+        return 0
+
+
+def entries_of(request: TransferRequest) -> list[tuple[str, str, int]]:
+    """The two entries of a posted transfer: (account, currency, signed amount)."""
+    return [(request.debit, request.currency, -request.amount), (request.credit, request.currency, request.amount)]
+
+
+def _check_covered(debit: Account, request: TransferRequest, overdraft_allowed: bool) -> None:
+    if debit.must_stay_covered and not overdraft_allowed and debit.available < request.amount:
+        what = "stakes" if request.kind is Kind.STAKE else f"a {request.kind.value}"
+        raise InsufficientFunds(debit.available, request.amount, request.currency, what)
+
+
+def _matching(debit: Account, credit: Account, request: TransferRequest) -> None:
+    if debit.key != (request.debit, request.currency) or credit.key != (request.credit, request.currency):
+        raise ValueError(f"accounts {debit.key}, {credit.key} do not match transfer {request.id!r}")
+
+
+def reserve(debit: Account, credit: Account, request: TransferRequest) -> tuple[Account, Account]:
+    """Phase one: hold `amount` on the debit account; nothing is posted yet."""
+    _matching(debit, credit, request)
+    _check_covered(debit, request, overdraft_allowed=False)
+    return (
+        replace(debit, pending_debits=debit.pending_debits + request.amount),
+        replace(credit, pending_credits=credit.pending_credits + request.amount),
+    )
+
+
+def post_now(
+    debit: Account, credit: Account, request: TransferRequest, *, overdraft_allowed: bool = False
+) -> tuple[Account, Account]:
+    """A single-phase transfer: posted at once."""
+    _matching(debit, credit, request)
+    _check_covered(debit, request, overdraft_allowed)
+    return (
+        replace(debit, balance=debit.balance - request.amount),
+        replace(credit, balance=credit.balance + request.amount),
+    )
+
+
+def post_pending(debit: Account, credit: Account, transfer: Transfer) -> tuple[Account, Account]:
+    """Phase two: the reservation becomes a posted transfer (the available balance is unchanged)."""
+    request = transfer.request
+    _matching(debit, credit, request)
+    _require_pending(transfer)
+    return (
+        replace(debit, balance=debit.balance - request.amount, pending_debits=debit.pending_debits - request.amount),
+        replace(credit, balance=credit.balance + request.amount, pending_credits=credit.pending_credits - request.amount),
+    )
+
+
+def void_pending(debit: Account, credit: Account, transfer: Transfer) -> tuple[Account, Account]:
+    """Phase two, the other way: release the reservation; balances are exactly as before it."""
+    request = transfer.request
+    _matching(debit, credit, request)
+    _require_pending(transfer)
+    return (
+        replace(debit, pending_debits=debit.pending_debits - request.amount),
+        replace(credit, pending_credits=credit.pending_credits - request.amount),
+    )
+
+
+def _require_pending(transfer: Transfer) -> None:
+    if transfer.status is not Status.PENDING:
+        raise ValueError(f"transfer {transfer.id!r} is {transfer.status.value}, not pending")

@@ -1,0 +1,110 @@
+"""A round as the ledger sees it: one player, one currency, its stakes, and how it closes.
+
+Settlement moves money so that the `table` account ends every round at zero:
+  1. every pending stake of the round is posted (player -> table);
+  2. if the returns exceed the stakes, the house covers the difference (house -> table);
+  3. the table pays the player the returns (table -> player);
+  4. what the table still holds goes to the house (table -> house).
+The ids are derived from the round id, so a replayed settlement cannot pay twice.
+
+A void releases pending stakes, and compensates posted transfers with opposite ones (a stake
+with a refund, anything else with a reversal), so every balance is exactly as before the round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .errors import RoundClosed, RoundMismatch
+from .ledger import HOUSE, TABLE, Kind, Status, Transfer, TransferRequest, player_account
+
+
+class RoundStatus(StrEnum):
+    OPEN = "open"
+    SETTLED = "settled"
+    VOIDED = "voided"
+
+
+@dataclass(frozen=True)
+class Round:
+    round_id: str
+    player_id: str
+    currency: str
+    status: RoundStatus = RoundStatus.OPEN
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class BetOutcome:
+    bet: str
+    stake: int
+    returned: int
+
+
+def stake_request(transaction_id: str, player_id: str, round_id: str, amount: int, currency: str) -> TransferRequest:
+    # Prefixed so a caller's id can never collide with the ids the ledger derives itself.
+    return TransferRequest(
+        id=f"stake:{transaction_id}", debit=player_account(player_id), credit=TABLE, amount=amount,
+        currency=currency, kind=Kind.STAKE, player_id=player_id, round_id=round_id,
+    )  # fmt: skip
+
+
+def check_stake_fits(round_: Round | None, player_id: str, currency: str) -> None:
+    if round_ is None:
+        return
+    if round_.status is not RoundStatus.OPEN:
+        raise RoundClosed(f"round {round_.round_id!r} is already {round_.status.value}; it takes no more stakes")
+    if round_.player_id != player_id:
+        raise RoundMismatch(f"round {round_.round_id!r} belongs to another player; one round has one player's stakes")
+    if round_.currency != currency:
+        raise RoundMismatch(f"round {round_.round_id!r} is staked in {round_.currency}, not {currency}")
+
+
+def settlement_requests(round_: Round, staked: int, outcomes: Sequence[BetOutcome]) -> list[TransferRequest]:
+    """The transfers after the stakes are posted; `staked` is what the ledger holds for the round."""
+    claimed = sum(o.stake for o in outcomes)
+    if claimed != staked:
+        raise RoundMismatch(
+            f"round {round_.round_id!r} settles stakes of {claimed} but {staked} {round_.currency} were reserved for it"
+        )
+    for outcome in outcomes:
+        if outcome.stake < 0 or outcome.returned < 0:
+            raise RoundMismatch(f"round {round_.round_id!r}: bet {outcome.bet!r} has a negative stake or return")
+    returned = sum(o.returned for o in outcomes)
+    rid, player, currency = round_.round_id, round_.player_id, round_.currency
+
+    def transfer(suffix: str, debit: str, credit: str, amount: int, kind: Kind) -> TransferRequest:
+        return TransferRequest(
+            id=f"round:{rid}:{suffix}", debit=debit, credit=credit, amount=amount, currency=currency,
+            kind=kind, player_id=player, round_id=rid,
+        )  # fmt: skip
+
+    requests = []
+    if returned > staked:
+        requests.append(transfer("house-cover", HOUSE, TABLE, returned - staked, Kind.SETTLEMENT))
+    if returned > 0:
+        requests.append(transfer("payout", TABLE, player_account(player), returned, Kind.PAYOUT))
+    if staked > returned:
+        requests.append(transfer("house-take", TABLE, HOUSE, staked - returned, Kind.SETTLEMENT))
+    return requests
+
+
+def compensation_requests(posted: Iterable[Transfer]) -> list[TransferRequest]:
+    """Opposite transfers for the posted ones: refunds of stakes first, then reversals of the rest
+    (newest first), so the player is credited before anything is taken back."""
+    posted = [t for t in posted if t.status is Status.POSTED and t.request.kind not in (Kind.REFUND, Kind.REVERSAL)]
+    stakes = [t for t in posted if t.request.kind is Kind.STAKE]
+    others = [t for t in reversed(posted) if t.request.kind is not Kind.STAKE]
+    requests = []
+    for original in [*stakes, *others]:
+        r = original.request
+        kind = Kind.REFUND if r.kind is Kind.STAKE else Kind.REVERSAL
+        requests.append(
+            TransferRequest(
+                id=f"{r.id}:{kind.value}", debit=r.credit, credit=r.debit, amount=r.amount, currency=r.currency,
+                kind=kind, player_id=r.player_id, round_id=r.round_id, reverses=r.id,
+            )  # fmt: skip
+        )
+    return requests

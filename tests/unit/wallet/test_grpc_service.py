@@ -1,0 +1,249 @@
+"""WalletService and StakeService over a real grpc.aio server on 127.0.0.1:0, with the platform's
+AuthInterceptor and tokens of each role, SQLite in tmp_path, and an InProcessBus on which the
+test publishes round events as the game service would (and listens to the ledger events)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import pytest
+
+from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier_platform.auth import TokenAuthority
+from croupier_platform.bus import LEDGER_EVENTS, ROUND_EVENTS, InProcessBus
+from croupier_platform.events import EventEnvelope
+from croupier_platform.grpc_server import AuthInterceptor, call_metadata
+from croupier_platform.runtime import ServiceContext, utc_now
+from croupier_wallet import WalletModule, bootstrap
+
+from .helpers import settled, voided
+
+SECRET = b"wallet-tests-secret-0123456789abcdef"
+
+
+@dataclass
+class Harness:
+    module: WalletModule
+    bus: InProcessBus
+    wallet: wallet_pb2_grpc.WalletServiceStub
+    stakes: internal_pb2_grpc.StakeServiceStub
+    tokens: dict[str, str]
+    ledger_events: list[EventEnvelope] = field(default_factory=list)
+
+    def auth(self, who: str) -> tuple[tuple[str, str], ...]:
+        return call_metadata(self.tokens[who])
+
+    async def top_up(self, who: str, amount: int, tid: str, currency: str = "PLAY") -> wallet_pb2.Transaction:
+        request = wallet_pb2.TopUpPlayMoneyRequest(amount=common_pb2.Money(amount_minor=amount, currency=currency), transaction_id=tid)
+        return await self.wallet.TopUpPlayMoney(request, metadata=self.auth(who))
+
+    async def reserve(self, tid: str, player: str, round_id: str, amount: int, who: str = "game") -> internal_pb2.ReserveStakesResponse:
+        request = internal_pb2.ReserveStakesRequest(
+            transaction_id=tid, player_id=player, round_id=round_id,
+            amount=common_pb2.Money(amount_minor=amount, currency="PLAY"), bets={"ante": amount},
+        )  # fmt: skip
+        return await self.stakes.ReserveStakes(request, metadata=self.auth(who))
+
+    async def balance(self, who: str, player_id: str = "") -> tuple[int, int, int]:
+        reply = await self.wallet.GetBalances(wallet_pb2.GetBalancesRequest(player_id=player_id), metadata=self.auth(who))
+        play = next(b for b in reply.balances if b.currency == "PLAY")
+        return play.available, play.reserved, play.total
+
+
+@contextlib.asynccontextmanager
+async def running_wallet(tmp_path: Path) -> AsyncIterator[Harness]:
+    authority = TokenAuthority(SECRET)
+    bus = InProcessBus()
+    ctx = ServiceContext(
+        database_url=f"sqlite:///{tmp_path / 'var' / 'wallet.db'}", bus=bus, authority=authority, clock=utc_now,
+        service_token="", channels={},
+    )  # fmt: skip
+    module = bootstrap(ctx)
+    server = grpc.aio.server(interceptors=[AuthInterceptor(authority)])
+    module.register(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    module.subscribe(bus)
+    ledger_events: list[EventEnvelope] = []
+
+    async def on_ledger_event(envelope: EventEnvelope) -> None:
+        ledger_events.append(envelope)
+
+    bus.subscribe(LEDGER_EVENTS, "test-observer", on_ledger_event)
+    await bus.start()
+    await server.start()
+    await module.start()
+    now = int(time.time())
+    tokens = {
+        "alice": authority.mint("alice", "player", now, 3600),
+        "bob": authority.mint("bob", "player", now, 3600),
+        "ops": authority.mint("ops", "operator", now, 3600),
+        "game": authority.mint("game", "service", now, 3600),
+    }
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield Harness(
+            module, bus, wallet_pb2_grpc.WalletServiceStub(channel), internal_pb2_grpc.StakeServiceStub(channel), tokens,
+            ledger_events,
+        )  # fmt: skip
+    finally:
+        await channel.close()
+        await module.stop()
+        await server.stop(grace=None)
+        await bus.stop()
+
+
+def run(tmp_path: Path, scenario) -> None:
+    async def main() -> None:
+        async with running_wallet(tmp_path) as harness:
+            await scenario(harness)
+
+    asyncio.run(main())
+
+
+async def status_of(call) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call
+    return raised.value.code(), raised.value.details()
+
+
+def test_a_player_sees_only_their_own_wallet(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 1_000, "t1")
+        assert await h.balance("alice") == (1_000, 0, 1_000)
+        assert await h.balance("alice", "alice") == (1_000, 0, 1_000)
+        assert await h.balance("bob") == (0, 0, 0)
+        code, details = await status_of(h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(player_id="alice"), metadata=h.auth("bob")))
+        assert code == grpc.StatusCode.PERMISSION_DENIED and "own wallet" in details
+        code, _ = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(player_id="alice"), metadata=h.auth("bob")))
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        assert await h.balance("ops", "alice") == (1_000, 0, 1_000)  # an operator may name any player
+        mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))
+        assert [(t.kind, t.status, t.amount, t.currency) for t in mine.transactions] == [("top_up", "posted", 1_000, "PLAY")]
+        theirs = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("bob"))
+        assert list(theirs.transactions) == []
+        code, _ = await status_of(h.wallet.GetBalances(wallet_pb2.GetBalancesRequest()))  # no token
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+
+    run(tmp_path, scenario)
+
+
+def test_top_up_limits_and_idempotency(tmp_path):
+    async def scenario(h: Harness) -> None:
+        for amount in (0, 1_000_001):
+            code, details = await status_of(h.top_up("alice", amount, f"t{amount}"))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "from 1 to 1000000" in details
+        code, details = await status_of(h.top_up("alice", 10, "usd", currency="USD"))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "PLAY" in details
+        code, _ = await status_of(h.top_up("ops", 10, "t"))  # operators deposit instead
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        first = await h.top_up("alice", 1_000_000, "max")
+        again = await h.top_up("alice", 1_000_000, "max")
+        assert first == again and first.amount == 1_000_000
+        assert await h.balance("alice") == (1_000_000, 0, 1_000_000)
+        code, details = await status_of(h.top_up("alice", 5, "max"))
+        assert code == grpc.StatusCode.FAILED_PRECONDITION and "already used" in details
+        code, details = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(limit=501), metadata=h.auth("alice")))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "500" in details
+
+    run(tmp_path, scenario)
+
+
+def test_deposits_are_for_operators_and_real_money(tmp_path):
+    async def scenario(h: Harness) -> None:
+        def deposit(who: str, currency: str, tid: str):
+            request = wallet_pb2.DepositRequest(player_id="alice", amount=common_pb2.Money(amount_minor=5_000, currency=currency), transaction_id=tid)
+            return h.wallet.Deposit(request, metadata=h.auth(who))
+
+        code, details = await status_of(deposit("alice", "USD", "d1"))
+        assert code == grpc.StatusCode.PERMISSION_DENIED and "operators" in details
+        code, _ = await status_of(deposit("ops", "PLAY", "d1"))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        transaction = await deposit("ops", "USD", "d1")
+        assert (transaction.kind, transaction.amount, transaction.currency) == ("deposit", 5_000, "USD")
+        reply = await h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(), metadata=h.auth("alice"))
+        assert {b.currency: b.available for b in reply.balances} == {"PLAY": 0, "USD": 5_000}
+
+    run(tmp_path, scenario)
+
+
+def test_stakes_are_refused_when_the_balance_cannot_cover_them_and_nothing_moves(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 100, "t1")
+        code, details = await status_of(h.reserve("s1", "alice", "r1", 150))
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+        assert details == "balance 100 cannot cover stakes of 150 (PLAY)"
+        assert await h.balance("alice") == (100, 0, 100)
+        mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))
+        assert [t.kind for t in mine.transactions] == ["top_up"]
+        code, _ = await status_of(h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("game")))
+        assert code == grpc.StatusCode.NOT_FOUND
+
+    run(tmp_path, scenario)
+
+
+def test_reserve_is_for_services_and_idempotent(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 1_000, "t1")
+        code, _ = await status_of(h.reserve("s1", "alice", "r1", 100, who="alice"))
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        first = await h.reserve("s1", "alice", "r1", 100)
+        assert (first.transaction_id, first.available_before, first.available_after) == ("s1", 1_000, 900)
+        assert await h.reserve("s1", "alice", "r1", 100) == first
+        assert await h.balance("alice") == (900, 100, 1_000)
+        code, _ = await status_of(h.reserve("s2", "alice", "r1", 0))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+    run(tmp_path, scenario)
+
+
+def test_a_round_end_to_end_through_the_bus(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 1_000, "t1")
+        await h.reserve("ante", "alice", "r1", 100)
+        await h.reserve("raise", "alice", "r1", 200)
+        settlement = settled("r1", {"ante": (100, 200), "raise": (200, 400)})
+        await h.bus.publish(ROUND_EVENTS, "r1", settlement)
+        await h.bus.publish(ROUND_EVENTS, "r1", settlement)  # redelivered
+        assert await h.balance("alice") == (1_300, 0, 1_300)
+        reply = await h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("game"))
+        assert reply.player_id == "alice"
+        assert [(t.kind, t.status, t.amount, t.round_id) for t in reply.transactions] == [
+            ("stake", "posted", -100, "r1"), ("stake", "posted", -200, "r1"), ("payout", "posted", 600, "r1"),
+        ]  # fmt: skip
+        code, _ = await status_of(h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("alice")))
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+
+        await h.bus.publish(ROUND_EVENTS, "r1", voided("r1", {"ante": 100, "raise": 200}))
+        await h.bus.publish(ROUND_EVENTS, "r1", voided("r1", {"ante": 100, "raise": 200}, version=7))
+        assert await h.balance("alice") == (1_000, 0, 1_000)
+        history = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(limit=2), metadata=h.auth("alice"))
+        assert [(t.kind, t.amount) for t in history.transactions] == [("reversal", -600), ("refund", 200)]
+
+        await h.module.relay_pending()
+        assert {e.stream_id for e in h.ledger_events} == {"player:alice"}
+        assert [e.version for e in h.ledger_events] == list(range(1, len(h.ledger_events) + 1))
+        assert h.ledger_events[-1].payload["player_balance"] == 1_000
+        with h.module.engine.connect() as conn:
+            from croupier_wallet.adapters.check import check_ledger
+
+            assert check_ledger(conn).ok
+
+    run(tmp_path, scenario)
+
+
+def test_the_outbox_relay_runs_in_the_background(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 1_000, "t1")
+        for _ in range(100):
+            if h.ledger_events:
+                break
+            await asyncio.sleep(0.02)
+        assert [(e.event_type, e.payload["kind"]) for e in h.ledger_events] == [("TransferPosted", "top_up")]
+
+    run(tmp_path, scenario)

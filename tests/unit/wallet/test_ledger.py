@@ -1,0 +1,239 @@
+"""The wallet's use cases on a SQLite file: money in, stakes, settlement and void by round events,
+idempotency, ledger events through the outbox, and check_ledger."""
+
+import json
+
+import pytest
+from sqlalchemy import update
+
+from croupier_wallet.adapters.tables import accounts_table
+from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, RoundClosed, RoundMismatch, TransferIdReused
+
+from .helpers import round_event, settled, voided
+
+
+def balance(wallet, player="alice", currency="PLAY"):
+    view = next(v for v in wallet.app.balances(player) if v.currency == currency)
+    return view.available, view.reserved, view.total
+
+
+def test_top_up_credits_play_money_once_per_transaction_id(wallet):
+    first = wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    again = wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    assert first == again and first.amount == 1_000 and first.kind == "top_up" and first.status == "posted"
+    assert balance(wallet) == (1_000, 0, 1_000)
+    # Another player may use the same client id: ids are scoped by player.
+    wallet.app.top_up("bob", 5, "PLAY", "tx-1")
+    assert balance(wallet, "bob") == (5, 0, 5)
+    assert wallet.check().ok
+
+
+def test_a_transaction_id_reused_for_a_different_amount_is_refused_and_changes_nothing(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    before = wallet.snapshot()
+    with pytest.raises(TransferIdReused, match="amount"):
+        wallet.app.top_up("alice", 2_000, "PLAY", "tx-1")
+    assert wallet.snapshot() == before
+
+
+@pytest.mark.parametrize("amount", [0, -1, 1_000_001])
+def test_top_ups_are_limited_to_one_million_minor_units(wallet, amount):
+    with pytest.raises(InvalidTransfer, match="from 1 to 1000000"):
+        wallet.app.top_up("alice", amount, "PLAY", "tx")
+
+
+def test_top_ups_are_play_money_and_deposits_real_money(wallet):
+    with pytest.raises(InvalidTransfer, match="play money only"):
+        wallet.app.top_up("alice", 10, "USD", "tx")
+    with pytest.raises(InvalidTransfer, match="real money"):
+        wallet.app.deposit("alice", 10, "PLAY", "tx")
+    wallet.app.deposit("alice", 50_000, "USD", "dep-1")
+    assert balance(wallet, currency="USD") == (50_000, 0, 50_000)
+    assert balance(wallet, currency="PLAY") == (0, 0, 0)  # PLAY is always listed
+
+
+def test_a_stake_the_balance_cannot_cover_is_refused_and_nothing_moves(wallet):
+    wallet.app.top_up("alice", 100, "PLAY", "tx-1")
+    before = wallet.snapshot()
+    with pytest.raises(InsufficientFunds, match=r"balance 100 cannot cover stakes of 150 \(PLAY\)"):
+        wallet.app.reserve_stakes("s1", "alice", "r1", 150, "PLAY", {"ante": 150})
+    assert wallet.snapshot() == before
+    # Nor did the refused stake open the round: a later, smaller stake may still choose its currency.
+    wallet.app.deposit("alice", 500, "USD", "d")
+    wallet.app.reserve_stakes("s2", "alice", "r1", 100, "USD", {"ante": 100})
+
+
+def test_reserve_is_idempotent_and_reports_the_available_balance(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    first = wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    assert (first.available_before, first.available_after) == (1_000, 900)
+    before = wallet.snapshot()
+    again = wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    assert again == first and wallet.snapshot() == before
+    second = wallet.app.reserve_stakes("s2", "alice", "r1", 200, "PLAY", {"raise": 200})  # a raise
+    assert (second.available_before, second.available_after) == (900, 700)
+    assert balance(wallet) == (700, 300, 1_000)
+    with pytest.raises(TransferIdReused):
+        wallet.app.reserve_stakes("s1", "alice", "r1", 999, "PLAY", {})
+
+
+def test_a_round_holds_one_players_stakes_in_one_currency(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "a")
+    wallet.app.top_up("bob", 1_000, "PLAY", "b")
+    wallet.app.deposit("alice", 1_000, "USD", "d")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {})
+    with pytest.raises(RoundMismatch, match="another player"):
+        wallet.app.reserve_stakes("s2", "bob", "r1", 100, "PLAY", {})
+    with pytest.raises(RoundMismatch, match="staked in PLAY, not USD"):
+        wallet.app.reserve_stakes("s3", "alice", "r1", 100, "USD", {})
+
+
+def test_bets_must_add_up_to_the_amount(wallet):
+    with pytest.raises(InvalidTransfer, match="add up to 30, not to the amount 40"):
+        wallet.app.reserve_stakes("s1", "alice", "r1", 40, "PLAY", {"ante": 10, "tie": 20})
+
+
+def test_a_settled_round_pays_the_returns_once_and_empties_the_table(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    wallet.app.reserve_stakes("s2", "alice", "r1", 200, "PLAY", {"raise": 200})
+    event = settled("r1", {"ante": (100, 200), "raise": (200, 400)})
+    assert wallet.consumer.handle(event) is True
+    assert balance(wallet) == (1_300, 0, 1_300)
+    report = wallet.check()
+    assert report.ok and wallet.accounts()[("house", "PLAY")] == (-300, 0)
+    before = wallet.snapshot()
+    assert wallet.consumer.handle(event) is False  # redelivered
+    wallet.consumer.handle(settled("r1", {"ante": (300, 900)}))  # a second settlement: recorded, no effect
+    assert wallet.snapshot() == before
+    with pytest.raises(RoundClosed, match="already settled"):
+        wallet.app.reserve_stakes("s3", "alice", "r1", 10, "PLAY", {})
+    # ...but a retry of an earlier reservation still gets its original reply.
+    assert wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100}).available_after == 900
+
+
+def test_a_lost_round_goes_to_the_house(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    wallet.consumer.handle(settled("r1", {"ante": (100, 0)}))
+    assert balance(wallet) == (900, 0, 900)
+    assert wallet.accounts()[("house", "PLAY")] == (100, 0) and wallet.check().ok
+
+
+def test_a_settlement_that_disagrees_with_the_stakes_is_refused_whole(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    before = wallet.snapshot()
+    event = settled("r1", {"ante": (150, 300)})
+    with pytest.raises(RoundMismatch):
+        wallet.consumer.handle(event)
+    assert wallet.snapshot() == before  # nor was the tracking row kept: the retry runs again
+    with pytest.raises(RoundMismatch):
+        wallet.consumer.handle(event)
+
+
+def test_voiding_an_open_round_releases_its_stakes(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    assert wallet.consumer.handle(voided("r1", {"ante": 100}))
+    assert balance(wallet) == (1_000, 0, 1_000)
+    kinds = [(t.kind, t.status, t.amount) for t in wallet.app.transactions("alice", 0)]
+    assert kinds == [("stake", "voided", -100), ("top_up", "posted", 1_000)]
+    assert wallet.check().ok
+
+
+def test_voiding_a_settled_round_restores_every_balance_exactly_and_a_second_void_does_nothing(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    before_round = wallet.accounts()
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    wallet.consumer.handle(settled("r1", {"ante": (100, 250)}))
+    assert balance(wallet) == (1_150, 0, 1_150)
+    assert wallet.consumer.handle(voided("r1"))
+    after = wallet.accounts()
+    assert {k: v for k, v in after.items() if k in before_round} == before_round
+    assert after[("house", "PLAY")] == (0, 0) and after[("table", "PLAY")] == (0, 0)
+    snapshot = wallet.snapshot()
+    wallet.consumer.handle(voided("r1"))  # a second void (another event id): recorded, no effect
+    assert wallet.snapshot() == snapshot
+    _, transactions = wallet.app.round_transactions("r1")
+    assert [(t.kind, t.status, t.amount) for t in transactions] == [
+        ("stake", "posted", -100),
+        ("payout", "posted", 250),
+        ("refund", "posted", 100),
+        ("reversal", "posted", -250),
+    ]
+    assert wallet.check().ok
+
+
+def test_a_void_takes_back_a_payout_already_spent_and_reports_the_overdraft(wallet):
+    wallet.app.top_up("alice", 100, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {})
+    wallet.consumer.handle(settled("r1", {"ante": (100, 300)}))
+    wallet.app.reserve_stakes("s2", "alice", "r2", 300, "PLAY", {})
+    wallet.consumer.handle(settled("r2", {"ante": (300, 0)}))
+    wallet.consumer.handle(voided("r1"))
+    assert balance(wallet) == (-200, 0, -200)  # exactly as if r1 never happened: 100 - 300
+    report = wallet.check()
+    assert report.ok and report.overdrawn == {("player:alice", "PLAY"): -200}
+    with pytest.raises(InsufficientFunds, match="balance -200"):
+        wallet.app.reserve_stakes("s3", "alice", "r3", 1, "PLAY", {})
+
+
+def test_events_of_rounds_the_wallet_never_saw_are_recorded_and_ignored(wallet):
+    event = settled("ghost", {"ante": (100, 200)})
+    before = wallet.snapshot()
+    assert wallet.consumer.handle(event) is True  # handled: the tracking row is written
+    assert wallet.consumer.handle(event) is False
+    assert wallet.snapshot() == before
+    assert wallet.consumer.handle(round_event("r1", "CardsDealt", {"stage": "deal", "cards": []})) is False
+
+
+def test_a_malformed_settlement_is_refused(wallet):
+    wallet.app.top_up("alice", 100, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {})
+    bad = round_event("r1", "RoundSettled", {"results": {"ante": {"stake": 100, "returned": 150.5}}})
+    with pytest.raises(ValueError):
+        wallet.consumer.handle(bad)
+    assert balance(wallet) == (0, 100, 100)
+
+
+def test_every_change_appends_a_ledger_event_to_the_players_stream(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    event = settled("r1", {"ante": (100, 200)})
+    wallet.consumer.handle(event)
+    messages = wallet.store.outbox.pending(100)
+    assert {m.topic for m in messages} == {"croupier.ledger-events"}
+    assert {m.key for m in messages} == {"player:alice"}
+    envelopes = [m.envelope for m in messages]
+    assert [e.version for e in envelopes] == [1, 2, 3, 4, 5]
+    assert [(e.event_type, e.payload["kind"], e.payload["player_delta"]) for e in envelopes] == [
+        ("TransferPosted", "top_up", 1_000),
+        ("TransferReserved", "stake", 0),
+        ("TransferPosted", "stake", -100),
+        ("TransferPosted", "settlement", 0),
+        ("TransferPosted", "payout", 200),
+    ]
+    assert envelopes[-1].payload["player_balance"] == 1_100 and envelopes[-1].causation_id == event.event_id
+    assert envelopes[1].payload["round_id"] == "r1" and envelopes[1].payload["player_available"] == 900
+
+
+def test_list_transactions_is_newest_first_with_a_limit(wallet):
+    for i in range(5):
+        wallet.app.top_up("alice", 10 + i, "PLAY", f"tx-{i}")
+    assert [t.amount for t in wallet.app.transactions("alice", 3)] == [14, 13, 12]
+    with pytest.raises(InvalidTransfer, match="from 1 to 500"):
+        wallet.app.transactions("alice", 501)
+    assert wallet.app.transactions("bob", 0) == []
+
+
+def test_check_ledger_finds_a_balance_that_disagrees_with_its_entries(wallet):
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    with wallet.engine.begin() as conn:
+        conn.execute(update(accounts_table).where(accounts_table.c.account_id == "player:alice").values(balance=1_001))
+    report = wallet.check()
+    assert not report.ok
+    assert [str(m) for m in report.mismatches] == ["player:alice (PLAY): balance is 1001 but its ledger says 1000"]
+    assert report.balance_sum_by_currency == {"PLAY": 1} and report.entry_sum_by_currency == {"PLAY": 0}
+    assert any("sum to 1" in line for line in report.problems())
+    assert json.dumps(report.problems())
