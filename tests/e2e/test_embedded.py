@@ -246,3 +246,26 @@ def test_demo_rounds_all_replay_cleanly(casino, tmp_path):
         replay = subprocess.run([CROUPIER, "replay", r["round_id"], "--target", f"127.0.0.1:{port}"],
                                 capture_output=True, text=True, env=operator_env, timeout=60)
         assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+def test_terminal_client_plays_a_round(casino):
+    port = casino.server.server.port
+    env = {**os.environ, "CROUPIER_TOKEN": casino.player("terminal-player").token}
+    # bets: ante 500, tie 0; any decision: surrender; then stop
+    answers = "500\n0\nsurrender\nn\n"
+    done = subprocess.run([CROUPIER, "play", "casino-war", "--target", f"127.0.0.1:{port}"], input=answers,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "seated at casino-war-play" in done.stdout
+    assert "round " in done.stdout and "net" in done.stdout
+
+
+def test_health_and_reflection_answer_without_a_token(casino):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+    health = health_pb2_grpc.HealthStub(casino.channel)
+    for service in ("", "croupier.v1.TableService", "croupier.v1.WalletService", "croupier.v1.AuditService"):
+        assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status == 1  # SERVING
+    services = set(ProtoReflectionDescriptorDatabase(casino.channel).get_services())
+    assert {"croupier.v1.TableService", "croupier.v1.WalletService", "croupier.v1.AuditService"} <= services
