@@ -19,9 +19,10 @@ err = Console(stderr=True)
 class Client:
     channel: grpc.Channel
     token: str
+    wallet_channel: grpc.Channel | None = None  # distributed mode: the wallet service's own address
 
     @classmethod
-    def connect(cls, target: str, wait_s: float = 15.0) -> Client:
+    def connect(cls, target: str, wait_s: float = 15.0, wallet_target: str | None = None) -> Client:
         token = os.environ.get("CROUPIER_TOKEN", "").strip()
         if not token:
             err.print("[red]no token: set CROUPIER_TOKEN (mint one with: croupier token PLAYER --data DIR)[/red]")
@@ -32,7 +33,8 @@ class Client:
         except grpc.FutureTimeoutError:
             err.print(f"[red]no Croupier server answers at {target} (start one with: croupier serve)[/red]")
             raise typer.Exit(2) from None
-        return cls(channel, token)
+        wallet = grpc.insecure_channel(wallet_target) if wallet_target and wallet_target != target else None
+        return cls(channel, token, wallet)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -44,7 +46,7 @@ class Client:
 
     @property
     def wallet(self) -> wallet_pb2_grpc.WalletServiceStub:
-        return wallet_pb2_grpc.WalletServiceStub(self.channel)
+        return wallet_pb2_grpc.WalletServiceStub(self.wallet_channel or self.channel)
 
     @property
     def audit(self) -> audit_pb2_grpc.AuditServiceStub:

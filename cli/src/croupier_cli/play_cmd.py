@@ -77,12 +77,13 @@ def play_round(client: Client, seat_id: str, table: table_pb2.TableInfo, rng: ra
 
 def demo(
     target: Annotated[str, typer.Option(help="server HOST:PORT")] = DEFAULT_TARGET,
+    wallet_target: Annotated[Optional[str], typer.Option(help="wallet HOST:PORT when it is served apart (distributed)")] = None,
     rounds: Annotated[int, typer.Option(help="rounds of each game", min=1)] = 3,
     seed: Annotated[Optional[int], typer.Option(help="seed of the demo's choices")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON line per round")] = False,
 ) -> None:
     """Play rounds of every game through gRPC with play money and print a summary."""
-    client = Client.connect(target)
+    client = Client.connect(target, wallet_target=wallet_target)
     rng = random.Random(seed)
     tables = play_money_tables(client)
     if available(client, "PLAY") < TOP_UP // 2:
@@ -132,10 +133,11 @@ def show(view: table_pb2.RoundView) -> None:
 def play(
     game: Annotated[str, typer.Argument(help=f"one of {', '.join(GAMES)}")],
     target: Annotated[str, typer.Option(help="server HOST:PORT")] = DEFAULT_TARGET,
+    wallet_target: Annotated[Optional[str], typer.Option(help="wallet HOST:PORT when it is served apart (distributed)")] = None,
     real: Annotated[bool, typer.Option("--real", help="play a real-money table instead of play money")] = False,
 ) -> None:
     """Play a game interactively against a running server."""
-    client = Client.connect(target)
+    client = Client.connect(target, wallet_target=wallet_target)
     currency_real = real
     tables = [t for t in client.call(client.tables.ListTables, table_pb2.ListTablesRequest(game=game)).tables
               if (t.currency != "PLAY") == currency_real and t.dealer != "player"]

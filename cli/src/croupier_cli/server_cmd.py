@@ -12,6 +12,8 @@ from rich.console import Console
 
 from croupier_platform.runtime import utc_now
 
+from croupier_platform.settings import DEPENDENCIES, SERVICES
+
 from .embedded import EmbeddedServer, authority_for
 
 console = Console(stderr=True)
@@ -19,27 +21,68 @@ DEFAULT_DATA = Path("var")
 
 
 def serve(
-    service: Annotated[Optional[str], typer.Argument(help="one service alone (distributed mode); all five when omitted")] = None,
-    data: Annotated[Path, typer.Option(help="data directory: SQLite files and the token secret")] = DEFAULT_DATA,
-    listen: Annotated[str, typer.Option(help="HOST:PORT to listen on")] = "127.0.0.1:50051",
+    service: Annotated[Optional[str], typer.Argument(help=f"one service alone, distributed mode ({', '.join(SERVICES)}); all five when omitted")] = None,
+    data: Annotated[Path, typer.Option(help="embedded mode: data directory (SQLite files, token secret)")] = DEFAULT_DATA,
+    listen: Annotated[Optional[str], typer.Option(help="HOST:PORT to listen on (embedded default 127.0.0.1:50051; distributed: LISTEN_HOST:PORT)")] = None,
     tables: Annotated[Optional[Path], typer.Option(help="table catalogue (TOML); the built-in one by default")] = None,
 ) -> None:
-    """Serve the whole API in one process on SQLite (the embedded default)."""
-    if service is not None:
-        console.print(f"[red]running {service!r} alone is the distributed mode, which this build does not have yet; "
-                      "omit it to serve all five services in one process[/red]")
-        raise typer.Exit(2)
+    """Serve the whole API in one process on SQLite (embedded), or one service on Kafka and PostgreSQL."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    server = EmbeddedServer(data_dir=data, listen=listen, tables_file=tables)
+    if service is None:
+        host = EmbeddedServer(data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables)
+        where = f"data in {data}/"
+    else:
+        if service not in SERVICES:
+            console.print(f"[red]unknown service {service!r}; services are: {', '.join(SERVICES)}[/red]")
+            raise typer.Exit(2)
+        host = distributed_host(service, listen, tables)
+        where = "Kafka and PostgreSQL"
+    name = service or "croupier"
 
     def ready(port: int) -> None:
-        console.print(f"croupier serving on 127.0.0.1:{port} (data in {data}/); Ctrl-C stops it")
+        console.print(f"{name} serving on port {port} ({where}); Ctrl-C stops it")
 
     try:
-        asyncio.run(server.serve_until_signal(ready))
+        asyncio.run(host.serve_until_signal(ready))
     except OSError as exc:
         console.print(f"[red]cannot serve: {exc}[/red]")
         raise typer.Exit(1) from None
+
+
+def distributed_host(service: str, listen: str | None, tables: Path | None):
+    """One service in its own process: settings from the environment, fail fast on anything missing."""
+    from pydantic import ValidationError
+
+    from croupier_platform.auth import TokenAuthority
+    from croupier_platform.settings import ServiceSettings, database_url_for
+
+    try:
+        settings = ServiceSettings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        console.print(f"[red]cannot start {service}: {problems}[/red]")
+        raise typer.Exit(2) from None
+    missing = settings.missing_addresses(service)
+    if missing:
+        console.print(f"[red]cannot start {service}: set {', '.join(missing)} (host:port of the services it calls)[/red]")
+        raise typer.Exit(2)
+    from croupier_platform.kafka_bus import KafkaBus
+
+    from .hosting import Host
+    from .tracing_setup import tracing_interceptors
+
+    server_interceptors, client_interceptors = tracing_interceptors(service)
+    return Host(
+        services=(service,),
+        listen=listen or f"{settings.listen_host}:{settings.port}",
+        authority=TokenAuthority(settings.token_secret),
+        bus=KafkaBus(settings.kafka_bootstrap_servers, client_id=f"croupier-{service}"),
+        database_url_for=lambda name: database_url_for(settings.database_url, name),
+        remote_addresses={d: settings.address_of(d) for d in DEPENDENCIES[service]},  # type: ignore[misc]
+        tables_file=tables or (Path(settings.croupier_tables) if settings.croupier_tables else None),
+        server_interceptors=server_interceptors,
+        client_interceptors=client_interceptors,
+    )
 
 
 def token(

@@ -1,0 +1,101 @@
+"""Hosting services in a process: one gRPC server, health and reflection, the bus, graceful stop.
+
+The embedded mode hosts all five on one server with an in-process bus and SQLite; the
+distributed mode hosts one per process with Kafka and PostgreSQL. Same code, other adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+
+import grpc
+
+from croupier_platform.auth import TokenAuthority
+from croupier_platform.bus import Bus
+from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection
+from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
+
+SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
+GRACE_S = 5.0
+
+
+@dataclass
+class Host:
+    services: tuple[str, ...]
+    listen: str
+    authority: TokenAuthority
+    bus: Bus
+    database_url_for: Callable[[str], str]
+    # Addresses of services hosted elsewhere; those hosted here are reached on this server's own port.
+    remote_addresses: dict[str, str] = field(default_factory=dict)
+    tables_file: Path | None = None
+    port: int = 0
+    modules: list[ServiceModule] = field(default_factory=list)
+    server_interceptors: list = field(default_factory=list)
+    client_interceptors: list = field(default_factory=list)
+    _server: grpc.aio.Server | None = None
+    _channels: list[grpc.aio.Channel] = field(default_factory=list)
+    _health: object | None = None
+
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        channel = grpc.aio.insecure_channel(address, interceptors=self.client_interceptors or None)
+        self._channels.append(channel)
+        return channel
+
+    async def start(self) -> None:
+        self._server = grpc.aio.server(interceptors=[*self.server_interceptors, AuthInterceptor(self.authority)])
+        self.port = self._server.add_insecure_port(self.listen)
+        if not self.port:
+            raise OSError(f"cannot listen on {self.listen}")
+        local = self._channel(f"127.0.0.1:{self.port}")
+        channels = {name: local for name in self.services}
+        channels.update({name: self._channel(address) for name, address in self.remote_addresses.items()})
+        service_token = self.authority.mint("croupier-services", "service", int(utc_now().timestamp()), SERVICE_TOKEN_LIFETIME_S)
+        names: list[str] = []
+        for name in self.services:
+            bootstrap = import_module(f"croupier_{name}.bootstrap").bootstrap
+            context = ServiceContext(
+                database_url=self.database_url_for(name),
+                bus=self.bus,
+                authority=self.authority,
+                clock=utc_now,
+                service_token=service_token,
+                channels=channels,
+            )
+            module = bootstrap(context, self.tables_file) if name == "game" else bootstrap(context)
+            module.register(self._server)
+            module.subscribe(self.bus)
+            names += module.service_names
+            self.modules.append(module)
+        self._health = await add_health_and_reflection(self._server, names)
+        await self.bus.start()
+        await self._server.start()
+        for module in self.modules:
+            await module.start()
+
+    async def stop(self) -> None:
+        if self._health is not None:
+            await self._health.enter_graceful_shutdown()  # type: ignore[attr-defined]
+        if self._server is not None:
+            await self._server.stop(GRACE_S)
+        for module in reversed(self.modules):
+            await module.stop()
+        await self.bus.stop()
+        for channel in self._channels:
+            await channel.close()
+
+    async def serve_until_signal(self, on_ready: Callable[[int], None] | None = None) -> None:
+        await self.start()
+        if on_ready:
+            on_ready(self.port)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await self.stop()

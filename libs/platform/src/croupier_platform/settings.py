@@ -1,0 +1,63 @@
+"""Typed settings from the environment, shared names across services; a missing value fails at startup."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
+# Which services each one calls over gRPC.
+DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "shuffler": (),
+    "dealer": ("shuffler",),
+    "wallet": (),
+    "commission": (),
+    "game": ("shuffler", "dealer", "wallet"),
+}
+
+
+class ServiceSettings(BaseSettings):
+    """One service in distributed mode: `croupier serve SERVICE`."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    port: int = Field(default=50051, ge=0, le=65535)
+    listen_host: str = "0.0.0.0"
+    database_url: str
+    kafka_bootstrap_servers: str
+    croupier_token_secret: SecretStr
+    shuffler_service_addr: str | None = None
+    dealer_service_addr: str | None = None
+    wallet_service_addr: str | None = None
+    game_service_addr: str | None = None
+    commission_service_addr: str | None = None
+    croupier_tables: str | None = None
+
+    @field_validator("croupier_token_secret")
+    @classmethod
+    def _secret_is_hex(cls, value: SecretStr) -> SecretStr:
+        raw = value.get_secret_value().strip()
+        try:
+            if len(bytes.fromhex(raw)) < 32:
+                raise ValueError
+        except ValueError:
+            raise ValueError("CROUPIER_TOKEN_SECRET must be at least 32 bytes as hex (64+ hex digits)") from None
+        return value
+
+    @property
+    def token_secret(self) -> bytes:
+        return bytes.fromhex(self.croupier_token_secret.get_secret_value().strip())
+
+    def address_of(self, service: str) -> str | None:
+        return getattr(self, f"{service}_service_addr")
+
+    def missing_addresses(self, service: str) -> list[str]:
+        return [f"{d.upper()}_SERVICE_ADDR" for d in DEPENDENCIES[service] if not self.address_of(d)]
+
+
+def database_url_for(url: str, service: str) -> str:
+    """PostgreSQL: the service's own schema through the search_path; SQLite: unchanged (a file per service)."""
+    if not url.startswith("postgresql"):
+        return url
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}options=-csearch_path%3D{service}"
