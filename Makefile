@@ -8,7 +8,7 @@ PROTO_OUT := libs/proto/src
 PROTO_STAMP := $(PROTO_OUT)/.generated
 PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
 
-.PHONY: install proto run test test-unit test-integration test-e2e bench lint fmt clean
+.PHONY: install proto run test test-unit test-integration test-e2e bench lint fmt clean up down
 
 install: $(STAMP) $(PROTO_STAMP)
 	@# Every source root on the path, so a new service or the generated stubs need no reinstall.
@@ -38,6 +38,13 @@ test-unit: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# The distributed mode on this machine: Kafka, PostgreSQL and the five services as processes.
+up: install
+	bash scripts/stack.sh up
+
+down:
+	bash scripts/stack.sh down
 
 lint: install
 	$(BIN)/python scripts/lint_rules_purity.py

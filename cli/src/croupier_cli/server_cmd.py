@@ -90,9 +90,18 @@ def token(
     operator: Annotated[bool, typer.Option("--operator", help="an operator token (audit, void, deposits)")] = False,
     data: Annotated[Path, typer.Option(help="the server's data directory (holds its secret)")] = DEFAULT_DATA,
     ttl: Annotated[int, typer.Option(help="lifetime in seconds", min=60)] = 24 * 3600,
+    secret_file: Annotated[Optional[Path], typer.Option(help="a hex secret file (the distributed stack's) instead of DATA's")] = None,
 ) -> None:
     """Mint a bearer token from the server's secret, for local use: export CROUPIER_TOKEN=$(croupier token alice)."""
-    authority = authority_for(data)
+    from croupier_platform.auth import TokenAuthority
+
+    if secret_file is not None:
+        if not secret_file.is_file():
+            console.print(f"[red]no secret file {secret_file}[/red]")
+            raise typer.Exit(2)
+        authority = TokenAuthority(bytes.fromhex(secret_file.read_text().strip()))
+    else:
+        authority = authority_for(data)
     try:
         print(authority.mint(player, "operator" if operator else "player", int(utc_now().timestamp()), ttl))
     except ValueError as exc:
