@@ -41,7 +41,8 @@ class Player:
 
     name: str
     token: str
-    channel: grpc.Channel
+    channel: grpc.Channel  # the game service (tables, audit)
+    wallet_channel: grpc.Channel  # the wallet service (the same server in embedded mode)
 
     def _meta(self):
         return (("authorization", f"Bearer {self.token}"),)
@@ -58,7 +59,7 @@ class Player:
 
     @property
     def wallet(self):
-        return wallet_pb2_grpc.WalletServiceStub(self.channel)
+        return wallet_pb2_grpc.WalletServiceStub(self.wallet_channel)
 
     @property
     def audit(self):
@@ -66,7 +67,7 @@ class Player:
 
     @property
     def stakes(self):
-        return internal_pb2_grpc.StakeServiceStub(self.channel)
+        return internal_pb2_grpc.StakeServiceStub(self.wallet_channel)
 
     def top_up(self, amount: int = 1_000_000) -> None:
         while amount > 0:  # one top-up is at most 1,000,000 minor units
@@ -104,30 +105,60 @@ class Player:
 
 @dataclass
 class Casino:
-    server: ServerThread
+    """A running Croupier, embedded or distributed, as the tests reach it."""
+
+    mode: str
+    authority: object
     channel: grpc.Channel
+    wallet_channel: grpc.Channel
+    game_target: str
+    wallet_target: str
+    stop: object = None
+    processes: object = None  # distributed: the ServiceProcesses, to kill and restart services
 
     def player(self, name: str | None = None, role: str = "player") -> Player:
         name = name or f"p-{uuid.uuid4().hex[:8]}"
-        authority = self.server.server_authority
-        token = authority.mint(name, role, int(time.time()), 3600)
-        return Player(name, token, self.channel)
+        token = self.authority.mint(name, role, int(time.time()), 3600)
+        return Player(name, token, self.channel, self.wallet_channel)
+
+    def close(self) -> None:
+        self.channel.close()
+        self.wallet_channel.close()
+        self.stop()
 
 
-def start_casino(tmp_path: Path, **options) -> Casino:
-    thread = ServerThread(tmp_path / "data", **options)
-    port = thread.start()
+def ready_channel(target: str) -> grpc.Channel:
+    channel = grpc.insecure_channel(target)
+    grpc.channel_ready_future(channel).result(timeout=30)
+    return channel
+
+
+def start_embedded(tmp_path: Path) -> Casino:
     from croupier_cli.embedded import authority_for
 
-    thread.server_authority = authority_for(tmp_path / "data")
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    grpc.channel_ready_future(channel).result(timeout=10)
-    return Casino(thread, channel)
+    thread = ServerThread(tmp_path / "data")
+    port = thread.start()
+    target = f"127.0.0.1:{port}"
+    channel = ready_channel(target)
+    return Casino("embedded", authority_for(tmp_path / "data"), channel, channel, target, target, stop=thread.stop)
 
 
-@pytest.fixture(scope="module")
-def casino(tmp_path_factory):
-    casino = start_casino(tmp_path_factory.mktemp("casino"))
+def start_distributed(tmp_path: Path) -> Casino:
+    from croupier_platform.auth import TokenAuthority
+
+    from .distributed import ServiceProcesses
+
+    processes = ServiceProcesses.start(tmp_path)
+    game, wallet = processes.target("game"), processes.target("wallet")
+    return Casino("distributed", TokenAuthority(processes.secret), ready_channel(game), ready_channel(wallet),
+                  game, wallet, stop=processes.stop, processes=processes)
+
+
+MODES = {"embedded": start_embedded, "distributed": start_distributed}
+
+
+@pytest.fixture(scope="module", params=["embedded", "distributed"])
+def casino(request, tmp_path_factory):
+    casino = MODES[request.param](tmp_path_factory.mktemp(request.param))
     yield casino
-    casino.channel.close()
-    casino.server.stop()
+    casino.close()

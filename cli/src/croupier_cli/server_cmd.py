@@ -49,6 +49,14 @@ def serve(
         raise typer.Exit(1) from None
 
 
+def kafka_bus(settings, service: str):
+    from croupier_platform.bus import PrefixedBus
+    from croupier_platform.kafka_bus import KafkaBus
+
+    bus = KafkaBus(settings.kafka_bootstrap_servers, client_id=f"croupier-{service}")
+    return PrefixedBus(bus, settings.kafka_topic_prefix) if settings.kafka_topic_prefix else bus
+
+
 def distributed_host(service: str, listen: str | None, tables: Path | None):
     """One service in its own process: settings from the environment, fail fast on anything missing."""
     from pydantic import ValidationError
@@ -66,8 +74,6 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
     if missing:
         console.print(f"[red]cannot start {service}: set {', '.join(missing)} (host:port of the services it calls)[/red]")
         raise typer.Exit(2)
-    from croupier_platform.kafka_bus import KafkaBus
-
     from .hosting import Host
     from .tracing_setup import tracing_interceptors
 
@@ -76,7 +82,7 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         services=(service,),
         listen=listen or f"{settings.listen_host}:{settings.port}",
         authority=TokenAuthority(settings.token_secret),
-        bus=KafkaBus(settings.kafka_bootstrap_servers, client_id=f"croupier-{service}"),
+        bus=kafka_bus(settings, service),
         database_url_for=lambda name: database_url_for(settings.database_url, name),
         remote_addresses={d: settings.address_of(d) for d in DEPENDENCIES[service]},  # type: ignore[misc]
         tables_file=tables or (Path(settings.croupier_tables) if settings.croupier_tables else None),

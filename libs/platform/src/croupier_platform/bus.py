@@ -124,3 +124,23 @@ class InProcessBus(Bus):
                 )
         logger.error("event %s of %s dead-lettered by group %s", envelope.event_id, topic, group)
         await self.publish(dead_letter_topic(topic), key, envelope)
+
+
+class PrefixedBus(Bus):
+    """Namespaces every topic of another bus (a test run's own topics on a shared broker)."""
+
+    def __init__(self, inner: Bus, prefix: str) -> None:
+        self._inner = inner
+        self._prefix = prefix
+
+    async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
+        await self._inner.publish(self._prefix + topic, key, envelope)
+
+    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
+        self._inner.subscribe(self._prefix + topic, group, handler)
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    async def stop(self) -> None:
+        await self._inner.stop()

@@ -32,6 +32,8 @@ class ServiceSettings(BaseSettings):
     game_service_addr: str | None = None
     commission_service_addr: str | None = None
     croupier_tables: str | None = None
+    # Namespaces the topics on a shared broker (each test run its own); empty in production.
+    kafka_topic_prefix: str = ""
 
     @field_validator("croupier_token_secret")
     @classmethod

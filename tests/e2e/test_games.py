@@ -1,4 +1,5 @@
-"""All five games end to end over real gRPC on loopback, against the embedded server."""
+"""All five games end to end over real gRPC on loopback, against the embedded server and the
+distributed stack (five processes, real Kafka and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -231,9 +232,9 @@ def test_holdem_over_limit_bets_auto_adjust(casino):
 
 
 def test_demo_rounds_all_replay_cleanly(casino, tmp_path):
-    port = casino.server.server.port
     env = {**os.environ, "CROUPIER_TOKEN": casino.player("demo-e2e").token}
-    done = subprocess.run([CROUPIER, "demo", "--target", f"127.0.0.1:{port}", "--rounds", "1", "--json", "--seed", "3"],
+    done = subprocess.run([CROUPIER, "demo", "--target", casino.game_target, "--wallet-target", casino.wallet_target,
+                           "--rounds", "1", "--json", "--seed", "3"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
@@ -243,17 +244,17 @@ def test_demo_rounds_all_replay_cleanly(casino, tmp_path):
     assert summary["balance_after"] == summary["balance_before"] - summary["wagered"] + summary["returned"]
     operator_env = {**os.environ, "CROUPIER_TOKEN": casino.player("ops", role="operator").token}
     for r in rounds:
-        replay = subprocess.run([CROUPIER, "replay", r["round_id"], "--target", f"127.0.0.1:{port}"],
+        replay = subprocess.run([CROUPIER, "replay", r["round_id"], "--target", casino.game_target],
                                 capture_output=True, text=True, env=operator_env, timeout=60)
         assert replay.returncode == 0, replay.stdout + replay.stderr
 
 
 def test_terminal_client_plays_a_round(casino):
-    port = casino.server.server.port
     env = {**os.environ, "CROUPIER_TOKEN": casino.player("terminal-player").token}
     # bets: ante 500, tie 0; any decision: surrender; then stop
     answers = "500\n0\nsurrender\nn\n"
-    done = subprocess.run([CROUPIER, "play", "casino-war", "--target", f"127.0.0.1:{port}"], input=answers,
+    done = subprocess.run([CROUPIER, "play", "casino-war", "--target", casino.game_target,
+                           "--wallet-target", casino.wallet_target], input=answers,
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "seated at casino-war-play" in done.stdout
@@ -264,8 +265,9 @@ def test_health_and_reflection_answer_without_a_token(casino):
     from grpc_health.v1 import health_pb2, health_pb2_grpc
     from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-    health = health_pb2_grpc.HealthStub(casino.channel)
-    for service in ("", "croupier.v1.TableService", "croupier.v1.WalletService", "croupier.v1.AuditService"):
-        assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status == 1  # SERVING
-    services = set(ProtoReflectionDescriptorDatabase(casino.channel).get_services())
-    assert {"croupier.v1.TableService", "croupier.v1.WalletService", "croupier.v1.AuditService"} <= services
+    for channel, names in ((casino.channel, ("croupier.v1.TableService", "croupier.v1.AuditService")),
+                           (casino.wallet_channel, ("croupier.v1.WalletService",))):
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", *names):
+            assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status == 1  # SERVING
+        assert set(names) <= set(ProtoReflectionDescriptorDatabase(channel).get_services())

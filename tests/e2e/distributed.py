@@ -1,0 +1,145 @@
+"""The distributed stack for tests: the five services as processes on a real Kafka broker and
+PostgreSQL (started by scripts/infra.sh, which `make test` runs), each test module with its own
+database and its own topics."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.conftest import CROUPIER, ROOT
+
+SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
+
+
+def infra_env() -> dict[str, str]:
+    """KAFKA_BOOTSTRAP_SERVERS and DATABASE_URL of the running servers; fails clearly when they are down."""
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "infra.sh"), "env"], capture_output=True, text=True, timeout=60)
+    env = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    if done.returncode or "KAFKA_BOOTSTRAP_SERVERS" not in env or "DATABASE_URL" not in env:
+        raise RuntimeError(f"Kafka and PostgreSQL are needed: run scripts/infra.sh up ({done.stderr.strip()})")
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def create_database(base_url: str, name: str) -> str:
+    import psycopg
+
+    admin = base_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return base_url.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    admin = base_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def wait_healthy(port: int, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
+            if response.status == health_pb2.HealthCheckResponse.SERVING:
+                return
+        except grpc.RpcError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no healthy service on port {port}")
+        time.sleep(0.1)
+
+
+@dataclass
+class ServiceProcesses:
+    base_url: str
+    database: str
+    secret: bytes
+    env: dict[str, str]
+    ports: dict[str, list[int]]
+    logs: Path
+    processes: dict[str, list[subprocess.Popen]] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, workdir: Path, replicas: dict[str, int] | None = None) -> ServiceProcesses:
+        infra = infra_env()
+        name = f"croupier_e2e_{secrets.token_hex(4)}"
+        url = create_database(infra["DATABASE_URL"], name)
+        secret = secrets.token_bytes(32)
+        counts = {svc: (replicas or {}).get(svc, 1) for svc in SERVICES}
+        ports = {svc: [free_port() for _ in range(count)] for svc, count in counts.items()}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "KAFKA_BOOTSTRAP_SERVERS": infra["KAFKA_BOOTSTRAP_SERVERS"],
+            "KAFKA_TOPIC_PREFIX": f"e2e-{name}.",
+            "CROUPIER_TOKEN_SECRET": secret.hex(),
+            "LISTEN_HOST": "127.0.0.1",
+            **{f"{svc.upper()}_SERVICE_ADDR": f"127.0.0.1:{ports[svc][0]}" for svc in SERVICES},
+        }
+        migrated = subprocess.run([CROUPIER, "migrate", "--database-url", url], env=env, capture_output=True, text=True, timeout=300)
+        if migrated.returncode:
+            drop_database(infra["DATABASE_URL"], name)
+            raise RuntimeError(f"croupier migrate failed: {migrated.stdout}{migrated.stderr}")
+        stack = cls(infra["DATABASE_URL"], name, secret, env, ports, workdir)
+        for svc in SERVICES:
+            for index in range(counts[svc]):
+                stack.launch(svc, index)
+        for svc in SERVICES:
+            for port in ports[svc]:
+                wait_healthy(port)
+        return stack
+
+    def target(self, service: str, index: int = 0) -> str:
+        return f"127.0.0.1:{self.ports[service][index]}"
+
+    def launch(self, service: str, index: int = 0) -> None:
+        log = (self.logs / f"{service}-{index}.log").open("ab")
+        process = subprocess.Popen([CROUPIER, "serve", service], env={**self.env, "PORT": str(self.ports[service][index])},
+                                   stdout=log, stderr=subprocess.STDOUT)
+        replicas = self.processes.setdefault(service, [])
+        if index < len(replicas):
+            replicas[index] = process
+        else:
+            replicas.append(process)
+
+    def kill(self, service: str, index: int = 0) -> None:
+        """SIGKILL: no graceful shutdown, no chance to commit or flush anything."""
+        process = self.processes[service][index]
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+
+    def restart(self, service: str, index: int = 0) -> None:
+        self.launch(service, index)
+        wait_healthy(self.ports[service][index])
+
+    def stop(self) -> None:
+        for replicas in self.processes.values():
+            for process in replicas:
+                if process.poll() is None:
+                    process.terminate()
+        for replicas in self.processes.values():
+            for process in replicas:
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        drop_database(self.base_url, self.database)
