@@ -30,8 +30,10 @@ $(PROTO_STAMP): $(STAMP) $(PROTOS)
 run: install
 	bash scripts/run-embedded.sh
 
+# Starts Kafka and PostgreSQL for the integration and distributed tests, and stops only what it started.
 test: install
-	$(BIN)/python -m pytest tests
+	bash scripts/infra.sh up
+	$(BIN)/python -m pytest tests; status=$$?; bash scripts/infra.sh down; exit $$status
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit
