@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from croupier_platform.tracing import configure_tracing, grpc_client_interceptors, grpc_server_interceptor
+
 
 def tracing_interceptors(service: str) -> tuple[list, list]:
     """(server interceptors, client interceptors); empty lists when tracing is off."""
-    try:
-        from croupier_platform.tracing import configure_tracing, grpc_client_interceptors, grpc_server_interceptor
-    except ImportError:
-        return [], []
-    if configure_tracing(f"croupier-{service}") is None:
-        return [], []
-    return [grpc_server_interceptor()], list(grpc_client_interceptors())
+    configure_tracing(f"croupier-{service}")
+    server = grpc_server_interceptor()
+    return ([server] if server is not None else []), list(grpc_client_interceptors())

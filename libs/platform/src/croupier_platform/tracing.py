@@ -1,0 +1,162 @@
+"""OpenTelemetry tracing for every service, set up once: off unless the environment asks for it.
+
+Tracing is on when the standard variables say so:
+
+- ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set: spans go to it
+  over OTLP/gRPC (the exporter reads the endpoint, headers, ``OTEL_EXPORTER_OTLP_INSECURE`` … itself);
+- ``OTEL_TRACES_EXPORTER`` lists ``otlp`` and/or ``console`` (comma-separated); ``none`` turns it off;
+- ``OTEL_SDK_DISABLED=true`` turns it off whatever else is set.
+
+``OTEL_SERVICE_NAME`` overrides the name the service passes. With nothing set,
+``configure_tracing`` returns None, no SDK is loaded, the interceptor helpers return None / []
+(so the gRPC path has no extra layer) and ``round_span`` costs one no-op span from the API.
+
+A service's composition root does, once::
+
+    provider = configure_tracing("croupier-game")
+    tracing = grpc_server_interceptor()
+    server = grpc.aio.server(interceptors=[*([tracing] if tracing else []), auth_interceptor])
+    channel = grpc.aio.insecure_channel(addr, interceptors=grpc_client_interceptors())
+    ...
+    if provider is not None:
+        provider.shutdown()          # after server.stop(grace): flushes the last batch
+
+Kafka headers carry the same context (``opentelemetry.propagate.inject/extract``); that lives with
+the messaging code, not here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import grpc
+from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+__all__ = [
+    "ROUND_ID_ATTRIBUTE",
+    "configure_tracing",
+    "grpc_client_interceptors",
+    "grpc_server_interceptor",
+    "round_span",
+    "tracing_requested",
+]
+
+ROUND_ID_ATTRIBUTE = "croupier.round.id"
+_TRACER_NAME = "croupier"
+_KNOWN_EXPORTERS = frozenset({"otlp", "console"})
+
+
+def _exporter_names(environ: Mapping[str, str]) -> list[str]:
+    """The exporters the environment asks for, in order; [] when tracing is off."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return []
+    listed = [name.strip().lower() for name in environ.get("OTEL_TRACES_EXPORTER", "").split(",") if name.strip()]
+    if "none" in listed:
+        return []
+    unknown = sorted(set(listed) - _KNOWN_EXPORTERS)
+    if unknown:
+        raise ValueError(f"OTEL_TRACES_EXPORTER names unsupported exporter(s) {unknown}; use otlp, console or none")
+    if listed:
+        return list(dict.fromkeys(listed))
+    if environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip() or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return ["otlp"]
+    return []
+
+
+def tracing_requested(environ: Mapping[str, str] | None = None) -> bool:
+    """True when the OTEL_* variables turn tracing on (see the module docstring)."""
+    return bool(_exporter_names(os.environ if environ is None else environ))
+
+
+def _make_exporter(name: str) -> SpanExporter:
+    if name == "otlp":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter()  # endpoint, headers, TLS and timeout from the OTEL_EXPORTER_OTLP_* variables
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter()
+
+
+def configure_tracing(
+    service_name: str,
+    *,
+    exporter: SpanExporter | None = None,
+    set_global: bool = True,
+) -> TracerProvider | None:
+    """Build the tracer provider when the environment asks for tracing; None (and nothing done) otherwise.
+
+    ``exporter`` replaces the exporters the environment names and turns tracing on (tests pass an
+    in-memory one). ``set_global`` installs the provider as the process-wide one, which OpenTelemetry
+    allows once per process; tests pass False and hand the provider to the helpers below.
+    The caller owns the provider and calls ``shutdown()`` on it at graceful shutdown.
+    """
+    names = [] if exporter is not None else _exporter_names(os.environ)
+    if exporter is None and not names:
+        return None
+
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    name = os.environ.get("OTEL_SERVICE_NAME", "").strip() or service_name
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    for each in [exporter] if exporter is not None else [_make_exporter(n) for n in names]:
+        provider.add_span_processor(BatchSpanProcessor(each))
+    if set_global:
+        trace.set_tracer_provider(provider)
+    return provider
+
+
+def _active_provider(tracer_provider: trace.TracerProvider | None) -> trace.TracerProvider | None:
+    """The provider to instrument with, or None when tracing is off (only the API's no-op is installed)."""
+    if tracer_provider is not None:
+        return tracer_provider
+    current = trace.get_tracer_provider()
+    if isinstance(current, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return current
+
+
+def grpc_server_interceptor(tracer_provider: trace.TracerProvider | None = None) -> grpc.aio.ServerInterceptor | None:
+    """The aio server interceptor that opens a SERVER span per call (joining the caller's trace); None when off.
+
+    Put it first in ``grpc.aio.server(interceptors=[...])`` so calls refused by authentication are traced too.
+    """
+    provider = _active_provider(tracer_provider)
+    if provider is None:
+        return None
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+    return aio_server_interceptor(tracer_provider=provider)
+
+
+def grpc_client_interceptors(tracer_provider: trace.TracerProvider | None = None) -> list[grpc.aio.ClientInterceptor]:
+    """The aio client interceptors (one per call shape) that open a CLIENT span and send the trace context; [] when off."""
+    provider = _active_provider(tracer_provider)
+    if provider is None:
+        return []
+    from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
+    return list(aio_client_interceptors(tracer_provider=provider))
+
+
+@contextmanager
+def round_span(
+    name: str,
+    round_id: str,
+    *,
+    tracer_provider: trace.TracerProvider | None = None,
+    attributes: Mapping[str, str | int | bool] | None = None,
+) -> Iterator[trace.Span]:
+    """A span around one step of a round, tagged with the round id; an error inside marks it and propagates."""
+    tracer = trace.get_tracer(_TRACER_NAME, tracer_provider=tracer_provider)
+    with tracer.start_as_current_span(name, attributes={ROUND_ID_ATTRIBUTE: round_id, **(attributes or {})}) as span:
+        yield span

@@ -1,0 +1,438 @@
+"""Deployment files, checked offline: every YAML parses, the Kubernetes manifests match the API schemas
+(kubernetes_validate, strict), and the conventions of STYLE.md point 15 hold for every service."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import kubernetes_validate
+import pytest
+import yaml
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from croupier_platform.settings import DEPENDENCIES
+
+ROOT = Path(__file__).resolve().parents[3]
+K8S = ROOT / "infra" / "k8s"
+BASE = K8S / "base"
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
+
+SERVICES = ("shuffler", "dealer", "game", "wallet", "commission")
+AUTOSCALED = ("game", "wallet")
+TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.commission-events", "croupier.shoe-reveals")
+GRPC_PORT = 50051
+UID = 10001
+# The oldest Kubernetes minor these manifests promise to work on (gRPC probes are GA since 1.27).
+KUBERNETES_VERSION = "1.30"
+SECRET_NAMES = ("CROUPIER_TOKEN_SECRET", "DATABASE_URL")
+SHARED_SETTINGS = (
+    "PORT",
+    "KAFKA_BOOTSTRAP_SERVERS",
+    "SHUFFLER_SERVICE_ADDR",
+    "DEALER_SERVICE_ADDR",
+    "GAME_SERVICE_ADDR",
+    "WALLET_SERVICE_ADDR",
+    "COMMISSION_SERVICE_ADDR",
+)
+CUSTOM_RESOURCES = {"kafka.strimzi.io/v1beta2": {"KafkaTopic"}}
+
+
+def load_all(path: Path) -> list[dict[str, Any]]:
+    with path.open() as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc is not None]
+
+
+def k8s_files() -> list[Path]:
+    return sorted(K8S.rglob("*.yaml")) + sorted(K8S.rglob("*.yml"))
+
+
+def manifests() -> list[tuple[Path, dict[str, Any]]]:
+    return [(path, doc) for path in k8s_files() if path.name != "kustomization.yaml" for doc in load_all(path)]
+
+
+def objects(kind: str) -> dict[str, dict[str, Any]]:
+    found = {doc["metadata"]["name"]: doc for _, doc in manifests() if doc["kind"] == kind}
+    assert found, f"no {kind} in infra/k8s"
+    return found
+
+
+def pod_specs() -> dict[str, dict[str, Any]]:
+    """Every pod template: Deployments by name, the migration Job as job/<name>."""
+    specs = {name: d["spec"]["template"]["spec"] for name, d in objects("Deployment").items()}
+    specs.update({f"job/{name}": j["spec"]["template"]["spec"] for name, j in objects("Job").items()})
+    return specs
+
+
+def containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return spec["containers"] + spec.get("initContainers", [])
+
+
+def grpc_port(container: dict[str, Any]) -> int:
+    (port,) = [p["containerPort"] for p in container.get("ports", []) if p.get("name") == "grpc"]
+    return port
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes: parse and validate
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_yaml_file_parses() -> None:
+    paths = [*k8s_files(), COMPOSE]
+    assert len(paths) > 3
+    for path in paths:
+        assert load_all(path), f"{path} is empty"
+
+
+@pytest.mark.parametrize(
+    ("path", "doc"),
+    [pytest.param(p, d, id=f"{p.relative_to(K8S)}:{d.get('kind')}/{d.get('metadata', {}).get('name')}") for p, d in manifests()],
+)
+def test_manifest_matches_the_kubernetes_schema(path: Path, doc: dict[str, Any]) -> None:
+    if doc.get("kind") in CUSTOM_RESOURCES.get(doc.get("apiVersion", ""), ()):
+        pytest.skip("a custom resource: checked by hand below")
+    kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_an_unknown_field_fails_validation() -> None:
+    """The guard on the test above: strict validation rejects a typo rather than ignoring it."""
+    deployment = yaml.safe_load((BASE / "game.yaml").read_text().split("---")[-1])
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbes"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_kustomization_lists_every_manifest_in_base() -> None:
+    kustomization = yaml.safe_load((BASE / "kustomization.yaml").read_text())
+    listed = kustomization["resources"]
+    assert len(listed) == len(set(listed))
+    on_disk = {p.name for p in BASE.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(listed) == on_disk
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed")
+def test_the_kustomization_renders() -> None:
+    rendered = subprocess.run(["kubectl", "kustomize", str(BASE)], capture_output=True, text=True, timeout=60, check=True)
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    assert len(docs) == len(manifests())
+    for doc in docs:
+        assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "croupier"
+        if doc["kind"] not in CUSTOM_RESOURCES.get(doc["apiVersion"], ()):
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes: the conventions
+# ---------------------------------------------------------------------------------------------
+
+
+def test_each_service_file_holds_one_deployment_service_and_serviceaccount() -> None:
+    for svc in SERVICES:
+        docs = load_all(BASE / f"{svc}.yaml")
+        assert sorted(d["kind"] for d in docs) == ["Deployment", "Service", "ServiceAccount"], svc
+        assert {d["metadata"]["name"] for d in docs} == {svc}
+
+
+def test_every_deployment_has_a_grpc_service_selecting_it() -> None:
+    services = objects("Service")
+    deployments = objects("Deployment")
+    assert set(deployments) == set(SERVICES)
+    for name, deployment in deployments.items():
+        service = services[name]
+        selector = service["spec"]["selector"]
+        pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selector.items() <= pod_labels.items(), name
+        assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items(), name
+        (port,) = service["spec"]["ports"]
+        assert port["name"] == "grpc" and port["port"] == GRPC_PORT and port["targetPort"] == "grpc", name
+
+
+def test_every_deployment_runs_its_service_from_the_one_image() -> None:
+    for name, deployment in objects("Deployment").items():
+        spec = deployment["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        assert container["image"] == "croupier", name
+        assert container["args"] == [name]
+        assert "command" not in container, "the image's ENTRYPOINT is `croupier serve`"
+        assert spec["serviceAccountName"] == name
+        assert spec["automountServiceAccountToken"] is False
+        assert grpc_port(container) == GRPC_PORT
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        assert env["OTEL_SERVICE_NAME"] == f"croupier-{name}"
+
+
+@pytest.mark.parametrize("probe", ["livenessProbe", "readinessProbe"])
+def test_every_deployment_probes_grpc_health_on_the_grpc_port(probe: str) -> None:
+    for name, deployment in objects("Deployment").items():
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            assert container[probe]["grpc"]["port"] == grpc_port(container), f"{name} {probe}"
+            assert set(container[probe]) - {"grpc"} <= {
+                "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold",
+            }
+
+
+def test_every_container_has_requests_and_limits() -> None:
+    for name, spec in pod_specs().items():
+        for container in containers(spec):
+            resources = container["resources"]
+            for bound in ("requests", "limits"):
+                assert {"cpu", "memory"} <= set(resources[bound]), f"{name}: {bound}"
+
+
+def test_every_pod_runs_locked_down() -> None:
+    for name, spec in pod_specs().items():
+        pod = spec["securityContext"]
+        assert pod["runAsNonRoot"] is True and pod["runAsUser"] == UID, name
+        assert pod["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert not spec.get("hostNetwork") and not spec.get("hostPID") and not spec.get("hostIPC"), name
+        for container in containers(spec):
+            ctx = container["securityContext"]
+            assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] == UID, name
+            assert ctx["readOnlyRootFilesystem"] is True, name
+            assert ctx["allowPrivilegeEscalation"] is False, name
+            assert ctx.get("privileged", False) is False, name
+            assert ctx["capabilities"]["drop"] == ["ALL"] and not ctx["capabilities"].get("add"), name
+            assert ctx["seccompProfile"]["type"] == "RuntimeDefault", name
+            # A read-only root needs a writable /tmp: an emptyDir.
+            (tmp,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/tmp"]
+            (volume,) = [v for v in spec["volumes"] if v["name"] == tmp["name"]]
+            assert "emptyDir" in volume, name
+
+
+def test_settings_come_from_the_configmap_and_secrets_from_the_secret() -> None:
+    (configmap,) = objects("ConfigMap").values()
+    assert configmap["metadata"]["name"] == "croupier-config"
+    assert set(SHARED_SETTINGS) <= set(configmap["data"])
+    assert not set(SECRET_NAMES) & set(configmap["data"]), "secrets never go in the ConfigMap"
+    assert configmap["data"]["PORT"] == str(GRPC_PORT)
+    for svc in SERVICES:
+        assert configmap["data"][f"{svc.upper()}_SERVICE_ADDR"] == f"{svc}:{GRPC_PORT}"
+    for name, deployment in objects("Deployment").items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        sources = container["envFrom"]
+        assert {"configMapRef": {"name": "croupier-config"}} in sources, name
+        assert {"secretRef": {"name": "croupier-secrets"}} in sources, name
+    assert not [d for _, d in manifests() if d["kind"] == "Secret"], "no Secret is committed; overlays provide it"
+
+
+def test_autoscalers_for_game_and_wallet() -> None:
+    hpas = objects("HorizontalPodAutoscaler")
+    assert set(hpas) == set(AUTOSCALED)
+    deployments = objects("Deployment")
+    for name, hpa in hpas.items():
+        assert hpa["apiVersion"] == "autoscaling/v2"
+        spec = hpa["spec"]
+        assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+        assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 10)
+        (metric,) = spec["metrics"]
+        assert metric["type"] == "Resource" and metric["resource"]["name"] == "cpu"
+        assert metric["resource"]["target"] == {"type": "Utilization", "averageUtilization": 70}
+        assert "replicas" not in deployments[name]["spec"], f"{name}: the HPA owns the replica count"
+
+
+def test_the_migration_job_runs_croupier_migrate() -> None:
+    (job,) = objects("Job").values()
+    spec = job["spec"]["template"]["spec"]
+    assert spec["restartPolicy"] == "Never"
+    (container,) = spec["containers"]
+    assert container["image"] == "croupier"
+    assert container["command"] == ["croupier", "migrate"]
+    (database_url,) = [e for e in container["env"] if e["name"] == "DATABASE_URL"]
+    assert database_url["valueFrom"]["secretKeyRef"]["name"] == "croupier-secrets"
+
+
+def test_the_declared_topics_are_the_ones_the_code_uses() -> None:
+    from croupier_platform.bus import TOPIC_BY_STREAM_TYPE, dead_letter_topic
+
+    assert set(TOPIC_BY_STREAM_TYPE.values()) == set(TOPICS)
+    assert all(dead_letter_topic(topic) == f"{topic}.dlq" for topic in TOPICS)
+
+
+def test_kafka_topics_are_strimzi_resources_for_every_topic_and_its_dlq() -> None:
+    docs = load_all(BASE / "topics.yaml")
+    wanted = {name for topic in TOPICS for name in (topic, f"{topic}.dlq")}
+    assert {d["spec"]["topicName"] for d in docs} == wanted
+    names = [d["metadata"]["name"] for d in docs]
+    assert len(names) == len(set(names))
+    for doc in docs:
+        assert doc["apiVersion"] == "kafka.strimzi.io/v1beta2"
+        assert doc["kind"] == "KafkaTopic"
+        assert set(doc) <= {"apiVersion", "kind", "metadata", "spec"}
+        name = doc["metadata"]["name"]
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63, name
+        assert doc["metadata"]["labels"]["strimzi.io/cluster"] == "croupier"
+        spec = doc["spec"]
+        assert set(spec) <= {"topicName", "partitions", "replicas", "config"}
+        assert isinstance(spec["partitions"], int) and spec["partitions"] >= 1
+        assert isinstance(spec["replicas"], int) and spec["replicas"] >= 3
+        assert spec["config"]["min.insync.replicas"] < spec["replicas"]
+    # Strimzi's bootstrap Service is <cluster>-kafka-bootstrap: the ConfigMap must point at this cluster.
+    (configmap,) = objects("ConfigMap").values()
+    assert configmap["data"]["KAFKA_BOOTSTRAP_SERVERS"].startswith("croupier-kafka-bootstrap:")
+
+
+# ---------------------------------------------------------------------------------------------
+# docker-compose.yml
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_compose_has_the_services_infrastructure_and_migrations(compose: dict[str, Any]) -> None:
+    assert {*SERVICES, "kafka", "postgres", "migrate"} <= set(compose["services"])
+
+
+def test_compose_long_running_services_have_healthchecks(compose: dict[str, Any]) -> None:
+    for name in (*SERVICES, "kafka", "postgres"):
+        check = compose["services"][name]["healthcheck"]
+        assert check["test"][0] in ("CMD", "CMD-SHELL"), name
+        assert {"interval", "timeout", "retries"} <= set(check), name
+    assert compose["services"]["postgres"]["image"].startswith("postgres:15")
+    assert compose["services"]["kafka"]["image"].startswith("apache/kafka:")
+
+
+def test_compose_runs_each_service_from_the_one_image(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    image = services["migrate"]["image"]
+    assert services["migrate"]["entrypoint"] == ["croupier", "migrate"]
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in SERVICES:
+        svc = services[name]
+        assert svc["image"] == image
+        assert svc["build"]["dockerfile"] == "infra/docker/Dockerfile"
+        assert svc["command"] == [name]
+        assert "entrypoint" not in svc
+        assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert svc["depends_on"]["kafka-topics"]["condition"] == "service_completed_successfully"
+        for callee in DEPENDENCIES[name]:
+            assert svc["depends_on"][callee]["condition"] == "service_healthy", f"{name} calls {callee}"
+        env = svc["environment"]
+        assert {*SHARED_SETTINGS, *SECRET_NAMES} <= set(env), name
+        assert env["KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
+        assert env["DATABASE_URL"].startswith("postgresql+psycopg://")
+        assert env["OTEL_SERVICE_NAME"] == f"croupier-{name}"
+        for other in SERVICES:
+            assert env[f"{other.upper()}_SERVICE_ADDR"] == f"{other}:{GRPC_PORT}"
+        assert svc["read_only"] is True and svc["cap_drop"] == ["ALL"]
+    assert services["game"]["ports"] == [f"127.0.0.1:{GRPC_PORT}:{GRPC_PORT}"]
+    assert services["wallet"]["ports"] == [f"127.0.0.1:50052:{GRPC_PORT}"]
+    assert not [n for n in SERVICES if n not in ("game", "wallet") and services[n].get("ports")], "internal services stay internal"
+
+
+def test_compose_defaults_only_clearly_named_development_secrets(compose: dict[str, Any]) -> None:
+    text = COMPOSE.read_text()
+    for name in ("CROUPIER_TOKEN_SECRET", "POSTGRES_PASSWORD"):
+        defaults = re.findall(r"\$\{" + name + r":-([^}]*)\}", text)
+        assert defaults, f"{name} is read from the environment / .env"
+        for default in defaults:
+            decoded = bytes.fromhex(default).decode() if name == "CROUPIER_TOKEN_SECRET" else default
+            assert "DEVELOPMENT-ONLY" in decoded, (name, default)
+            if name == "CROUPIER_TOKEN_SECRET":
+                assert len(bytes.fromhex(default)) >= 32
+    for name in SERVICES:
+        assert {"path": ".env", "required": False} in compose["services"][name]["env_file"]
+
+
+def test_compose_creates_every_topic_and_its_dlq(compose: dict[str, Any]) -> None:
+    script = compose["services"]["kafka-topics"]["command"][0]
+    for topic in TOPICS:
+        assert topic in script
+    assert '"$$topic.dlq"' in script
+    kafka_env = compose["services"]["kafka"]["environment"]
+    assert kafka_env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    for setting in ("OFFSETS_TOPIC_REPLICATION_FACTOR", "TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "TRANSACTION_STATE_LOG_MIN_ISR"):
+        assert kafka_env[f"KAFKA_{setting}"] == 1
+
+
+class _Health:
+    """A real grpc.health.v1 server on a loopback port, for the compose healthcheck to probe."""
+
+    def __init__(self) -> None:
+        self.servicer = health.HealthServicer()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        health_pb2_grpc.add_HealthServicer_to_server(self.servicer, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+
+@pytest.fixture
+def health_server() -> Any:
+    server = _Health()
+    yield server
+    server.server.stop(None)
+
+
+def run_compose_healthcheck(compose: dict[str, Any], port: int) -> int:
+    test = compose["services"]["game"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"]
+    env = {**os.environ, "PORT": str(port)}
+    return subprocess.run([sys.executable, "-c", test[3]], env=env, capture_output=True, timeout=30).returncode
+
+
+def test_the_compose_healthcheck_passes_when_serving(compose: dict[str, Any], health_server: _Health) -> None:
+    health_server.servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    assert run_compose_healthcheck(compose, health_server.port) == 0
+
+
+def test_the_compose_healthcheck_fails_when_not_serving(compose: dict[str, Any], health_server: _Health) -> None:
+    health_server.servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    assert run_compose_healthcheck(compose, health_server.port) != 0
+
+
+def test_the_compose_healthcheck_fails_when_nothing_listens(compose: dict[str, Any], health_server: _Health) -> None:
+    port = health_server.port
+    health_server.server.stop(None).wait()
+    assert run_compose_healthcheck(compose, port) != 0
+
+
+# ---------------------------------------------------------------------------------------------
+# infra/docker/Dockerfile (no engine here: its shape only)
+# ---------------------------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    lines = [line.strip() for line in text.splitlines()]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines if line and not line.startswith("#")]
+
+
+def test_the_image_is_multi_stage_pinned_and_non_root() -> None:
+    instructions = dockerfile_instructions()
+    args = {value.split("=", 1)[0]: value.split("=", 1)[1] for kind, value in instructions if kind == "ARG" and "=" in value}
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", args["PYTHON_IMAGE"])
+    stages = [value for kind, value in instructions if kind == "FROM"]
+    assert stages == ["${PYTHON_IMAGE} AS builder", "${PYTHON_IMAGE} AS runtime"]
+    runtime = instructions[[i for i, (k, v) in enumerate(instructions) if k == "FROM"][-1]:]
+    runtime_runs = " ".join(v for k, v in runtime if k == "RUN")
+    assert "gcc" not in runtime_runs, "no compiler in the runtime image"
+    assert ("USER", f"{UID}:{UID}") in runtime
+    assert ("ENTRYPOINT", '["croupier", "serve"]') in runtime
+    assert ("COPY", "--from=builder /opt/venv /opt/venv") in runtime
+    # `croupier migrate` finds the Alembic scripts outside the source tree through CROUPIER_MIGRATIONS.
+    assert ("COPY", "--from=builder /src/migrations /opt/croupier/migrations") in runtime
+    runtime_env = " ".join(v for k, v in runtime if k == "ENV")
+    assert "CROUPIER_MIGRATIONS=/opt/croupier/migrations" in runtime_env
+    builder_runs = " ".join(v for k, v in instructions[: len(instructions) - len(runtime)] if k == "RUN")
+    assert "gcc" in builder_runs and "scripts/gen-proto.sh" in builder_runs and "pip install --no-deps ." in builder_runs
+    assert builder_runs.index("gen-proto.sh") < builder_runs.index("pip install --no-deps ."), "stubs before install"
+
+
+def test_the_build_context_is_an_allow_list_without_local_build_output() -> None:
+    patterns = [p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines() if p.strip() and not p.startswith("#")]
+    assert patterns[0] == "*"
+    allowed = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
+    assert {"pyproject.toml", "setup.py", "libs", "services", "cli", "proto", "migrations", "scripts/gen-proto.sh"} <= allowed
+    for local_only in ("libs/proto/src/", "**/*.so", "**/__pycache__/"):
+        assert local_only in patterns
