@@ -1,0 +1,362 @@
+"""The Kafka adapter of the messaging port, through faststream (aiokafka).
+
+Publishing: the value is the envelope's JSON, the key is the stream key (one stream, one
+partition, one order), and `publish` returns only once every in-sync replica has the record
+(idempotent producer, acks=all), so the outbox relay marks a row only after Kafka has it.
+
+Consuming: each group is a Kafka consumer group, and every subscriber is one consumer that
+handles one message at a time. Every subscriber has an explicit `AckPolicy.NACK_ON_ERROR`:
+
+- the handler returned: the offset is committed (synchronously, before the next message);
+- the handler raised, attempts left: the message is nacked, which on Kafka seeks the consumer
+  back to its offset, so the same message is read again, and nothing after it in that partition
+  is handled first;
+- the handler raised for the `max_attempts`-th time: the message goes to
+  `dead_letter_topic(topic)` with headers naming the group, the attempts and the error, and only
+  once the broker has that is the offset committed, so the partition moves on;
+- a value that is not an envelope at all goes to the dead letter at once: no retry can fix it;
+- anything else (the dead-letter publish failing, a stop in mid-handler) leaves the offset
+  uncommitted, and the message comes back: delivery is at-least-once, consumers are idempotent.
+
+Attempts are counted in memory per consumer and message; a restart or a rebalance starts the
+count again (the message is still never lost, at worst tried more often).
+"""
+
+import asyncio
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
+from faststream.exceptions import NackMessage
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+from faststream.middlewares import AckPolicy
+from kafka.admin import KafkaAdminClient
+from kafka.errors import TopicAlreadyExistsError
+from opentelemetry import propagate, trace
+from pydantic import ValidationError
+
+from croupier_platform.bus import (
+    COMMISSION_EVENTS,
+    DEFAULT_MAX_ATTEMPTS,
+    LEDGER_EVENTS,
+    ROUND_EVENTS,
+    SHOE_REVEALS,
+    Bus,
+    Handler,
+    dead_letter_topic,
+)
+from croupier_platform.events import EventEnvelope
+
+DEFAULT_PARTITIONS = 4
+KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, COMMISSION_EVENTS, SHOE_REVEALS)
+
+# Headers on every message: enough to route, filter or inspect it without decoding the value.
+EVENT_ID_HEADER = "event_id"
+EVENT_TYPE_HEADER = "event_type"
+STREAM_TYPE_HEADER = "stream_type"
+SCHEMA_VERSION_HEADER = "schema_version"
+# Added on a dead letter, next to the original message's own headers.
+DLQ_GROUP_HEADER = "dlq_group"
+DLQ_ATTEMPTS_HEADER = "dlq_attempts"
+DLQ_ERROR_HEADER = "dlq_error"
+DLQ_SOURCE_HEADER = "dlq_source"  # topic/partition/offset the message was read from
+TRACE_HEADERS = ("traceparent", "tracestate")  # W3C trace context
+
+_MAX_ERROR_HEADER_CHARS = 1000
+# Members notice a rebalance at their next heartbeat: 1 s (aiokafka's default is 3 s) lets a
+# starting or leaving consumer take its share sooner; the session timeout stays 10 s.
+_HEARTBEAT_INTERVAL_MS = 1000
+# How long `start` waits for every consumer to get its partitions; a slow group only logs.
+DEFAULT_READY_TIMEOUT_SECONDS = 30.0
+
+logger = logging.getLogger(__name__)
+
+
+def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int = DEFAULT_PARTITIONS) -> list[str]:
+    """Create the topics that do not exist yet (with the broker's replication factor) and wait
+    until each has a leader for every partition; return the ones created. Existing topics are
+    left as they are. Blocking (kafka-python): from async code, run it in a thread."""
+    wanted = set(topics)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="croupier-topics")
+    try:
+        missing = sorted(wanted - set(admin.list_topics()))
+        if not missing:
+            return []
+        response = admin.create_topics({name: {"num_partitions": partitions} for name in missing}, raise_errors=False)
+        for result in response["topics"]:
+            if result["error_code"] not in (0, TopicAlreadyExistsError.errno):  # a concurrent creator won
+                raise RuntimeError(f"cannot create topic {result['name']!r}: {result.get('error_message')}")
+        admin.wait_for_topics(missing)
+        return missing
+    finally:
+        admin.close()
+
+
+@dataclass
+class _Subscription:
+    topic: str
+    group: str
+    handler: Handler
+
+
+@dataclass
+class _Failures:
+    count: int
+    last_error: str
+
+
+@dataclass
+class _ConsumerState(ConsumerRebalanceListener):  # type: ignore[misc]
+    """What one consumer holds: its partitions, and the failures of messages not yet settled."""
+
+    joins: int = 0
+    partitions: set[TopicPartition] = field(default_factory=set)
+    failures: dict[tuple[str, int, int], _Failures] = field(default_factory=dict)
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.partitions -= set(revoked)
+        # Another consumer reads these from the committed offset now and counts afresh.
+        self.failures = {where: f for where, f in self.failures.items() if TopicPartition(*where[:2]) not in revoked}
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.partitions = set(assigned)
+        self.joins += 1
+
+
+class KafkaBus(Bus):
+    """Subscribe before `start`, publish after it; `stop` lets the handler in progress finish
+    (up to faststream's graceful timeout) and closes the consumers and the producer."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_id: str,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        *,
+        partitions: int = DEFAULT_PARTITIONS,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT_SECONDS,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self._bootstrap_servers = bootstrap_servers
+        self._client_id = client_id
+        self._max_attempts = max_attempts
+        self._partitions = partitions
+        self._ready_timeout = ready_timeout
+        self._subscriptions: list[_Subscription] = []
+        self._broker: KafkaBroker | None = None
+        # Taken while a record is handed to the producer, so records go out in the order of the
+        # `publish` calls even when callers run concurrently.
+        self._send_lock = asyncio.Lock()
+
+    # -- Subscriber ---------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
+        if self._broker is not None:
+            raise RuntimeError("the bus is running: subscribe before start()")
+        self._subscriptions.append(_Subscription(topic, group, handler))
+
+    async def start(self) -> None:
+        if self._broker is not None:
+            raise RuntimeError("the bus is already running")
+        topics = {*KNOWN_TOPICS, *(s.topic for s in self._subscriptions)}
+        topics |= {dead_letter_topic(topic) for topic in topics}
+        await asyncio.to_thread(ensure_topics, self._bootstrap_servers, topics, self._partitions)
+
+        broker = KafkaBroker(
+            self._bootstrap_servers,
+            client_id=self._client_id,
+            acks="all",
+            enable_idempotence=True,  # a retried send neither duplicates nor reorders a record
+            logger=logger,
+            log_level=logging.DEBUG,  # one line per message: debug, not info
+        )
+        states = [self._register(broker, subscription) for subscription in self._subscriptions]
+        self._send_lock = asyncio.Lock()  # bound to this event loop
+        try:
+            await broker.start()
+        except BaseException:
+            await broker.stop()
+            raise
+        self._broker = broker
+        await self._wait_until_assigned(states)
+
+    async def stop(self) -> None:
+        broker, self._broker = self._broker, None
+        if broker is not None:
+            await broker.stop()
+
+    # -- Publisher ----------------------------------------------------------------------------
+
+    async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
+        broker = self._running_broker()
+        headers = {
+            "content-type": "application/json",
+            EVENT_ID_HEADER: envelope.event_id,
+            EVENT_TYPE_HEADER: envelope.event_type,
+            STREAM_TYPE_HEADER: envelope.stream_type,
+            SCHEMA_VERSION_HEADER: str(envelope.schema_version),
+            **_trace_headers(envelope.trace_context),
+        }
+        await self._send(broker, topic, key.encode(), envelope.model_dump_json().encode(), headers, envelope.event_id)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _running_broker(self) -> KafkaBroker:
+        if self._broker is None:
+            raise RuntimeError("the bus is not running: publish after start()")
+        return self._broker
+
+    async def _send(
+        self, broker: KafkaBroker, topic: str, key: bytes | None, value: bytes, headers: dict[str, str], event_id: str
+    ) -> None:
+        async with self._send_lock:
+            acknowledged = await broker.publish(
+                value, topic, key=key, headers=headers, correlation_id=event_id, no_confirm=True
+            )
+        await acknowledged  # the broker has it: acks=all
+
+    def _register(self, broker: KafkaBroker, subscription: _Subscription) -> _ConsumerState:
+        state = _ConsumerState()
+        consumer = broker.subscriber(
+            subscription.topic,
+            group_id=subscription.group,
+            ack_policy=AckPolicy.NACK_ON_ERROR,  # commit after the handler, seek back after an error
+            auto_offset_reset="earliest",  # a new group starts at the beginning, never skips
+            listener=state,
+            heartbeat_interval_ms=_HEARTBEAT_INTERVAL_MS,
+            no_reply=True,
+        )
+        consumer(self._consume_with(broker, subscription, state))
+        return state
+
+    def _consume_with(self, broker: KafkaBroker, subscription: _Subscription, state: _ConsumerState) -> Any:
+        # The broker is captured, not looked up: a handler finishing during `stop` can still
+        # dead-letter through it.
+        async def consume(message: KafkaMessage) -> None:
+            record = message.raw_message
+            where = (record.topic, record.partition, record.offset)
+            try:
+                envelope = EventEnvelope.model_validate_json(message.body)
+            except ValidationError as error:
+                logger.error("group %s cannot decode %s/%d@%d", subscription.group, *where, exc_info=True)
+                await self._dead_letter(broker, subscription.group, message, where, 1, _describe(error))
+                return
+            failures = state.failures.get(where)
+            if failures is None or failures.count < self._max_attempts:
+                try:
+                    with _consumer_span(message.headers, record.topic, subscription.group, envelope.event_id):
+                        await subscription.handler(envelope)
+                except Exception as error:
+                    failures = _Failures((failures.count if failures else 0) + 1, _describe(error))
+                    state.failures[where] = failures
+                    if failures.count < self._max_attempts:
+                        logger.warning(
+                            "group %s failed on event %s of %s (attempt %d of %d); reading it again",
+                            subscription.group,
+                            envelope.event_id,
+                            record.topic,
+                            failures.count,
+                            self._max_attempts,
+                            exc_info=True,
+                        )
+                        raise NackMessage() from error  # seek back to this offset
+                else:
+                    state.failures.pop(where, None)
+                    return
+            logger.error(
+                "event %s of %s dead-lettered by group %s after %d attempts: %s",
+                envelope.event_id,
+                record.topic,
+                subscription.group,
+                failures.count,
+                failures.last_error,
+            )
+            # If this raises, the message is nacked, read again, and goes straight here.
+            await self._dead_letter(broker, subscription.group, message, where, failures.count, failures.last_error)
+            state.failures.pop(where, None)
+
+        return consume
+
+    async def _dead_letter(
+        self, broker: KafkaBroker, group: str, message: Any, where: tuple[str, int, int], attempts: int, error: str
+    ) -> None:
+        topic, partition, offset = where
+        headers = {
+            **message.headers,
+            DLQ_GROUP_HEADER: group,
+            DLQ_ATTEMPTS_HEADER: str(attempts),
+            DLQ_ERROR_HEADER: error,
+            DLQ_SOURCE_HEADER: f"{topic}/{partition}@{offset}",
+        }
+        # The original bytes and key, untouched: the dead letter is the message, not a re-encoding.
+        event_id = message.headers.get(EVENT_ID_HEADER, "")
+        await self._send(broker, dead_letter_topic(topic), message.raw_message.key, message.body, headers, event_id)
+
+    async def _wait_until_assigned(self, states: Sequence[_ConsumerState]) -> None:
+        """Wait until every consumer has joined its group and the consumers of one group in this
+        process hold disjoint partitions: then no message handled from here on is taken away by
+        the rebalances that starting several consumers causes."""
+        by_group: dict[str, list[_ConsumerState]] = {}
+        for subscription, state in zip(self._subscriptions, states, strict=True):
+            by_group.setdefault(subscription.group, []).append(state)
+
+        def settled() -> bool:
+            for members in by_group.values():
+                if any(member.joins == 0 for member in members):
+                    return False
+                held = [partition for member in members for partition in member.partitions]
+                if len(held) != len(set(held)):
+                    return False
+            return True
+
+        try:
+            async with asyncio.timeout(self._ready_timeout):
+                while not settled():
+                    await asyncio.sleep(0.02)
+        except TimeoutError:
+            logger.warning("consumers not all assigned after %.0f s; consuming anyway", self._ready_timeout)
+
+
+def _trace_headers(recorded: Mapping[str, str]) -> dict[str, str]:
+    """The trace context to send: the one recorded with the event when it has one, else the current
+    one (only when a span is active), else none.
+
+    The recorded one comes first because the outbox relay publishes after, and outside of, the
+    request that wrote the event: its consumers must join that request's trace, not the relay's.
+    """
+    if recorded.get("traceparent"):
+        return {name: recorded[name] for name in TRACE_HEADERS if recorded.get(name)}
+    carrier: dict[str, str] = {}
+    if trace.get_current_span().get_span_context().is_valid:
+        propagate.inject(carrier)
+    return {name: carrier[name] for name in TRACE_HEADERS if carrier.get(name)}
+
+
+@contextmanager
+def _consumer_span(headers: Mapping[str, str], topic: str, group: str, event_id: str) -> Iterator[None]:
+    """A CONSUMER span, child of the context the headers carry, current while the handler runs, so
+    the handler's own spans (and its gRPC calls) join the publisher's trace. A no-op without an SDK."""
+    parent = propagate.extract({name: headers[name] for name in TRACE_HEADERS if name in headers})
+    with trace.get_tracer(__name__).start_as_current_span(
+        f"process {topic}",
+        context=parent,
+        kind=trace.SpanKind.CONSUMER,
+        attributes={
+            "messaging.system": "kafka",
+            "messaging.operation.type": "process",
+            "messaging.destination.name": topic,
+            "messaging.consumer.group.name": group,
+            "messaging.message.id": event_id,
+        },
+    ):
+        yield
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:_MAX_ERROR_HEADER_CHARS]
