@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import audit_cmd, play_cmd, rules_cmd, server_cmd
+from . import audit_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd
 
 app = typer.Typer(
     name="croupier",
@@ -17,6 +17,7 @@ rules_cmd.register(app)
 server_cmd.register(app)
 play_cmd.register(app)
 audit_cmd.register(app)
+migrate_cmd.register(app)
 
 
 if __name__ == "__main__":

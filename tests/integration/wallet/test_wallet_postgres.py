@@ -1,0 +1,160 @@
+"""The wallet's ledger on a real PostgreSQL server: every use case of the SQLite suite
+(tests/unit/wallet/test_ledger.py, run here unchanged), and what only a server with several
+connections can show: stakes and settlements from many threads at once on one player's account.
+
+The wallet's tables come from its real migrations, in a schema of this module's own (dropped at
+the end); each test starts from empty tables. Start the server with `scripts/infra.sh up`;
+DATABASE_URL (default: the one it prints) names it.
+"""
+
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.migrate import DatabaseUnreachable, MigrationError, migrate, schema_engine, service_metadata
+from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
+from croupier_wallet.application.services import WalletApp
+from croupier_wallet.domain.errors import InsufficientFunds
+from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
+from tests.unit.wallet.helpers import Wallet, fixed_clock, settled
+from tests.unit.wallet.test_ledger import *  # noqa: F403 - the SQLite suite, each test run here on PostgreSQL
+
+pytestmark = pytest.mark.integration
+
+DEFAULT_DATABASE_URL = "postgresql+psycopg://croupier:croupier@127.0.0.1:15432/croupier"
+THREADS = 8  # below the engine's pool (5 + 10 overflow), so no thread waits for a connection
+
+
+@pytest.fixture(scope="module")
+def postgres_schema() -> Iterator[tuple[str, str]]:
+    """(database URL, a fresh schema with the wallet's migrations at head), dropped after the module."""
+    url = os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL)
+    schema = f"test_wallet_{secrets.token_hex(4)}"
+    problem = None
+    try:
+        migrate(url, "wallet", schema=schema)
+    except DatabaseUnreachable as error:
+        problem = f"{error}\nStart PostgreSQL with `scripts/infra.sh up` (or set DATABASE_URL)."
+    except MigrationError as error:
+        problem = f"{error}\nDATABASE_URL must name a PostgreSQL server: `scripts/infra.sh up`, then its env."
+    if problem:  # outside the except block, so the report is the message alone
+        pytest.fail(problem, pytrace=False)
+    yield url, schema
+    admin = create_engine(url)
+    with admin.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def wallet(postgres_schema: tuple[str, str]) -> Iterator[Wallet]:
+    """As tests/unit/wallet/helpers.make_wallet builds it, on the PostgreSQL schema, emptied first."""
+    url, schema = postgres_schema
+    engine = schema_engine(url, schema)
+    tables = ", ".join(t.name for metadata in service_metadata("wallet") for t in metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY"))
+    store = SqlEventStore(engine)
+    uow = SqlWalletUnitOfWorkFactory(store)
+    app = WalletApp(uow, fixed_clock)
+    yield Wallet(engine, store, app, RoundEventsConsumer(app, uow))
+    engine.dispose()
+
+
+def run_at_once(jobs: list[Callable[[], object]]) -> tuple[list[object], list[BaseException]]:
+    """Run the jobs in threads released together; (results, errors) in no particular order."""
+    start = threading.Barrier(len(jobs))
+    results: list[object] = []
+    errors: list[BaseException] = []
+
+    def run(job: Callable[[], object]) -> None:
+        start.wait()
+        try:
+            results.append(job())
+        except BaseException as error:  # collected for the test to judge
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, errors
+
+
+def player_balance(wallet: Wallet, player: str = "alice") -> tuple[int, int]:
+    """(posted balance, pending debits) of the player's PLAY account."""
+    return wallet.accounts()[(f"player:{player}", "PLAY")]
+
+
+def test_stakes_from_many_threads_never_take_the_balance_below_zero(wallet: Wallet) -> None:
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    stake = 300  # 8 x 300 asked of 1,000: exactly three fit
+
+    def reserve(n: int) -> Callable[[], object]:
+        return lambda: wallet.app.reserve_stakes(f"s{n}", "alice", f"r{n}", stake, "PLAY", {"ante": stake})
+
+    reservations, errors = run_at_once([reserve(n) for n in range(THREADS)])
+
+    assert len(reservations) == 3
+    assert len(errors) == THREADS - 3 and all(isinstance(e, InsufficientFunds) for e in errors), errors
+    # Each saw the one before it: the available balances chain 1000 -> 700 -> 400 -> 100.
+    assert sorted((r.available_before, r.available_after) for r in reservations) == [(400, 100), (700, 400), (1_000, 700)]
+    assert player_balance(wallet) == (1_000, 900)
+    report = wallet.check()
+    assert report.ok, report.problems()
+    assert report.balance_sum_by_currency == {"PLAY": 0}
+    versions = [m.envelope.version for m in wallet.store.outbox.pending(100) if m.key == "player:alice"]
+    assert versions == list(range(1, len(versions) + 1))  # one stream, no gap, no fork
+
+
+def test_several_players_stake_settle_and_top_up_at_once_and_the_ledger_sums_to_zero(wallet: Wallet) -> None:
+    players = [f"p{n}" for n in range(3)]  # 12 jobs: within the pool
+    for player in players:
+        wallet.app.top_up(player, 500, "PLAY", "seed")
+
+    def session(player: str, n: int) -> Callable[[], object]:
+        def play() -> object:
+            wallet.app.reserve_stakes(f"{player}-s{n}", player, f"{player}-r{n}", 200, "PLAY", {"ante": 200})
+            return wallet.consumer.handle(settled(f"{player}-r{n}", {"ante": (200, 400 if n % 2 else 0)}))
+
+        return play
+
+    def top_up(player: str, n: int) -> Callable[[], object]:
+        return lambda: wallet.app.top_up(player, 50, "PLAY", f"more-{n}")
+
+    jobs = [session(p, n) for p in players for n in range(2)] + [top_up(p, n) for p in players for n in range(2)]
+    results, errors = run_at_once(jobs)
+
+    assert errors == []
+    assert len(results) == len(jobs)
+    # Per player: 500 + 2 x 50 in; one round lost (-200), one won (+200 net).
+    assert {p: player_balance(wallet, p) for p in players} == {p: (600, 0) for p in players}
+    assert wallet.accounts()[("house", "PLAY")] == (0, 0)
+    assert wallet.accounts()[("table", "PLAY")] == (0, 0)
+    report = wallet.check()
+    assert report.ok, report.problems()
+    assert report.balance_sum_by_currency == {"PLAY": 0} and report.entry_sum_by_currency == {"PLAY": 0}
+
+
+def test_one_settlement_delivered_to_many_threads_at_once_pays_once(wallet: Wallet) -> None:
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+    event = settled("r1", {"ante": (100, 300)})
+
+    handled, errors = run_at_once([lambda: wallet.consumer.handle(event)] * THREADS)
+
+    # The losers of the race either saw the tracking row (False) or hit its key and roll back;
+    # a rolled-back redelivery is harmless: the broker delivers it again and it is then False.
+    assert handled.count(True) == 1
+    assert all(result is False for result in handled if result is not True)
+    for error in errors:
+        assert "tracking" in str(error) or "duplicate key" in str(error), error
+    assert wallet.consumer.handle(event) is False
+    assert player_balance(wallet) == (1_200, 0)
+    assert wallet.check().ok
