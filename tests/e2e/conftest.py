@@ -146,7 +146,7 @@ def start_embedded(tmp_path: Path) -> Casino:
 def start_distributed(tmp_path: Path) -> Casino:
     from croupier_platform.auth import TokenAuthority
 
-    from .distributed import ServiceProcesses
+    from croupier_cli.localstack import ServiceProcesses
 
     processes = ServiceProcesses.start(tmp_path)
     game, wallet = processes.target("game"), processes.target("wallet")

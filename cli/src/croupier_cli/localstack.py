@@ -1,6 +1,6 @@
-"""The distributed stack for tests: the five services as processes on a real Kafka broker and
-PostgreSQL (started by scripts/infra.sh, which `make test` runs), each test module with its own
-database and its own topics."""
+"""A distributed stack on this machine, for tests and benchmarks: the five services as processes
+(`croupier serve SERVICE`) on the real Kafka broker and PostgreSQL that scripts/infra.sh starts,
+each stack with its own database and its own topics, replicas on request, services killable."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.conftest import CROUPIER, ROOT
+ROOT = Path(__file__).resolve().parents[3]
+CROUPIER = str(Path(sys.executable).parent / "croupier")
 
 SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
 
