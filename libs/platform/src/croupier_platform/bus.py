@@ -137,7 +137,8 @@ class PrefixedBus(Bus):
         await self._inner.publish(self._prefix + topic, key, envelope)
 
     def subscribe(self, topic: str, group: str, handler: Handler) -> None:
-        self._inner.subscribe(self._prefix + topic, group, handler)
+        # Groups too: on a shared broker one stack's consumers must not rebalance another's.
+        self._inner.subscribe(self._prefix + topic, self._prefix + group, handler)
 
     async def start(self) -> None:
         await self._inner.start()
