@@ -34,6 +34,7 @@ def upgrade() -> None:
     sa.Column('payload', sa.Text(), nullable=False),
     sa.Column('prev_hash', sa.String(length=64), nullable=False),
     sa.Column('hash', sa.String(length=64), nullable=False),
+    sa.Column('txid', sa.BigInteger(), server_default=sa.text('(pg_current_xact_id()::text::bigint)'), nullable=True),
     sa.PrimaryKeyConstraint('position', name=op.f('pk_events')),
     sa.UniqueConstraint('event_id', name=op.f('uq_events_event_id')),
     sa.UniqueConstraint('stream_id', 'version', name=op.f('uq_events_stream_id_version')),

@@ -128,7 +128,11 @@ def test_the_migrated_schema_is_what_the_metadata_describes(database_url: str, s
     finally:
         engine.dispose()
 
-    assert differences == []
+    # The one PostgreSQL-only piece: events.txid defaults to the writing transaction's id, a server
+    # default SQLite has no equivalent of, so the shared metadata leaves it out.
+    txid_default = [d for d in differences if isinstance(d, list) and d[0][0] == "modify_default" and d[0][3] == "txid"]
+    assert len(txid_default) == 1
+    assert [d for d in differences if d not in txid_default] == []
 
 
 def test_a_service_connection_sees_only_its_own_schema(database_url: str) -> None:

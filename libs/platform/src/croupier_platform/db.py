@@ -60,6 +60,9 @@ events_table = Table(
     Column("payload", Text, nullable=False),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
+    # PostgreSQL: the id of the transaction that wrote the row (a server default set by the migration),
+    # so read_all can order by commit safety without serialising appends. NULL on SQLite.
+    Column("txid", BigInteger, nullable=True),
     UniqueConstraint("stream_id", "version"),
     sqlite_autoincrement=True,  # never reuse a position, even after a rollback of the last row
 )

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Engine, Row, func, insert, select, text
+from sqlalchemy import Connection, Engine, Row, func, insert, literal, select, text, tuple_
+from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
 from croupier_platform.db import events_table, outbox_table
@@ -29,6 +30,7 @@ from croupier_platform.events import (
     canonical_json,
     seal,
 )
+from croupier_platform.tracing import current_trace_context
 from croupier_platform.outbox import InMemoryOutbox, Outbox, OutboxMessage, SqlOutbox
 from croupier_platform.tracking import InMemoryTracking, SqlTracking, Tracking
 
@@ -38,8 +40,9 @@ TopicFor = Callable[[str], str]
 
 
 class ConcurrencyConflict(Exception):
-    def __init__(self, stream_id: str, expected: int, actual: int) -> None:
-        super().__init__(f"stream {stream_id!r}: expected version {expected}, actual {actual}")
+    def __init__(self, stream_id: str, expected: int, actual: int | None) -> None:
+        found = f"actual {actual}" if actual is not None else "another append got there first"
+        super().__init__(f"stream {stream_id!r}: expected version {expected}, {found}")
         self.stream_id = stream_id
         self.expected = expected
         self.actual = actual
@@ -169,7 +172,10 @@ def _seal_batch(
     sealed: list[EventEnvelope] = []
     prev_hash = head.hash if head else GENESIS_HASH
     for version, new in enumerate(new_events, start=expected_version + 1):
-        draft = EventDraft(stream_id=stream_id, stream_type=stream_type, version=version, **new.model_dump())
+        fields = new.model_dump()
+        # The trace of the work that caused the event travels with it (outbox -> Kafka headers).
+        fields["trace_context"] = fields["trace_context"] or current_trace_context()
+        draft = EventDraft(stream_id=stream_id, stream_type=stream_type, version=version, **fields)
         sealed.append(seal(draft, prev_hash))
         prev_hash = sealed[-1].hash
     return sealed
@@ -287,12 +293,18 @@ class _SqlEventLog(EventLog):
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
-        _serialize_appends(self._connection)
         sealed = _seal_batch(stream_id, stream_type, expected_version, self._head(stream_id), new_events)
         if not sealed:
             return []
         self._reject_used_ids([e.event_id for e in sealed])
-        self._connection.execute(insert(events_table), [_event_row(e) for e in sealed])
+        try:
+            # Concurrent appends are not serialised: the loser of a race for a version meets the
+            # UNIQUE (stream_id, version) constraint here, after the head it read went stale.
+            self._connection.execute(insert(events_table), [_event_row(e) for e in sealed])
+        except IntegrityError as error:
+            if "event_id" in str(error.orig):
+                raise DuplicateEventId([e.event_id for e in sealed]) from error
+            raise ConcurrencyConflict(stream_id, expected_version, None) from error  # the transaction is spent
         outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
         self._connection.execute(insert(outbox_table), outbox_rows)
         return sealed
@@ -306,6 +318,8 @@ class _SqlEventLog(EventLog):
         return [_envelope_from_row(row) for row in self._connection.execute(query)]
 
     def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        if self._connection.dialect.name == "postgresql":
+            return self._read_all_committed(after_position, limit)
         query = (
             select(events_table)
             .where(events_table.c.position > after_position)
@@ -313,6 +327,26 @@ class _SqlEventLog(EventLog):
             .limit(limit)
         )
         return [StoredEvent(row.position, _envelope_from_row(row)) for row in self._connection.execute(query)]
+
+    def _read_all_committed(self, after_position: int, limit: int) -> list[StoredEvent]:
+        """PostgreSQL hands out positions before commit, so concurrent appends may commit out of position
+        order. Rows are read in (writing transaction, position) order, and only from transactions older
+        than every transaction still running: a row that becomes visible later always sorts after what a
+        reader has already passed. The position a reader keeps is that pair, packed into one integer."""
+        txid, position = divmod(after_position, _TXID_SHIFT)
+        query = (
+            select(events_table)
+            .where(
+                tuple_(events_table.c.txid, events_table.c.position) > tuple_(literal(txid), literal(position)),
+                events_table.c.txid < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint"),
+            )
+            .order_by(events_table.c.txid, events_table.c.position)
+            .limit(limit)
+        )
+        return [
+            StoredEvent(row.txid * _TXID_SHIFT + row.position, _envelope_from_row(row))
+            for row in self._connection.execute(query)
+        ]
 
     def stream_version(self, stream_id: str) -> int:
         query = select(func.coalesce(func.max(events_table.c.version), 0)).where(events_table.c.stream_id == stream_id)
@@ -354,12 +388,7 @@ class SqlEventStore(EventStore):
         return self._outbox
 
 
-def _serialize_appends(connection: Connection) -> None:
-    # read_all readers move past positions for good, so positions must become visible in order.
-    # PostgreSQL hands out sequence values before commit, so appends take the table in turn;
-    # SQLite already runs one writer at a time (BEGIN IMMEDIATE, see db.make_engine).
-    if connection.dialect.name == "postgresql":
-        connection.execute(text(f"LOCK TABLE {events_table.name} IN EXCLUSIVE MODE"))
+_TXID_SHIFT = 1 << 64  # a PostgreSQL read_all position: txid * 2**64 + row position
 
 
 def _event_row(envelope: EventEnvelope) -> dict[str, Any]:
@@ -371,7 +400,7 @@ def _event_row(envelope: EventEnvelope) -> dict[str, Any]:
 
 def _envelope_from_row(row: Row[Any]) -> EventEnvelope:
     fields = dict(row._mapping)
-    del fields["position"]
+    del fields["position"], fields["txid"]
     try:
         fields["trace_context"] = json.loads(fields["trace_context"])
         fields["payload"] = json.loads(fields["payload"])
