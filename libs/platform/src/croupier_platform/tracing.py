@@ -27,6 +27,7 @@ the messaging code, not here.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -158,5 +159,32 @@ def round_span(
 ) -> Iterator[trace.Span]:
     """A span around one step of a round, tagged with the round id; an error inside marks it and propagates."""
     tracer = trace.get_tracer(_TRACER_NAME, tracer_provider=tracer_provider)
-    with tracer.start_as_current_span(name, attributes={ROUND_ID_ATTRIBUTE: round_id, **(attributes or {})}) as span:
+    # One trace per round: every step's span hangs off the round's own trace id (derived from the
+    # round id), so PlaceBets, Deal, Decide and the Kafka consumers of its events read as one trace;
+    # the gRPC call that carried the step is kept as a link.
+    caller = trace.get_current_span().get_span_context()
+    links = [trace.Link(caller)] if caller.is_valid else []
+    parent = trace.set_span_in_context(trace.NonRecordingSpan(round_span_context(round_id)))
+    with tracer.start_as_current_span(
+        name, context=parent, links=links, attributes={ROUND_ID_ATTRIBUTE: round_id, **(attributes or {})}
+    ) as span:
         yield span
+
+
+def round_span_context(round_id: str) -> trace.SpanContext:
+    """The remote parent every span of a round shares: trace id = the round's 128-bit id."""
+    digest = hashlib.sha256(round_id.encode()).digest()
+    trace_id = int.from_bytes(digest[:16], "big") or 1
+    span_id = int.from_bytes(digest[16:24], "big") or 1
+    return trace.SpanContext(trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
+
+
+def current_trace_context() -> dict[str, str]:
+    """The W3C trace context of the current span, for an event's envelope (empty when tracing is off)."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return {}
+    from opentelemetry.propagate import inject
+
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    return carrier

@@ -7,10 +7,12 @@ import grpc
 from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.grpc_server import handles_errors
+from croupier_platform.tracing import round_span
 
 from ..application.audit import AuditUseCases
 from ..application.tables import TableUseCases
 from ..domain.catalogue import TableEntry
+from ..domain.round import round_id_for
 from ..domain.visibility import RoundView
 
 
@@ -91,23 +93,29 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     @handles_errors
     async def PlaceBets(self, request, context):  # noqa: ANN001, ANN201, N802
-        view = await self._tables.place_bets(
-            current_identity(), request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
-        )
+        identity = current_identity()
+        with round_span("PlaceBets", round_id_for(identity.subject, request.idempotency_key)):
+            view = await self._tables.place_bets(
+                identity, request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
+            )
         return round_message(view)
 
     @handles_errors
     async def Deal(self, request, context):  # noqa: ANN001, ANN201, N802
-        return round_message(await self._tables.deal(current_identity(), request.round_id))
+        with round_span("Deal", request.round_id):
+            return round_message(await self._tables.deal(current_identity(), request.round_id))
 
     @handles_errors
     async def Decide(self, request, context):  # noqa: ANN001, ANN201, N802
-        view = await self._tables.decide(current_identity(), request.round_id, request.choice, request.bet)
+        with round_span("Decide", request.round_id):
+            view = await self._tables.decide(current_identity(), request.round_id, request.choice, request.bet)
         return round_message(view)
 
     @handles_errors
     async def Rebet(self, request, context):  # noqa: ANN001, ANN201, N802
-        view = await self._tables.rebet(current_identity(), request.seat_id, request.idempotency_key, request.cut_seed)
+        identity = current_identity()
+        with round_span("Rebet", round_id_for(identity.subject, request.idempotency_key)):
+            view = await self._tables.rebet(identity, request.seat_id, request.idempotency_key, request.cut_seed)
         return round_message(view)
 
     @handles_errors
