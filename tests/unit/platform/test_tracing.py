@@ -140,3 +140,27 @@ def test_one_trace_crosses_a_grpc_call_from_client_to_server() -> None:
     assert server.parent.is_remote
     assert outer.attributes[ROUND_ID_ATTRIBUTE] == "round-42"
     provider.shutdown()
+
+
+def test_every_step_of_a_round_and_its_events_share_one_trace() -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from croupier_platform.eventstore import InMemoryEventStore, NewEvent
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    store = InMemoryEventStore()
+    caller = provider.get_tracer("client")
+    for step, version in (("PlaceBets", 0), ("Deal", 1)):
+        with caller.start_as_current_span(f"grpc {step}"):  # each call arrives in a trace of its own
+            with tracing.round_span(step, "round-42", tracer_provider=provider):
+                store.append("round-42", version, [NewEvent(event_type="Stepped", schema_version=1, payload={},
+                                                            occurred_at="2026-11-29T00:00:00+00:00")], stream_type="round")
+    steps = [s for s in exporter.get_finished_spans() if s.name in ("PlaceBets", "Deal")]
+    calls = [s for s in exporter.get_finished_spans() if s.name.startswith("grpc")]
+    assert len({s.context.trace_id for s in steps}) == 1
+    assert steps[0].context.trace_id == tracing.round_span_context("round-42").trace_id
+    assert all(s.links and s.links[0].context.trace_id in {c.context.trace_id for c in calls} for s in steps)
+    trace_hex = format(steps[0].context.trace_id, "032x")
+    assert all(trace_hex in e.trace_context["traceparent"] for e in store.read_stream("round-42"))
