@@ -8,11 +8,10 @@ import grpc
 
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
-from croupier_platform.outbox import OutboxRelay
+from croupier_platform.outbox import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.grpc_clients import GrpcDealer, GrpcShuffler, GrpcStakes
-from .adapters.relay import RelayLoop
 from .adapters.sql import SqlGameStore, game_metadata
 from .application.audit import AuditUseCases
 from .application.rounds import RoundBook
@@ -36,7 +35,7 @@ class GameModule:
         create_schema(self._engine)
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)
-        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s)
+        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay")
         shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token)
         stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
         book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake)

@@ -11,10 +11,9 @@ from croupier.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.outbox import OutboxRelay
+from croupier_platform.outbox import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.relay import RelayLoop
 from .adapters.repository import SqlShufflerUnitOfWorkFactory
 from .adapters.tables import shuffler_metadata
 from .application.use_cases import Shuffler
@@ -43,7 +42,7 @@ class ShufflerModule:
             token_bytes=secrets.token_bytes,
             new_id=lambda: str(uuid.uuid4()),
         )
-        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s)
+        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay")
 
     def register(self, server: grpc.aio.Server) -> None:
         internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler), server)

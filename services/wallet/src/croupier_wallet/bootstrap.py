@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
 import grpc
@@ -12,7 +10,7 @@ from sqlalchemy import Engine
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.outbox import OutboxRelay
+from croupier_platform.outbox import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlWalletUnitOfWorkFactory
@@ -23,8 +21,8 @@ from .entrypoints.consumers import RoundEventsConsumer
 
 logger = logging.getLogger(__name__)
 
-RELAY_IDLE_S = 0.05
-RELAY_BACKOFF_S = 1.0
+RELAY_POLL_INTERVAL_S = 0.05
+RELAY_MAX_BACKOFF_S = 1.0
 
 
 class WalletModule:
@@ -38,9 +36,10 @@ class WalletModule:
         self.store = store
         self.app = app
         self._consumer = consumer
-        self._relay = OutboxRelay(store.outbox, bus)
-        self._relay_task: asyncio.Task[None] | None = None
-        self._relay_lock = asyncio.Lock()  # one relay pass at a time, or two could publish the same rows
+        # Polled, not woken: ledger events commit in the gRPC handlers and the consumer alike.
+        self._relay = RelayLoop(
+            OutboxRelay(store.outbox, bus), RELAY_POLL_INTERVAL_S, RELAY_MAX_BACKOFF_S, name="wallet-outbox-relay"
+        )
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.app)
@@ -49,42 +48,15 @@ class WalletModule:
         self._consumer.subscribe(bus)
 
     async def start(self) -> None:
-        if self._relay_task is None:
-            self._relay_task = asyncio.create_task(self._relay_forever(), name="wallet-outbox-relay")
+        self._relay.start()
 
     async def stop(self) -> None:
-        if self._relay_task is not None:
-            self._relay_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._relay_task
-            self._relay_task = None
-        try:
-            await self.relay_pending()  # what committed before the stop still goes out
-        except Exception:
-            logger.warning("wallet outbox not drained at stop; the rows stay and go out at the next start", exc_info=True)
+        await self._relay.stop(drain=True)  # what committed before the stop still goes out
         self.engine.dispose()
 
     async def relay_pending(self) -> int:
         """Publish every committed ledger event now (tests, shutdown); returns how many."""
-        total = 0
-        while sent := await self._relay_once():
-            total += sent
-        return total
-
-    async def _relay_once(self) -> int:
-        async with self._relay_lock:
-            return await self._relay.relay_once()
-
-    async def _relay_forever(self) -> None:
-        while True:
-            try:
-                if not await self._relay_once():
-                    await asyncio.sleep(RELAY_IDLE_S)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("wallet outbox relay failed; retrying in %.1fs", RELAY_BACKOFF_S)
-                await asyncio.sleep(RELAY_BACKOFF_S)
+        return await self._relay.drain()
 
 
 def bootstrap(ctx: ServiceContext) -> WalletModule:

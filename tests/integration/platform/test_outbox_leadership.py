@@ -1,0 +1,219 @@
+"""Relay leadership on a real PostgreSQL server: two replicas' relay loops on one schema.
+
+Each loop has an engine of its own, as two processes would. Only the one holding the schema's
+advisory lock publishes; when its session dies the other takes over; every row goes out at least
+once, in order per stream. The schema comes from test_postgres_eventstore's fixtures.
+"""
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from sqlalchemy import Engine, text
+
+from croupier_platform.bus import Publisher
+from croupier_platform.events import EventEnvelope
+from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.migrate import schema_engine
+from croupier_platform.outbox import OutboxLeadership, OutboxRelay, RelayLoop, outbox_lock_key
+from tests.integration.platform.test_postgres_eventstore import (  # noqa: F401 - fixtures
+    postgres_engine,
+    postgres_schema,
+)
+from tests.unit.platform.test_outbox_contract import new_event
+
+pytestmark = pytest.mark.integration
+
+POLL_S = 0.05
+
+
+class Log(Publisher):
+    """Records, in one list shared by every replica, who published what."""
+
+    def __init__(self, name: str, shared: list[tuple[str, EventEnvelope]]) -> None:
+        self.name = name
+        self._shared = shared
+
+    async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
+        self._shared.append((self.name, envelope))
+
+
+class Replicas:
+    def __init__(self, engines: dict[str, Engine], schema: str) -> None:
+        self.schema = schema
+        self.store = SqlEventStore(engines["a"])  # where the writes go (any replica's engine)
+        self.log: list[tuple[str, EventEnvelope]] = []
+        self.loops = {
+            name: RelayLoop(OutboxRelay(SqlEventStore(engine).outbox, Log(name, self.log)), POLL_S, name=name)
+            for name, engine in engines.items()
+        }
+        self.versions: dict[str, int] = {}
+        self.appended: list[EventEnvelope] = []
+
+    def append(self, count: int, streams: int = 4) -> None:
+        for number in range(count):
+            stream = f"round-{number % streams}"
+            version = self.versions.get(stream, 0)
+            self.appended += self.store.append(stream, version, [new_event(number)], stream_type="round")
+            self.versions[stream] = version + 1
+
+    def wake_all(self) -> None:
+        for loop in self.loops.values():
+            loop.wake()
+
+    def published_by(self, name: str) -> list[str]:
+        return [envelope.event_id for who, envelope in self.log if who == name]
+
+    def leaders(self) -> list[str]:
+        return [name for name, loop in self.loops.items() if loop.leading]
+
+    def all_published(self) -> bool:
+        return {e.event_id for e in self.appended} <= {e.event_id for _, e in self.log}
+
+    def lock_holders(self, admin: Engine) -> list[int]:
+        """Backend pids holding this schema's outbox lock (a bigint key: classid high, objid low)."""
+        key = outbox_lock_key(self.schema) & 0xFFFFFFFFFFFFFFFF
+        query = text(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND classid = :high AND objid = :low AND objsubid = 1"
+        )
+        with admin.connect() as connection:
+            return [row.pid for row in connection.execute(query, {"high": key >> 32, "low": key & 0xFFFFFFFF})]
+
+    def assert_at_least_once_in_order_per_stream(self) -> None:
+        assert self.all_published()
+        first_seen: dict[str, list[int]] = {}
+        seen: set[str] = set()
+        for _, envelope in self.log:
+            if envelope.event_id not in seen:
+                seen.add(envelope.event_id)
+                first_seen.setdefault(envelope.stream_id, []).append(envelope.version)
+        assert first_seen == {stream: list(range(1, n + 1)) for stream, n in self.versions.items()}
+        for name in self.loops:  # and each replica publishes each stream in order
+            per_stream: dict[str, list[int]] = {}
+            for who, envelope in self.log:
+                if who == name:
+                    per_stream.setdefault(envelope.stream_id, []).append(envelope.version)
+            assert all(versions == sorted(versions) for versions in per_stream.values())
+        assert self.store.outbox.pending(10) == []
+
+
+@pytest.fixture
+def engines(postgres_schema: tuple[str, str], postgres_engine: Engine) -> Iterator[dict[str, Engine]]:
+    url, schema = postgres_schema
+    other = schema_engine(url, schema)
+    yield {"a": postgres_engine, "b": other}
+    other.dispose()
+
+
+@pytest.fixture
+def replicas(engines: dict[str, Engine], postgres_schema: tuple[str, str]) -> Replicas:
+    return Replicas(engines, postgres_schema[1])
+
+
+@pytest.fixture
+def admin(postgres_schema: tuple[str, str]) -> Iterator[Engine]:
+    admin = schema_engine(*postgres_schema)
+    yield admin
+    admin.dispose()
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+
+
+def test_the_lock_is_one_per_schema_and_free_again_after_release(engines: dict[str, Engine]) -> None:
+    a, b = OutboxLeadership(engines["a"]), OutboxLeadership(engines["b"])
+    try:
+        assert a.acquire() and a.acquire()  # the holder keeps it
+        assert not b.acquire() and not b.acquire()
+        a.release()
+        assert b.acquire()
+        assert not a.acquire()
+    finally:
+        a.release()
+        b.release()
+
+
+def test_only_the_leader_publishes_and_another_takes_over_when_its_connection_dies(
+    replicas: Replicas, admin: Engine
+) -> None:
+    async def scenario() -> None:
+        for loop in replicas.loops.values():
+            loop.start()
+        await eventually(lambda: len(replicas.leaders()) == 1)
+        await asyncio.sleep(3 * POLL_S)  # several tries by the other: still one leader
+        [leader] = replicas.leaders()
+        [follower] = [name for name in replicas.loops if name != leader]
+
+        for _ in range(5):
+            await asyncio.to_thread(replicas.append, 6)
+            replicas.wake_all()  # both are woken after a commit; only the leader relays
+            await asyncio.sleep(POLL_S / 2)
+        await eventually(replicas.all_published)
+        assert replicas.published_by(follower) == []
+        assert len(replicas.published_by(leader)) == 30  # no duplicates while one leads
+        holders = await asyncio.to_thread(replicas.lock_holders, admin)
+        assert len(holders) == 1
+
+        with admin.connect() as connection:  # the leader's session dies (crash, network, failover)
+            assert connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": holders[0]}).scalar_one()
+        await eventually(lambda: replicas.leaders() == [follower])
+        await asyncio.sleep(3 * POLL_S)
+        assert replicas.leaders() == [follower]  # the old leader does not take it back
+        new_holders = await asyncio.to_thread(replicas.lock_holders, admin)
+        assert len(new_holders) == 1 and new_holders != holders
+
+        before = len(replicas.published_by(leader))
+        await asyncio.to_thread(replicas.append, 12)
+        replicas.wake_all()
+        await eventually(replicas.all_published)
+        assert len(replicas.published_by(leader)) == before
+        assert len(replicas.published_by(follower)) == 12
+
+        for loop in replicas.loops.values():
+            await loop.stop()
+        assert await asyncio.to_thread(replicas.lock_holders, admin) == []  # given up at stop
+        replicas.assert_at_least_once_in_order_per_stream()
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+
+
+def test_under_steady_writes_a_failover_loses_nothing_and_keeps_each_stream_in_order(
+    replicas: Replicas, admin: Engine
+) -> None:
+    async def scenario() -> None:
+        stop_writing = threading.Event()
+
+        def write() -> None:
+            while not stop_writing.is_set():
+                replicas.append(3, streams=5)
+
+        for loop in replicas.loops.values():
+            loop.start()
+        writer = asyncio.create_task(asyncio.to_thread(write))
+        await eventually(lambda: len(replicas.log) >= 30)
+        [leader] = replicas.leaders()
+        [follower] = [name for name in replicas.loops if name != leader]
+        [pid] = await asyncio.to_thread(replicas.lock_holders, admin)
+        with admin.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await eventually(lambda: replicas.leaders() == [follower])
+        published = len(replicas.published_by(follower))
+        await eventually(lambda: len(replicas.published_by(follower)) >= published + 30)  # writes keep flowing out
+        stop_writing.set()
+        await writer
+
+        # The deposed one, not leading, leaves the rest to the new leader, which drains it at stop.
+        await replicas.loops[leader].stop(drain=True)
+        await replicas.loops[follower].stop(drain=True)
+        assert await asyncio.to_thread(replicas.lock_holders, admin) == []
+        replicas.assert_at_least_once_in_order_per_stream()
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=60))
