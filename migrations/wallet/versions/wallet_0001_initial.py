@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from croupier_platform.migration_ops import create_platform_tables, drop_platform_tables
+
 revision: str = 'wallet_0001'
 down_revision: str | Sequence[str] | None = None
 branch_labels: str | Sequence[str] | None = ('wallet',)
@@ -19,42 +21,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.create_table('events',
-    sa.Column('position', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
-    sa.Column('stream_id', sa.Text(), nullable=False),
-    sa.Column('stream_type', sa.Text(), nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
-    sa.Column('event_id', sa.String(length=36), nullable=False),
-    sa.Column('event_type', sa.Text(), nullable=False),
-    sa.Column('schema_version', sa.Integer(), nullable=False),
-    sa.Column('occurred_at', sa.Text(), nullable=False),
-    sa.Column('causation_id', sa.Text(), nullable=True),
-    sa.Column('correlation_id', sa.Text(), nullable=True),
-    sa.Column('trace_context', sa.Text(), nullable=False),
-    sa.Column('payload', sa.Text(), nullable=False),
-    sa.Column('prev_hash', sa.String(length=64), nullable=False),
-    sa.Column('hash', sa.String(length=64), nullable=False),
-    sa.Column('txid', sa.BigInteger(), server_default=sa.text('(pg_current_xact_id()::text::bigint)'), nullable=True),
-    sa.PrimaryKeyConstraint('position', name=op.f('pk_events')),
-    sa.UniqueConstraint('event_id', name=op.f('uq_events_event_id')),
-    sa.UniqueConstraint('stream_id', 'version', name=op.f('uq_events_stream_id_version')),
-    sqlite_autoincrement=True
-    )
-    op.create_table('outbox',
-    sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
-    sa.Column('topic', sa.Text(), nullable=False),
-    sa.Column('key', sa.Text(), nullable=False),
-    sa.Column('envelope', sa.Text(), nullable=False),
-    sa.Column('published_at', sa.DateTime(timezone=True), nullable=True),
-    sa.PrimaryKeyConstraint('id', name=op.f('pk_outbox')),
-    sqlite_autoincrement=True
-    )
-    op.create_index('ix_outbox_pending', 'outbox', ['id'], unique=False, sqlite_where=sa.text('published_at IS NULL'), postgresql_where=sa.text('published_at IS NULL'))
-    op.create_table('tracking',
-    sa.Column('consumer', sa.Text(), nullable=False),
-    sa.Column('event_id', sa.String(length=36), nullable=False),
-    sa.PrimaryKeyConstraint('consumer', 'event_id', name=op.f('pk_tracking'))
-    )
+    create_platform_tables()
     op.create_table('wallet_accounts',
     sa.Column('account_id', sa.String(length=240), nullable=False),
     sa.Column('currency', sa.String(length=8), nullable=False),
@@ -117,7 +84,4 @@ def downgrade() -> None:
     op.drop_table('wallet_transfers')
     op.drop_table('wallet_rounds')
     op.drop_table('wallet_accounts')
-    op.drop_table('tracking')
-    op.drop_index('ix_outbox_pending', table_name='outbox', sqlite_where=sa.text('published_at IS NULL'), postgresql_where=sa.text('published_at IS NULL'))
-    op.drop_table('outbox')
-    op.drop_table('events')
+    drop_platform_tables()
