@@ -47,6 +47,56 @@ def infra(command: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(ROOT / "scripts" / "infra.sh"), command], capture_output=True, text=True)
 
 
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of a process, in clock ticks (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of the whole machine, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+class CpuMeter:
+    """CPU time of the services (and of every postgres process) over a window, in ms."""
+
+    def __init__(self, pids: dict[str, list[int]]) -> None:
+        self.pids = pids
+
+    def sample(self) -> dict:
+        services = {name: sum(_cpu_ticks(p) for p in procs) for name, procs in self.pids.items()}
+        return {"services": services, "postgres": {p: _cpu_ticks(p) for p in _postgres_pids()},
+                "machine": _machine_ticks()}
+
+    @staticmethod
+    def used(before: dict, after: dict) -> dict:
+        tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+        out = {name: (after["services"][name] - before["services"][name]) * tick_ms for name in after["services"]}
+        out["postgres"] = sum(t - before["postgres"].get(p, 0) for p, t in after["postgres"].items()) * tick_ms
+        busy = after["machine"][0] - before["machine"][0]
+        total = after["machine"][1] - before["machine"][1]
+        out["machine_busy_share"] = round(busy / total, 3) if total else None
+        return out
+
+
 def percentile(samples: list[float], q: float) -> float | None:
     if not samples:
         return None
@@ -93,7 +143,8 @@ class Player:
             raise RuntimeError(f"round {view.round_id} ended in phase {view.phase!r}")
 
 
-async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float) -> dict:
+async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
+                    meter: CpuMeter | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
     window of `seconds` counts the rounds and commands that complete inside it."""
     authority = TokenAuthority(stack.secret)
@@ -134,8 +185,10 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
                     if task.done():
                         task.result()  # surfaces a failure
             started = time.monotonic()
+            cpu_before = meter.sample() if meter else None
             await asyncio.sleep(seconds)
             ended = time.monotonic()
+            cpu_after = meter.sample() if meter else None
         finally:
             for task in tasks:
                 task.cancel()
@@ -157,6 +210,13 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             "p99_ms": percentile(every, 99),
             "mean_ms": round(statistics.fmean(every), 2) if every else None,
         }
+        if meter and rounds:
+            used = CpuMeter.used(cpu_before, cpu_after)
+            share = used.pop("machine_busy_share")
+            # CPU per round: what a round costs, whatever else shares the machine (its busy share says how much did)
+            level["cpu_ms_per_round"] = {name: round(ms / rounds, 1) for name, ms in used.items()}
+            level["cpu_ms_per_round"]["total"] = round(sum(used.values()) / rounds, 1)
+            level["machine_busy_share"] = share
         for name in COMMANDS:
             these = [ms for command, ms in window if command == name]
             level[name] = {"n": len(these), "p50_ms": percentile(these, 50),
@@ -210,6 +270,11 @@ def print_table(levels: list[dict]) -> None:
         print(row + f" {level['errors']:>6}", flush=True)
     print("(latencies in ms, measured at the client, after a warm-up)")
     for level in levels:
+        if "cpu_ms_per_round" in level:
+            cpu = level["cpu_ms_per_round"]
+            print(f"  {level['players']} players: CPU ms per round " + ", ".join(f"{k} {v}" for k, v in cpu.items())
+                  + f" (machine {100 * level['machine_busy_share']:.0f}% busy; postgres = every postgres process)")
+    for level in levels:
         for kind in level["error_kinds"]:
             print(f"  error at {level['players']} players: {kind}")
 
@@ -241,7 +306,7 @@ def main() -> int:
                 time.sleep(args.pause_before)
             levels = []
             for n in levels_n:
-                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup))
+                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids)))
                 levels.append(level)
                 print(f"{n} players: {level['rounds_per_s']} rounds/s (warm-up {level['warmup_s']} s), p50 {level['p50_ms']} ms, "
                       f"p99 {level['p99_ms']} ms", flush=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Engine, Row, func, insert, literal, select, text, tuple_
+from sqlalchemy import Connection, Engine, Row, insert, literal, select, text, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
@@ -288,25 +288,33 @@ class _SqlEventLog(EventLog):
     def __init__(self, connection: Connection, topic_for: TopicFor) -> None:
         self._connection = connection
         self._topic_for = topic_for
+        # Stream heads read or written in this transaction: `stream_version` then `append` (the
+        # wallet's pattern) reads the head once. A head that went stale meanwhile is caught by the
+        # UNIQUE (stream_id, version) constraint, as any lost race is.
+        self._heads: dict[str, _StreamHead | None] = {}
 
     def append(
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
-        sealed = _seal_batch(stream_id, stream_type, expected_version, self._head(stream_id), new_events)
+        head = self._heads[stream_id] if stream_id in self._heads else self._head(stream_id)
+        sealed = _seal_batch(stream_id, stream_type, expected_version, head, new_events)
         if not sealed:
             return []
-        self._reject_used_ids([e.event_id for e in sealed])
         try:
             # Concurrent appends are not serialised: the loser of a race for a version meets the
-            # UNIQUE (stream_id, version) constraint here, after the head it read went stale.
+            # UNIQUE (stream_id, version) constraint here, after the head it read went stale. A reused
+            # event id meets UNIQUE (event_id) (no read before the insert: one round trip less).
             self._connection.execute(insert(events_table), [_event_row(e) for e in sealed])
         except IntegrityError as error:
+            self._heads.pop(stream_id, None)
             if "event_id" in str(error.orig):
                 raise DuplicateEventId([e.event_id for e in sealed]) from error
             raise ConcurrencyConflict(stream_id, expected_version, None) from error  # the transaction is spent
         outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
         self._connection.execute(insert(outbox_table), outbox_rows)
+        last = sealed[-1]
+        self._heads[stream_id] = _StreamHead(last.version, last.stream_type, last.hash)
         return sealed
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
@@ -349,8 +357,8 @@ class _SqlEventLog(EventLog):
         ]
 
     def stream_version(self, stream_id: str) -> int:
-        query = select(func.coalesce(func.max(events_table.c.version), 0)).where(events_table.c.stream_id == stream_id)
-        return int(self._connection.execute(query).scalar_one())
+        head = self._head(stream_id)
+        return head.version if head else 0
 
     def _head(self, stream_id: str) -> _StreamHead | None:
         query = (
@@ -360,12 +368,8 @@ class _SqlEventLog(EventLog):
             .limit(1)
         )
         row = self._connection.execute(query).first()
-        return _StreamHead(row.version, row.stream_type, row.hash) if row else None
-
-    def _reject_used_ids(self, event_ids: list[str]) -> None:
-        query = select(events_table.c.event_id).where(events_table.c.event_id.in_(event_ids))
-        if reused := list(self._connection.execute(query).scalars()):
-            raise DuplicateEventId(reused)
+        head = self._heads[stream_id] = _StreamHead(row.version, row.stream_type, row.hash) if row else None
+        return head
 
 
 class SqlEventStore(EventStore):

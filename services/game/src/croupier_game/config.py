@@ -8,7 +8,8 @@ from pathlib import Path
 
 TABLES_ENV = "CROUPIER_TABLES"
 DEFAULT_TABLES_FILE = Path(__file__).with_name("tables.toml")
-RELAY_POLL_INTERVAL_S = 0.02
+# The relay is woken after every commit; the poll is only a safety net (rows another replica left).
+RELAY_POLL_INTERVAL_S = 0.5
 
 
 def tables_file(explicit: Path | None = None, environ: Mapping[str, str] = os.environ) -> Path:

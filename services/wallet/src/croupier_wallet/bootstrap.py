@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import grpc
@@ -21,7 +22,8 @@ from .entrypoints.consumers import RoundEventsConsumer
 
 logger = logging.getLogger(__name__)
 
-RELAY_POLL_INTERVAL_S = 0.05
+# Woken after each commit (gRPC handlers and the consumer alike); the poll is only a safety net.
+RELAY_POLL_INTERVAL_S = 0.5
 RELAY_MAX_BACKOFF_S = 1.0
 
 
@@ -30,13 +32,16 @@ class WalletModule:
 
     name = "wallet"
 
-    def __init__(self, engine: Engine, store: SqlEventStore, app: WalletApp, consumer: RoundEventsConsumer, bus: Bus) -> None:
+    def __init__(
+        self, engine: Engine, store: SqlEventStore, app: WalletApp, consumer: RoundEventsConsumer, bus: Bus,
+        uow_factory: SqlWalletUnitOfWorkFactory | None = None,
+    ) -> None:
         self.service_names = ["croupier.v1.WalletService", "croupier.v1.StakeService"]
         self.engine = engine
         self.store = store
         self.app = app
         self._consumer = consumer
-        # Polled, not woken: ledger events commit in the gRPC handlers and the consumer alike.
+        self._uow_factory = uow_factory
         self._relay = RelayLoop(
             OutboxRelay(store.outbox, bus), RELAY_POLL_INTERVAL_S, RELAY_MAX_BACKOFF_S, name="wallet-outbox-relay"
         )
@@ -49,8 +54,20 @@ class WalletModule:
 
     async def start(self) -> None:
         self._relay.start()
+        if self._uow_factory is not None:
+            loop, wake = asyncio.get_running_loop(), self._relay.wake
+
+            def woken() -> None:
+                try:
+                    loop.call_soon_threadsafe(wake)
+                except RuntimeError:  # the loop is closing: the rows wait for the next relay pass
+                    pass
+
+            self._uow_factory.on_commit = woken
 
     async def stop(self) -> None:
+        if self._uow_factory is not None:
+            self._uow_factory.on_commit = None
         await self._relay.stop(drain=True)  # what committed before the stop still goes out
         self.engine.dispose()
 
@@ -66,4 +83,4 @@ def bootstrap(ctx: ServiceContext) -> WalletModule:
     store = SqlEventStore(engine)
     uow_factory = SqlWalletUnitOfWorkFactory(store)
     app = WalletApp(uow_factory, ctx.clock)
-    return WalletModule(engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus)
+    return WalletModule(engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus, uow_factory)

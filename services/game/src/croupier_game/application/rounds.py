@@ -23,6 +23,7 @@ T = TypeVar("T")
 
 CONFLICT_RETRIES = 3
 REVEAL_CACHE_SIZE = 1_000
+ROUND_CACHE_SIZE = 10_000
 
 
 class RoundBook:
@@ -32,6 +33,10 @@ class RoundBook:
         self._clock = clock
         self._on_commit = on_commit
         self._reveals: OrderedDict[str, Reveal] = OrderedDict()
+        # Rounds as this process last appended to them, so dealing the next cards need not read and
+        # fold the stream again. A round another replica changed meanwhile is caught by the append's
+        # version check (ConcurrencyConflict drops it here, and the retry reads the stream).
+        self._rounds: OrderedDict[str, Round] = OrderedDict()
 
     @property
     def store(self) -> GameStore:
@@ -68,6 +73,27 @@ class RoundBook:
         except BrokenRound as exc:
             raise BrokenRoundError(str(exc)) from None
 
+    async def load_latest(self, round_id: str) -> Round:
+        """The round as this process last wrote it, else as stored (commands that append after it)."""
+        if (cached := self._rounds.get(round_id)) is not None:
+            self._rounds.move_to_end(round_id)
+            return cached
+        round_ = await self.load(round_id)
+        self.remember(round_)
+        return round_
+
+    def remember(self, round_: Round) -> None:
+        if round_.is_over:
+            self._rounds.pop(round_.round_id, None)  # nothing more is appended to it
+            return
+        self._rounds[round_.round_id] = round_
+        self._rounds.move_to_end(round_.round_id)
+        while len(self._rounds) > ROUND_CACHE_SIZE:
+            self._rounds.popitem(last=False)
+
+    def forget(self, round_id: str) -> None:
+        self._rounds.pop(round_id, None)
+
     async def load_for(self, actor: Identity, round_id: str) -> Round:
         round_ = await self.load(round_id)
         if not actor.may_act_for(round_.player_id):
@@ -85,7 +111,12 @@ class RoundBook:
             uow.rounds.update(round_.round_id, extended.state.phase, extended.version)
             return extended
 
-        extended = await self.in_transaction(work)
+        try:
+            extended = await self.in_transaction(work)
+        except BaseException:
+            self.forget(round_.round_id)  # stale, or not written: the next command reads the stream
+            raise
+        self.remember(extended)
         self.committed()
         return extended
 

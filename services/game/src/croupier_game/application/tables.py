@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 from croupier_platform.auth import Identity
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.decider import PHASE_TEXT
 from croupier_rules.deciders import decider_for
@@ -143,8 +142,8 @@ class TableUseCases:
         ]
 
         def append(uow: GameUnitOfWork) -> tuple[Round, str | None]:
-            if uow.keys.get(actor.subject, key) is not None:
-                raise ConcurrencyConflict(round_id, 0, 1)  # a concurrent retry opened it: read it again
+            # A concurrent retry of the same key opened the round meanwhile: the round id follows from
+            # the key, so the append at version 0 below raises ConcurrencyConflict and the retry reads it.
             current = uow.seats.get(seat.seat_id)
             busy = self._open_round(uow, current) if current is not None else None
             # The seat changed while the stakes were reserved: open the round and void it at once,
@@ -170,6 +169,7 @@ class TableUseCases:
             return round_, refused
 
         round_, refused = await self._book.in_transaction(append)
+        self._book.remember(round_)
         self._book.committed()
         if refused is not None:
             raise FailedPrecondition(f"{refused}; round {round_id} was voided and its stakes are returned")
@@ -195,7 +195,7 @@ class TableUseCases:
 
     async def deal(self, actor: Identity, round_id: str) -> RoundView:
         async def attempt() -> RoundView:
-            round_ = await self._players_round(actor, round_id)
+            round_ = await self._players_round(actor, round_id, latest=True)
             if round_.state.phase != "dealing":
                 raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[round_.state.phase]}")
             return await self._book.view(actor, await self._deal(round_))
@@ -227,7 +227,7 @@ class TableUseCases:
         # More cards due (war, turn and river): deal them now, so one call ends the round or
         # reaches the next decision. Should this fail, the round waits in "dealing" for Deal.
         async def deal_rest() -> Round:
-            round_ = await self._book.load(round_id)
+            round_ = await self._book.load_latest(round_id)
             return await self._deal(round_) if round_.state.phase == "dealing" else round_
 
         final = await retrying(deal_rest, "Decide (dealing)") if decided.state.phase == "dealing" else decided
@@ -245,8 +245,10 @@ class TableUseCases:
 
     # -------------------------------------------------------------- helpers
 
-    async def _players_round(self, actor: Identity, round_id: str) -> Round:
-        round_ = await self._book.load(round_id)
+    async def _players_round(self, actor: Identity, round_id: str, *, latest: bool = False) -> Round:
+        """`latest`: the round as this process last appended it may do (Deal: a stale one meets a
+        version conflict and is read again); money moves (Decide) always fold the stored stream."""
+        round_ = await (self._book.load_latest(round_id) if latest else self._book.load(round_id))
         if actor.subject != round_.player_id:
             raise PermissionDenied(f"round {round_id} belongs to another player; only its player may play it")
         return round_

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -30,14 +30,20 @@ class SqlLedgerRepository:
         ordered = sorted(set(keys))
         if not ordered:
             return {}
-        self._c.execute(
-            _insert_ignoring_duplicates(self._c).values(
-                [
-                    {"account_id": a, "currency": c, "balance": 0, "pending_debits": 0, "pending_credits": 0, "version": 0}
-                    for a, c in ordered
-                ]
+        found = self._lock_accounts(ordered)  # the usual case: every account exists, one round trip
+        if missing := [key for key in ordered if key not in found]:
+            self._c.execute(
+                _insert_ignoring_duplicates(self._c).values(
+                    [
+                        {"account_id": a, "currency": c, "balance": 0, "pending_debits": 0, "pending_credits": 0, "version": 0}
+                        for a, c in missing
+                    ]
+                )
             )
-        )
+            found.update(self._lock_accounts(missing))
+        return found
+
+    def _lock_accounts(self, ordered: list[AccountKey]) -> dict[AccountKey, Account]:
         match = or_(*(and_(accounts_table.c.account_id == a, accounts_table.c.currency == c) for a, c in ordered))
         query = (
             select(accounts_table)
@@ -65,6 +71,26 @@ class SqlLedgerRepository:
             )
             if result.rowcount != 1:
                 raise StaleAccount(f"account {account.id} ({account.currency}) changed meanwhile; try again")
+
+    def add_to_accounts(self, deltas: Iterable[Account]) -> None:
+        rows = [
+            {"account_id": d.id, "currency": d.currency, "balance": d.balance, "pending_debits": d.pending_debits,
+             "pending_credits": d.pending_credits, "version": 1}
+            for d in sorted(deltas, key=lambda d: d.key)  # one lock order for every transaction
+        ]  # fmt: skip
+        for row in rows:  # one statement per row: each takes its row lock in the order above
+            statement = _insert(self._c).values(row)
+            self._c.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[accounts_table.c.account_id, accounts_table.c.currency],
+                    set_={
+                        "balance": accounts_table.c.balance + statement.excluded.balance,
+                        "pending_debits": accounts_table.c.pending_debits + statement.excluded.pending_debits,
+                        "pending_credits": accounts_table.c.pending_credits + statement.excluded.pending_credits,
+                        "version": accounts_table.c.version + 1,
+                    },
+                )
+            )
 
     def player_accounts(self, player_id: str) -> list[Account]:
         query = (
@@ -151,13 +177,17 @@ class SqlLedgerRepository:
             raise StaleAccount(f"round {round_.round_id} changed meanwhile; try again")
 
 
-def _insert_ignoring_duplicates(connection: Connection):
+def _insert(connection: Connection):
     dialect = connection.dialect.name
     if dialect == "sqlite":
-        return sqlite.insert(accounts_table).on_conflict_do_nothing()
+        return sqlite.insert(accounts_table)
     if dialect == "postgresql":
-        return postgresql.insert(accounts_table).on_conflict_do_nothing()
+        return postgresql.insert(accounts_table)
     raise NotImplementedError(f"the wallet supports SQLite and PostgreSQL, not {dialect}")
+
+
+def _insert_ignoring_duplicates(connection: Connection):
+    return _insert(connection).on_conflict_do_nothing()
 
 
 def _account(row: Row) -> Account:
@@ -190,8 +220,12 @@ class SqlWalletUnitOfWorkFactory:
 
     def __init__(self, store: SqlEventStore) -> None:
         self._store = store
+        # Told after every commit (from the thread that committed): wakes the outbox relay.
+        self.on_commit: Callable[[], None] | None = None
 
     @contextmanager
     def __call__(self) -> Iterator[SqlWalletUnitOfWork]:
         with self._store.unit_of_work() as uow:
             yield SqlWalletUnitOfWork(SqlLedgerRepository(uow.connection), uow.events, uow.tracking, uow.connection)
+        if self.on_commit is not None:
+            self.on_commit()

@@ -2,7 +2,9 @@
 
 `entries` are the truth; `accounts.balance` is their fold, kept in the same transaction so a
 debit can be checked against one locked row (PostgreSQL: SELECT ... FOR UPDATE; SQLite: the
-write lock BEGIN IMMEDIATE takes). check_ledger verifies one against the other.
+write lock BEGIN IMMEDIATE takes). System accounts (table, house, world) are never checked: their
+rows get the transaction's deltas added (INSERT ... ON CONFLICT DO UPDATE) as its last write, so
+these hot rows are locked only around the commit. check_ledger verifies one against the other.
 """
 
 from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text

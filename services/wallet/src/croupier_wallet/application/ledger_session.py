@@ -1,6 +1,12 @@
-"""Applies ledger rules inside one unit of work: locks the accounts a transfer touches, checks
+"""Applies ledger rules inside one unit of work: locks the player accounts a transfer touches, checks
 and moves the money, writes the transfer and its entries, and collects one ledger event per
 change, appended to the player's ledger stream when the session is flushed.
+
+System accounts (table, house, world) never need a balance check, and every stake and settlement
+touches them: locking their rows for the whole transaction would serialise every round of the
+casino. They are not read at all; the session keeps only what it changes on them (a delta from
+zero) and adds those deltas in one statement as the last write before the commit, so their rows
+stay the exact fold of the entries but are held only for the commit itself.
 
 Ledger events (stream_type "ledger", stream_id "player:<player id>", so one player's money
 events stay in order on LEDGER_EVENTS; every transfer belongs to exactly one player):
@@ -17,7 +23,7 @@ from croupier_platform.eventstore import NewEvent
 
 from croupier_wallet.domain import ledger
 from croupier_wallet.domain.errors import TransferIdReused
-from croupier_wallet.domain.ledger import Account, Status, Transfer, TransferRequest, player_account
+from croupier_wallet.domain.ledger import Account, Status, Transfer, TransferRequest, is_player_account, player_account
 
 from .ports import AccountKey, WalletUnitOfWork
 
@@ -60,10 +66,12 @@ class LedgerSession:
         return found
 
     def create(
-        self, request: TransferRequest, *, pending: bool, overdraft_allowed: bool = False, details: str | None = None
+        self, request: TransferRequest, *, pending: bool, overdraft_allowed: bool = False, details: str | None = None,
+        known_new: bool = False,
     ) -> Transfer:
-        """Idempotent: a repeated id returns the stored transfer and changes nothing."""
-        if (found := self.existing(request)) is not None:
+        """Idempotent: a repeated id returns the stored transfer and changes nothing (`known_new`: the
+        caller has just checked with `existing` in this unit of work, so the id is not read again)."""
+        if not known_new and (found := self.existing(request)) is not None:
             return found
         debit, credit = self._pair(request)
         player_key = (player_account(request.player_id), request.currency)
@@ -99,25 +107,37 @@ class LedgerSession:
         return voided
 
     def flush(self) -> None:
-        """Write the changed accounts and append the collected events (at the end of the use case)."""
+        """Write the changed accounts and append the collected events (at the end of the use case).
+
+        Player accounts were locked when read and are saved under the versions read (a lost update
+        raises StaleAccount); system accounts get their deltas added last, so their hot rows are
+        locked only from that statement to the commit."""
         changed = [key for key, account in self._accounts.items() if account != self._read[key]]
-        # The new values, saved under the versions that were read (a lost update raises StaleAccount).
-        self._uow.ledger.save_accounts([replace(self._accounts[key], version=self._read[key].version) for key in changed])
-        for key in changed:
+        players = [key for key in changed if is_player_account(key[0])]
+        systems = sorted(key for key in changed if not is_player_account(key[0]))
+        self._uow.ledger.save_accounts([replace(self._accounts[key], version=self._read[key].version) for key in players])
+        for key in players:
             self._accounts[key] = self._read[key] = replace(self._accounts[key], version=self._read[key].version + 1)
         for stream_id, new_events in self._events.items():
             version = self._uow.events.stream_version(stream_id)
             self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE)
         self._events.clear()
+        self._uow.ledger.add_to_accounts([self._accounts[key] for key in systems])
+        for key in systems:
+            self._accounts[key] = self._read[key] = Account(*key)
 
     # ------------------------------------------------------------------ internals
 
     def _load(self, keys: list[AccountKey]) -> None:
         missing = [k for k in keys if k not in self._accounts]
-        if missing:
-            loaded = self._uow.ledger.accounts_for_update(missing)
+        players = [k for k in missing if is_player_account(k[0])]
+        if players:
+            loaded = self._uow.ledger.accounts_for_update(players)
             self._accounts.update(loaded)
             self._read.update(loaded)
+        for key in missing:
+            if not is_player_account(key[0]):  # a system account: only its change is kept (see above)
+                self._accounts[key] = self._read[key] = Account(*key)
 
     def _pair(self, request: TransferRequest) -> tuple[Account, Account]:
         player_key = (player_account(request.player_id), request.currency)

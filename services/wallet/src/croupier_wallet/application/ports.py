@@ -27,6 +27,10 @@ class LedgerRepository(Protocol):
     def save_accounts(self, accounts: Iterable[Account]) -> None:
         """Write back accounts read by accounts_for_update; raises StaleAccount on a lost update."""
 
+    def add_to_accounts(self, deltas: Iterable[Account]) -> None:
+        """Add each Account's balance and pending amounts to the stored row (created when new), without
+        reading it first: for system accounts, which need no balance check. In key order."""
+
     def transfer(self, transfer_id: str) -> Transfer | None: ...
 
     def add_transfer(self, transfer: Transfer, details: str | None = None) -> None: ...

@@ -146,7 +146,9 @@ class WalletApp:
                 check_stake_fits(round_, player_id, currency)
                 if round_ is None:
                     uow.ledger.save_round(Round(round_id, player_id, currency))
-                found = session.create(request, pending=True, details=json.dumps(dict(bets), sort_keys=True))
+                found = session.create(
+                    request, pending=True, details=json.dumps(dict(bets), sort_keys=True), known_new=True
+                )
                 session.flush()
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
 
