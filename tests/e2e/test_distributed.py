@@ -185,3 +185,34 @@ def test_two_replicas_of_game_and_wallet_share_the_work(tmp_path_factory):
         assert len(owned) == 2 and all(owned), group
     finally:
         replicated.stop()
+
+
+@pytest.mark.parametrize("service", ["dealer", "game"])
+def test_a_service_killed_mid_round_loses_no_money_and_the_round_completes_after_restart(stack, service):
+    import grpc
+
+    casino = open_casino(stack)
+    player = casino.player()
+    player.top_up()
+    before = player.balance()
+    view = player.place(player.seat("casino-holdem-play"), {"ante": 1000, "aa_bonus": 500})
+    assert player.balance() == before - 1500
+    stack.kill(service)  # SIGKILL between the bets and the deal
+    if service == "dealer":
+        with pytest.raises(grpc.RpcError) as error:
+            player.deal(view.round_id)
+        assert error.value.code() == grpc.StatusCode.UNAVAILABLE and "dealer" in error.value.details()
+    stack.restart(service)
+    casino = open_casino(stack)  # a fresh connection to the restarted process
+    player = Player(player.name, player.token, casino.channel, casino.wallet_channel)
+    view = player.deal(view.round_id)
+    assert view.phase == "deciding"
+    view = player.decide(view.round_id, "call")
+    assert view.phase == "settled"
+    expected = before - view.total_staked + view.total_returned
+    assert player.wait_balance(expected, seconds=60) == expected
+    operator = casino.player("auditor", role="operator")
+    from croupier.v1 import audit_pb2
+
+    report = operator.call(operator.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
+    assert report.ok, list(report.disagreements)

@@ -43,7 +43,10 @@ class Host:
     _health: object | None = None
 
     def _channel(self, address: str) -> grpc.aio.Channel:
-        channel = grpc.aio.insecure_channel(address, interceptors=self.client_interceptors or None)
+        # A restarted peer is found again within a second, not after gRPC's default backoff (up to 2 min).
+        options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000)]
+        channel = grpc.aio.insecure_channel(address, options=options, interceptors=self.client_interceptors or None)
         self._channels.append(channel)
         return channel
 

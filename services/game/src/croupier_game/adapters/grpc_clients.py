@@ -16,7 +16,7 @@ from croupier_platform.grpc_server import call_metadata
 
 from ..application.ports import CommittedShoe, LedgerEntry, Reservation, RevealedShoe, StakesRefused
 
-CALL_TIMEOUT_S = 5.0
+CALL_TIMEOUT_S = 5.0  # also how long a call waits for a restarting service (wait_for_ready)
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
@@ -47,7 +47,7 @@ class _Client:
 
     async def _call(self, method: str, request):  # noqa: ANN001, ANN202
         try:
-            return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S)
+            return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
         except grpc.aio.AioRpcError as error:
             raise _translate(self.service, error) from None
 
@@ -65,7 +65,7 @@ class GrpcShuffler(_Client):
     async def reveal_shoe(self, shoe_id: str) -> RevealedShoe | None:
         try:
             reply = await self._stub.RevealShoe(
-                internal_pb2.RevealShoeRequest(shoe_id=shoe_id), metadata=self._metadata, timeout=CALL_TIMEOUT_S
+                internal_pb2.RevealShoeRequest(shoe_id=shoe_id), metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True
             )
         except grpc.aio.AioRpcError as error:
             if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND, *_UNREACHABLE):
@@ -106,7 +106,7 @@ class GrpcStakes(_Client):
             amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets),
         )  # fmt: skip
         try:
-            reply = await self._stub.ReserveStakes(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S)
+            reply = await self._stub.ReserveStakes(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 raise StakesRefused(f"the wallet refused the stakes of {amount} {currency}: {error.details()}") from None
