@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fairness
-from .commands import Command, Deal, Decide, PlaceBets, VoidRound
 from .deciders import decider_for
 from .errors import RuleError
-from .events import EVENT_TYPES, BetsPlaced, CardsDealt, DecisionMade, RoundEvent, RoundVoided, event_from_dict
+from .events import EVENT_TYPES, RoundEvent, event_from_dict
+from .replay import command_for
 from .tables import TableConfig, table_for
 
 CHECKS = ("commitment", "shoe", "cut", "cards", "settlement")
@@ -243,20 +243,6 @@ def _check_cards(view: Mapping[str, Any], steps: Sequence[_Step], cut: list[str]
     return f"all {len(cards)} dealt cards are the cut shoe at positions 0-{len(cards) - 1}" if cards else "no card was dealt"
 
 
-def _command_for(event: RoundEvent) -> Command | None:
-    """The command a recorded event answers; None for the events the rules emit on their own."""
-    if isinstance(event, BetsPlaced):
-        return PlaceBets(bets={**event.bets, **event.adjusted_from})  # as asked, before any auto-adjust
-    if isinstance(event, CardsDealt):
-        positions = tuple(c.position for c in event.cards)
-        return Deal(cards=tuple(c.card for c in event.cards), positions=None if None in positions else positions)  # type: ignore[arg-type]
-    if isinstance(event, DecisionMade):
-        return Decide(choice=event.choice, bet=event.bet)
-    if isinstance(event, RoundVoided):
-        return VoidRound(reason=event.reason)
-    return None
-
-
 def _check_settlement(view: Mapping[str, Any], steps: Sequence[_Step], table: TableConfig) -> str:
     recorded: list[tuple[int, RoundEvent]] = []
     for step in steps:
@@ -270,7 +256,7 @@ def _check_settlement(view: Mapping[str, Any], steps: Sequence[_Step], table: Ta
     index = 0
     while index < len(recorded):
         version, event = recorded[index]
-        command = _command_for(event)
+        command = command_for(event)
         if command is None:
             raise _Failed(f"step v{version} {event.event_type} is recorded where the rules expected a bet, a deal or a decision")
         try:

@@ -10,18 +10,11 @@ from croupier_platform.auth import Identity
 from croupier_platform.errors import InvalidArgument, NotFound
 from croupier_platform.events import EventEnvelope, verify_chain
 from croupier_rules import fairness
-from croupier_rules.commands import Command, Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.deciders import decider_for
+from croupier_rules.commands import VoidRound
 from croupier_rules.errors import RuleError
-from croupier_rules.events import (
-    EVENT_TYPES,
-    BetsPlaced,
-    CardsDealt,
-    DecisionMade,
-    RoundEvent,
-    RoundVoided,
-    event_from_dict,
-)
+from croupier_rules.events import EVENT_TYPES, CardsDealt, RoundEvent, event_from_dict
+from croupier_rules.replay import command_for
 
 from ..domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, RoundOpened, ShoeCommitted, table_from_json
 from ..domain.timeline import describe_step
@@ -56,20 +49,6 @@ class VoidResult:
     voided_now: bool
     refunds: dict[str, int]
     reason: str
-
-
-def command_for(event: RoundEvent) -> Command | None:
-    """The command a recorded event answers; None for events the rules emit on their own."""
-    if isinstance(event, BetsPlaced):
-        return PlaceBets(bets={**event.bets, **event.adjusted_from})  # as asked, before auto-adjust
-    if isinstance(event, CardsDealt):
-        positions = tuple(c.position for c in event.cards)
-        return Deal(cards=tuple(c.card for c in event.cards), positions=None if None in positions else positions)  # type: ignore[arg-type]
-    if isinstance(event, DecisionMade):
-        return Decide(choice=event.choice, bet=event.bet)
-    if isinstance(event, RoundVoided):
-        return VoidRound(reason=event.reason)
-    return None
 
 
 def _compact(event: RoundEvent) -> str:
