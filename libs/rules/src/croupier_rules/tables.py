@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import InvalidInput, RuleError
+from .errors import InvalidInput
 
 GameName = Literal["casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars"]
 GAMES: tuple[str, ...] = ("casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars")

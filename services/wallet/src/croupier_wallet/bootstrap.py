@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 
 import grpc
 from sqlalchemy import Engine
@@ -20,7 +19,6 @@ from .application.services import WalletApp
 from .entrypoints import grpc_server
 from .entrypoints.consumers import RoundEventsConsumer
 
-logger = logging.getLogger(__name__)
 
 # Woken after each commit (gRPC handlers and the consumer alike); the poll is only a safety net.
 RELAY_POLL_INTERVAL_S = 0.5
