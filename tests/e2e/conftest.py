@@ -115,6 +115,7 @@ class Casino:
     wallet_target: str
     stop: object = None
     processes: object = None  # distributed: the ServiceProcesses, to kill and restart services
+    store_args: tuple[str, ...] = ()  # where the services keep their data, for offline tools (ledger check)
 
     def player(self, name: str | None = None, role: str = "player") -> Player:
         name = name or f"p-{uuid.uuid4().hex[:8]}"
@@ -140,7 +141,8 @@ def start_embedded(tmp_path: Path) -> Casino:
     port = thread.start()
     target = f"127.0.0.1:{port}"
     channel = ready_channel(target)
-    return Casino("embedded", authority_for(tmp_path / "data"), channel, channel, target, target, stop=thread.stop)
+    return Casino("embedded", authority_for(tmp_path / "data"), channel, channel, target, target, stop=thread.stop,
+                  store_args=("--data", str(tmp_path / "data")))
 
 
 def start_distributed(tmp_path: Path) -> Casino:
@@ -151,7 +153,8 @@ def start_distributed(tmp_path: Path) -> Casino:
     processes = ServiceProcesses.start(tmp_path)
     game, wallet = processes.target("game"), processes.target("wallet")
     return Casino("distributed", TokenAuthority(processes.secret), ready_channel(game), ready_channel(wallet),
-                  game, wallet, stop=processes.stop, processes=processes)
+                  game, wallet, stop=processes.stop, processes=processes,
+                  store_args=("--database-url", processes.env["DATABASE_URL"]))
 
 
 MODES = {"embedded": start_embedded, "distributed": start_distributed}

@@ -271,3 +271,27 @@ def test_health_and_reflection_answer_without_a_token(casino):
         for service in ("", *names):
             assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status == 1  # SERVING
         assert set(names) <= set(ProtoReflectionDescriptorDatabase(channel).get_services())
+
+
+def test_ledger_check_finds_every_account_balanced_and_names_a_tampered_entry(casino):
+    player = casino.player()
+    player.top_up()
+    view = play_until(player, "casino-war", {"ante": 500}, lambda v: ("raise", ""), lambda v, tie: True)
+    player.wait_balance(1_000_000 - view.total_staked + view.total_returned)
+    done = subprocess.run([CROUPIER, "ledger", "check", "--json", *casino.store_args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["mismatches"] == [] and report["accounts"] >= 3 and report["entries"] > 0
+    assert all(total == 0 for total in report["sum"].values())
+    if casino.mode != "embedded":
+        return
+    import sqlite3
+
+    wallet_db = casino.store_args[1] + "/wallet.db"
+    with sqlite3.connect(wallet_db) as connection:  # an edit behind the wallet's back
+        connection.execute("UPDATE wallet_entries SET amount = amount + 1 WHERE rowid = (SELECT max(rowid) FROM wallet_entries)")
+    done = subprocess.run([CROUPIER, "ledger", "check", "--json", *casino.store_args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert json.loads(done.stdout.splitlines()[-1])["mismatches"]
+    with sqlite3.connect(wallet_db) as connection:  # put it back for the tests that follow
+        connection.execute("UPDATE wallet_entries SET amount = amount - 1 WHERE rowid = (SELECT max(rowid) FROM wallet_entries)")
