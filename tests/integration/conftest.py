@@ -5,11 +5,38 @@ purpose. A service that should be there but does not answer fails the test, neve
 """
 
 import os
+import secrets
 import socket
+from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import create_engine, text
 
 DEFAULT_KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:19092"
+DEFAULT_DATABASE_URL = "postgresql+psycopg://croupier:croupier@127.0.0.1:15432/croupier"
+
+
+def migrated_schema(service: str, prefix: str) -> Iterator[tuple[str, str]]:
+    """(database URL, a fresh schema with `service`'s migrations at head); dropped when the generator closes.
+    Fails, never skips, when the server does not answer."""
+    from croupier_platform.migrate import DatabaseUnreachable, MigrationError, migrate
+
+    url = os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL)
+    schema = f"{prefix}_{secrets.token_hex(4)}"
+    problem = None
+    try:
+        migrate(url, service, schema=schema)
+    except DatabaseUnreachable as error:
+        problem = f"{error}\nStart PostgreSQL with `scripts/infra.sh up` (or set DATABASE_URL)."
+    except MigrationError as error:
+        problem = f"{error}\nDATABASE_URL must name a PostgreSQL server: `scripts/infra.sh up`, then its env."
+    if problem:  # outside the except block, so the report is the message alone
+        pytest.fail(problem, pytrace=False)
+    yield url, schema
+    admin = create_engine(url)
+    with admin.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
 
 
 @pytest.fixture(scope="session")

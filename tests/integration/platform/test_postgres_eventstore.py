@@ -5,44 +5,27 @@ module's own, dropped at the end); each test starts from empty tables. Start the
 `scripts/infra.sh up`; DATABASE_URL (default: the one it prints) names it.
 """
 
-import os
-import secrets
 import threading
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 
 from croupier_platform.eventstore import EventStore, SqlEventStore
-from croupier_platform.migrate import DatabaseUnreachable, MigrationError, migrate, schema_engine, service_metadata
+from croupier_platform.migrate import schema_engine, service_metadata
+from tests.integration.conftest import migrated_schema
 from tests.unit.platform.test_eventstore_contract import SqlEventStoreContract, append_round
 from tests.unit.platform.test_outbox_contract import OutboxContract
 
 pytestmark = pytest.mark.integration
 
-DEFAULT_DATABASE_URL = "postgresql+psycopg://croupier:croupier@127.0.0.1:15432/croupier"
 SERVICE = "game"  # any service: each schema holds the platform tables
 
 
 @pytest.fixture(scope="module")
 def postgres_schema() -> Iterator[tuple[str, str]]:
     """(database URL, a fresh schema migrated to head), dropped after the module."""
-    url = os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL)
-    schema = f"test_eventstore_{secrets.token_hex(4)}"
-    problem = None
-    try:
-        migrate(url, SERVICE, schema=schema)
-    except DatabaseUnreachable as error:
-        problem = f"{error}\nStart PostgreSQL with `scripts/infra.sh up` (or set DATABASE_URL)."
-    except MigrationError as error:
-        problem = f"{error}\nDATABASE_URL must name a PostgreSQL server: `scripts/infra.sh up`, then its env."
-    if problem:  # outside the except block, so the report is the message alone
-        pytest.fail(problem, pytrace=False)
-    yield url, schema
-    admin = create_engine(url)
-    with admin.begin() as connection:
-        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    yield from migrated_schema(SERVICE, "test_eventstore")
 
 
 @pytest.fixture

@@ -7,16 +7,15 @@ the end); each test starts from empty tables. Start the server with `scripts/inf
 DATABASE_URL (default: the one it prints) names it.
 """
 
-import os
-import secrets
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.migrate import DatabaseUnreachable, MigrationError, migrate, schema_engine, service_metadata
+from croupier_platform.migrate import schema_engine, service_metadata
+from tests.integration.conftest import migrated_schema
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.services import WalletApp
 from croupier_wallet.domain.errors import InsufficientFunds
@@ -26,29 +25,13 @@ from tests.unit.wallet.test_ledger import *  # noqa: F403 - the SQLite suite, ea
 
 pytestmark = pytest.mark.integration
 
-DEFAULT_DATABASE_URL = "postgresql+psycopg://croupier:croupier@127.0.0.1:15432/croupier"
 THREADS = 8  # below the engine's pool (5 + 10 overflow), so no thread waits for a connection
 
 
 @pytest.fixture(scope="module")
 def postgres_schema() -> Iterator[tuple[str, str]]:
     """(database URL, a fresh schema with the wallet's migrations at head), dropped after the module."""
-    url = os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL)
-    schema = f"test_wallet_{secrets.token_hex(4)}"
-    problem = None
-    try:
-        migrate(url, "wallet", schema=schema)
-    except DatabaseUnreachable as error:
-        problem = f"{error}\nStart PostgreSQL with `scripts/infra.sh up` (or set DATABASE_URL)."
-    except MigrationError as error:
-        problem = f"{error}\nDATABASE_URL must name a PostgreSQL server: `scripts/infra.sh up`, then its env."
-    if problem:  # outside the except block, so the report is the message alone
-        pytest.fail(problem, pytrace=False)
-    yield url, schema
-    admin = create_engine(url)
-    with admin.begin() as connection:
-        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    yield from migrated_schema("wallet", "test_wallet")
 
 
 @pytest.fixture
