@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from croupier_platform.ids import round_id_problem
 from croupier_rules import fairness
 from croupier_rules.cards import DECK_SIZE
 
@@ -17,7 +18,6 @@ from .errors import BadShoe, CutMismatch, InvalidDealRequest, PositionMismatch, 
 
 MIN_DEAL = 1
 MAX_DEAL = 20
-MAX_ROUND_ID_LENGTH = 128
 MAX_CUT_SEED_LENGTH = 256
 _COMMITMENT = re.compile(r"^[0-9a-f]{64}$")
 
@@ -33,12 +33,8 @@ def validate_shoe_id(shoe_id: str) -> str:
 
 
 def validate_round_id(round_id: str) -> str:
-    well_formed = round_id == round_id.strip() and round_id.isprintable()
-    if not round_id or len(round_id) > MAX_ROUND_ID_LENGTH or not well_formed:
-        raise InvalidDealRequest(
-            f"round_id must be 1-{MAX_ROUND_ID_LENGTH} printable characters without surrounding spaces, "
-            f"not {round_id!r}"
-        )
+    if problem := round_id_problem(round_id):
+        raise InvalidDealRequest(problem)
     return round_id
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from croupier_rules import fairness
+from croupier_platform.ids import round_id_problem
 from croupier_rules.cards import card_text, fresh_shoe
 
 from .errors import InvalidShoeRequest
@@ -16,7 +17,6 @@ from .errors import InvalidShoeRequest
 MIN_DECKS = 1
 MAX_DECKS = 16
 SALT_BYTES = 32
-MAX_ROUND_ID_LENGTH = 128
 
 # randbelow(n) returns a uniform integer in [0, n); secrets.randbelow in production (rejection
 # sampling on the OS CSPRNG, so no modulo bias), a scripted function in tests.
@@ -43,12 +43,8 @@ def validate_decks(decks: int) -> int:
 
 
 def validate_round_id(round_id: str) -> str:
-    well_formed = round_id == round_id.strip() and round_id.isprintable()
-    if not round_id or len(round_id) > MAX_ROUND_ID_LENGTH or not well_formed:
-        raise InvalidShoeRequest(
-            f"round_id must be 1-{MAX_ROUND_ID_LENGTH} printable characters without surrounding spaces, "
-            f"not {round_id!r}"
-        )
+    if problem := round_id_problem(round_id):
+        raise InvalidShoeRequest(problem)
     return round_id
 
 
