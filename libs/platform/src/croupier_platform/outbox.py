@@ -143,10 +143,11 @@ class AlwaysLeader(Leadership):
         return True
 
 
-def outbox_lock_key(schema: str) -> int:
-    """The advisory-lock key of a schema's outbox: a stable signed 64-bit hash (Python's `hash`
+def outbox_lock_key(schema: str, name: str = "outbox") -> int:
+    """The advisory-lock key of a schema's outbox (or of another singleton task of the schema's
+    service, by `name`: e.g. the game's "keeper"): a stable signed 64-bit hash (Python's `hash`
     changes between processes), the same in every replica."""
-    digest = hashlib.blake2b(f"{schema}\x00outbox".encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(f"{schema}\x00{name}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -158,10 +159,15 @@ class OutboxLeadership(Leadership):
     steps down for that try, so a replica already waiting gets the first chance.
 
     On any other backend (SQLite: one process per file) the holder always leads.
+
+    `name` picks another lock of the same schema, for another task that one replica at a time
+    should run (the game's keeper: `OutboxLeadership(engine, name="keeper")`); the default is
+    the outbox relay's.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, name: str = "outbox") -> None:
         self._engine = engine
+        self._name = name
         self._postgres = engine.dialect.name == "postgresql"
         self._connection: Connection | None = None
         self._key: int | None = None
@@ -193,7 +199,7 @@ class OutboxLeadership(Leadership):
             try:
                 if self._key is None:
                     schema = self._connection.execute(text("SELECT current_schema()")).scalar_one_or_none()
-                    self._key = outbox_lock_key(schema or "")
+                    self._key = outbox_lock_key(schema or "", self._name)
                 self._leading = bool(
                     self._connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": self._key}).scalar_one()
                 )
@@ -225,7 +231,7 @@ class OutboxLeadership(Leadership):
         try:
             connection.execute(text("SELECT 1"))
         except Exception:  # noqa: BLE001 - any failure means the session, and its lock, may be gone
-            logger.warning("the outbox relay lost its leadership connection; stepping down", exc_info=True)
+            logger.warning("a leadership connection (an advisory lock) was lost; stepping down", exc_info=True)
             return False
         return True
 

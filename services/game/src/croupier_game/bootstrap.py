@@ -8,12 +8,13 @@ import grpc
 
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
-from croupier_platform.outbox import OutboxRelay, RelayLoop
+from croupier_platform.outbox import OutboxLeadership, OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.grpc_clients import GrpcDealer, GrpcShuffler, GrpcStakes
 from .adapters.sql import SqlGameStore, game_metadata
 from .application.audit import AuditUseCases
+from .application.keeper import Keeper
 from .application.rounds import RoundBook
 from .application.tables import TableUseCases
 from . import config
@@ -22,11 +23,14 @@ from .entrypoints import grpc_server
 
 
 class GameModule:
-    """TableService and AuditService, with the outbox relay of the round streams (a ServiceModule)."""
+    """TableService and AuditService, with the outbox relay of the round streams and the keeper
+    of the rounds left waiting (a ServiceModule)."""
 
     name = "game"
 
-    def __init__(self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float) -> None:
+    def __init__(
+        self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings
+    ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
         missing = [name for name in ("shuffler", "dealer", "wallet") if name not in ctx.channels]
         if missing:
@@ -42,6 +46,12 @@ class GameModule:
         self.catalogue = catalogue
         self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes)
         self.audit = AuditUseCases(book, stakes)
+        # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
+        self.keeper = Keeper(
+            book, self.tables, self.audit, ctx.clock,
+            interval_s=keeper.keeper_interval_s, stuck_after_s=keeper.stuck_round_void_after_s,
+            leadership=OutboxLeadership(self._engine, name="keeper"),
+        )  # fmt: skip
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.tables, self.audit)
@@ -51,14 +61,24 @@ class GameModule:
 
     async def start(self) -> None:
         self._relay.start()
+        self.keeper.start()
 
     async def stop(self) -> None:
+        await self.keeper.stop()  # first: what it appends is then relayed
         await self._relay.stop()
         self._engine.dispose()
 
 
 def bootstrap(
-    ctx: ServiceContext, tables_file: Path | None = None, *, relay_poll_interval_s: float = config.RELAY_POLL_INTERVAL_S
+    ctx: ServiceContext,
+    tables_file: Path | None = None,
+    *,
+    relay_poll_interval_s: float = config.RELAY_POLL_INTERVAL_S,
+    keeper_interval_s: float | None = None,
+    stuck_round_void_after_s: float | None = None,
 ) -> GameModule:
-    """`tables_file` (else $CROUPIER_TABLES, else the shipped tables.toml) is the table catalogue."""
-    return GameModule(ctx, Catalogue.from_toml(config.tables_file(tables_file)), relay_poll_interval_s)
+    """`tables_file` (else $CROUPIER_TABLES, else the shipped tables.toml) is the table catalogue;
+    the keeper's pace: the keyword arguments, else $CROUPIER_KEEPER_INTERVAL_S and
+    $CROUPIER_STUCK_ROUND_VOID_AFTER_S, else 1 s and 300 s."""
+    keeper = config.keeper_settings(keeper_interval_s, stuck_round_void_after_s)
+    return GameModule(ctx, Catalogue.from_toml(config.tables_file(tables_file)), relay_poll_interval_s, keeper)

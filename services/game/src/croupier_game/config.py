@@ -1,4 +1,4 @@
-"""The game service's configuration: where its table catalogue comes from."""
+"""The game service's configuration: where its table catalogue comes from, and the keeper's pace."""
 
 from __future__ import annotations
 
@@ -6,10 +6,20 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 TABLES_ENV = "CROUPIER_TABLES"
 DEFAULT_TABLES_FILE = Path(__file__).with_name("tables.toml")
 # The relay is woken after every commit; the poll is only a safety net (rows another replica left).
 RELAY_POLL_INTERVAL_S = 0.5
+# The keeper (application/keeper.py): how often it looks, and how long an open round may make no
+# progress (betting, dealing) before it is voided with refunds. Decision timeouts are per table
+# (`decision_timeout_s` in the catalogue), recorded in each round's RoundOpened.
+KEEPER_INTERVAL_ENV = "CROUPIER_KEEPER_INTERVAL_S"
+STUCK_ROUND_VOID_AFTER_ENV = "CROUPIER_STUCK_ROUND_VOID_AFTER_S"
+KEEPER_INTERVAL_S = 1.0
+STUCK_ROUND_VOID_AFTER_S = 300.0
 
 
 def tables_file(explicit: Path | None = None, environ: Mapping[str, str] = os.environ) -> Path:
@@ -19,3 +29,24 @@ def tables_file(explicit: Path | None = None, environ: Mapping[str, str] = os.en
     if environ.get(TABLES_ENV):
         return Path(environ[TABLES_ENV])
     return DEFAULT_TABLES_FILE
+
+
+class KeeperSettings(BaseSettings):
+    """$CROUPIER_KEEPER_INTERVAL_S and $CROUPIER_STUCK_ROUND_VOID_AFTER_S (seconds, may be fractional)."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
+
+    keeper_interval_s: float = Field(default=KEEPER_INTERVAL_S, gt=0)
+    stuck_round_void_after_s: float = Field(default=STUCK_ROUND_VOID_AFTER_S, gt=0)
+
+
+def keeper_settings(
+    interval_s: float | None = None, stuck_round_void_after_s: float | None = None
+) -> KeeperSettings:
+    """Explicit values (bootstrap's keyword arguments) first, then the environment, then the defaults."""
+    explicit = {
+        name: value
+        for name, value in (("keeper_interval_s", interval_s), ("stuck_round_void_after_s", stuck_round_void_after_s))
+        if value is not None
+    }
+    return KeeperSettings(**explicit)

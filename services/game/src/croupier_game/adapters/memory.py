@@ -12,6 +12,7 @@ from croupier_platform.eventstore import InMemoryEventStore
 from croupier_platform.outbox import Outbox
 
 from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
+from ..domain.round import OVER_PHASES
 
 
 @dataclass
@@ -74,6 +75,9 @@ class _MemoryRounds(Rounds):
     def recent(self, player_id: str, limit: int) -> list[str]:
         mine = [r.round_id for r in self._rows.rounds.values() if r.player_id == player_id]
         return mine[::-1][:limit]
+
+    def open_rounds(self, limit: int) -> list[RoundRow]:
+        return [r for r in self._rows.rounds.values() if r.phase not in OVER_PHASES][:limit]
 
 
 class InMemoryGameStore:

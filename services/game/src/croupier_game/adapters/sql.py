@@ -30,6 +30,7 @@ from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.outbox import Outbox
 
 from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
+from ..domain.round import OVER_PHASES
 
 game_metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -123,6 +124,11 @@ class _SqlRounds(Rounds):
 
     def update(self, round_id: str, phase: str, version: int) -> None:
         self._c.execute(update(rounds_table).where(rounds_table.c.round_id == round_id).values(phase=phase, version=version))
+
+    def open_rounds(self, limit: int) -> list[RoundRow]:
+        columns = [c for c in rounds_table.c if c.name != "id"]
+        query = select(*columns).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)
+        return [RoundRow(**row._mapping) for row in self._c.execute(query)]
 
     def recent(self, player_id: str, limit: int) -> list[str]:
         query = (

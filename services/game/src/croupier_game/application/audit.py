@@ -16,7 +16,7 @@ from croupier_rules.errors import RuleError
 from croupier_rules.events import EVENT_TYPES, CardsDealt, RoundEvent, event_from_dict
 from croupier_rules.replay import command_for
 
-from ..domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, RoundOpened, ShoeCommitted, table_from_json
+from ..domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, Round, RoundOpened, ShoeCommitted, table_from_json
 from ..domain.timeline import describe_step
 from .ports import LedgerEntry, Stakes
 from .rounds import RoundBook, retrying
@@ -66,15 +66,25 @@ class AuditUseCases:
             raise InvalidArgument("a void needs a reason, e.g. 'dealer shoe malfunction'")
 
         async def attempt() -> VoidResult:
-            round_ = await self._book.load(round_id)
-            if (done := round_.state.void) is not None:
-                return VoidResult(round_id, False, dict(done.refunds), done.reason)
-            _, events = round_.decider.execute(round_.state, VoidRound(reason=reason))
-            voided = (await self._book.append(round_, events)).state.void
-            assert voided is not None
-            return VoidResult(round_id, True, dict(voided.refunds), voided.reason)
+            return await self._void(await self._book.load(round_id), reason)
 
         return await retrying(attempt, "VoidRound")
+
+    async def void_as_system(self, round_: Round, reason: str, causation_id: str) -> VoidResult:
+        """VoidRound for a round a failure left unable to finish (the keeper): the same events and
+        refunds as an operator's void, `causation_id` on the envelope. Made on the round as
+        given, without a retry: should it have progressed since it was read, ConcurrencyConflict
+        propagates and nothing is written."""
+        return await self._void(round_, reason, causation_id)
+
+    async def _void(self, round_: Round, reason: str, causation_id: str | None = None) -> VoidResult:
+        round_id = round_.round_id
+        if (done := round_.state.void) is not None:
+            return VoidResult(round_id, False, dict(done.refunds), done.reason)
+        _, events = round_.decider.execute(round_.state, VoidRound(reason=reason))
+        voided = (await self._book.append(round_, events, causation_id=causation_id)).state.void
+        assert voided is not None
+        return VoidResult(round_id, True, dict(voided.refunds), voided.reason)
 
     async def replay_round(self, actor: Identity, round_id: str) -> Replay:
         actor.require_operator()

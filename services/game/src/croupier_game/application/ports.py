@@ -81,6 +81,10 @@ class Rounds(ABC):
     def recent(self, player_id: str, limit: int) -> list[str]:
         """The player's round ids, newest first."""
 
+    @abstractmethod
+    def open_rounds(self, limit: int) -> list[RoundRow]:
+        """Rounds not settled or voided yet, oldest first (the keeper's work list)."""
+
 
 @dataclass(frozen=True)
 class GameUnitOfWork:

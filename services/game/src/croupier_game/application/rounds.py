@@ -100,10 +100,11 @@ class RoundBook:
             raise PermissionDenied(f"round {round_id} belongs to another player; you may see only your own rounds")
         return round_
 
-    async def append(self, round_: Round, events: Sequence[RoundEvent]) -> Round:
-        """Append rules events at the round's version and keep the projection in step."""
+    async def append(self, round_: Round, events: Sequence[RoundEvent], *, causation_id: str | None = None) -> Round:
+        """Append rules events at the round's version and keep the projection in step.
+        `causation_id` goes on the envelopes (the keeper's "keeper"), never into the rules events."""
         at = self.now()
-        new = [rules_event(e, at, round_.round_id) for e in events]
+        new = [rules_event(e, at, round_.round_id, causation_id) for e in events]
 
         def work(uow):  # noqa: ANN001, ANN202
             appended = uow.events.append(round_.round_id, round_.version, new, stream_type=STREAM_TYPE)

@@ -204,34 +204,49 @@ class TableUseCases:
 
     async def decide(self, actor: Identity, round_id: str, choice: str, bet: str) -> RoundView:
         async def attempt() -> Round:
-            round_ = await self._players_round(actor, round_id)
-            _, events = round_.decider.execute(round_.state, Decide(choice=choice, bet=bet or None))
-            added: dict[str, int] = {}
-            for event in events:
-                if isinstance(event, DecisionMade):
-                    for name, amount in event.added.items():
-                        added[name] = added.get(name, 0) + amount
-            if added:
-                others = [o for o in round_.state.options if o != choice.strip().lower()]
-                try:
-                    await self._stakes.reserve_stakes(
-                        stake_transaction_id(round_id, round_.version + 1), round_.player_id, round_id,
-                        sum(added.values()), round_.opened.currency, added,
-                    )  # fmt: skip
-                except StakesRefused as exc:
-                    still = f"; you may still {' or '.join(others)}" if others else ""
-                    raise StakesRefused(f"{exc}{still}") from None
-            return await self._book.append(round_, events)
+            return await self._decide(await self._players_round(actor, round_id), choice, bet)
 
         decided = await retrying(attempt, "Decide")
-        # More cards due (war, turn and river): deal them now, so one call ends the round or
-        # reaches the next decision. Should this fail, the round waits in "dealing" for Deal.
-        async def deal_rest() -> Round:
-            round_ = await self._book.load_latest(round_id)
-            return await self._deal(round_) if round_.state.phase == "dealing" else round_
+        return await self._book.view(actor, await self._deal_rest(decided))
 
-        final = await retrying(deal_rest, "Decide (dealing)") if decided.state.phase == "dealing" else decided
-        return await self._book.view(actor, final)
+    async def decide_as_system(self, round_: Round, choice: str, bet: str, causation_id: str) -> Round:
+        """A decision taken for the player (the keeper's default action): the same rules, stakes,
+        events and dealing as `decide`, with `causation_id` on the envelopes. Made on the round
+        as given, without a retry: should anyone have appended since it was read (the player
+        deciding at the same moment), ConcurrencyConflict propagates and nothing is written."""
+        return await self._deal_rest(await self._decide(round_, choice, bet, causation_id), causation_id)
+
+    async def _decide(self, round_: Round, choice: str, bet: str, causation_id: str | None = None) -> Round:
+        round_id = round_.round_id
+        _, events = round_.decider.execute(round_.state, Decide(choice=choice, bet=bet or None))
+        added: dict[str, int] = {}
+        for event in events:
+            if isinstance(event, DecisionMade):
+                for name, amount in event.added.items():
+                    added[name] = added.get(name, 0) + amount
+        if added:
+            others = [o for o in round_.state.options if o != choice.strip().lower()]
+            try:
+                await self._stakes.reserve_stakes(
+                    stake_transaction_id(round_id, round_.version + 1), round_.player_id, round_id,
+                    sum(added.values()), round_.opened.currency, added,
+                )  # fmt: skip
+            except StakesRefused as exc:
+                still = f"; you may still {' or '.join(others)}" if others else ""
+                raise StakesRefused(f"{exc}{still}") from None
+        return await self._book.append(round_, events, causation_id=causation_id)
+
+    async def _deal_rest(self, decided: Round, causation_id: str | None = None) -> Round:
+        """More cards due (war, turn and river): deal them now, so one call ends the round or
+        reaches the next decision. Should this fail, the round waits in "dealing" for Deal."""
+        if decided.state.phase != "dealing":
+            return decided
+
+        async def deal_rest() -> Round:
+            round_ = await self._book.load_latest(decided.round_id)
+            return await self._deal(round_, causation_id) if round_.state.phase == "dealing" else round_
+
+        return await retrying(deal_rest, "Decide (dealing)")
 
     async def get_round(self, actor: Identity, round_id: str) -> RoundView:
         return await self._book.view(actor, await self._book.load_for(actor, round_id))
@@ -253,13 +268,13 @@ class TableUseCases:
             raise PermissionDenied(f"round {round_id} belongs to another player; only its player may play it")
         return round_
 
-    async def _deal(self, round_: Round) -> Round:
+    async def _deal(self, round_: Round, causation_id: str | None = None) -> Round:
         """Deal what the round needs now from its committed shoe and append the result."""
         assert round_.shoe is not None
         count = round_.decider.cards_needed(round_.state)
         cards, positions = await self._dealer.deal_cards(round_.shoe.shoe_id, round_.round_id, count, round_.cards_dealt)
         _, events = round_.decider.execute(round_.state, Deal(cards=tuple(cards), positions=tuple(positions)))
-        return await self._book.append(round_, events)
+        return await self._book.append(round_, events, causation_id=causation_id)
 
     @staticmethod
     def _own_seat(uow: GameUnitOfWork, actor: Identity, seat_id: str) -> Seat:

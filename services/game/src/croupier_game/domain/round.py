@@ -28,6 +28,11 @@ SHOE_COMMITTED = "ShoeCommitted"
 SCHEMA_VERSION = 1
 OVER_PHASES = ("settled", "voided")
 
+# The envelope's causation_id of what the keeper appended (a decision left past the table's
+# timeout, a void of a round that could not finish); the rules events themselves stay as a
+# player's would be. Players' and operators' commands leave causation_id empty.
+KEEPER_CAUSATION = "keeper"
+
 # Fixed forever: round ids derive from it, so a retried PlaceBets reaches the same round.
 ROUND_NAMESPACE = uuid.UUID("6f1d0d4e-3c1b-5a57-9a53-7a0c2b6c9e10")
 
@@ -69,15 +74,17 @@ def table_from_json(game: str, table: dict[str, Any]) -> TableConfig:
     return table_for(game, {k: v for k, v in table.items() if k != "game"})
 
 
-def new_event(event_type: str, payload: dict[str, Any], occurred_at: str, round_id: str) -> NewEvent:
+def new_event(
+    event_type: str, payload: dict[str, Any], occurred_at: str, round_id: str, causation_id: str | None = None
+) -> NewEvent:
     return NewEvent(
         event_type=event_type, schema_version=SCHEMA_VERSION, payload=payload,
-        occurred_at=occurred_at, correlation_id=round_id,
+        occurred_at=occurred_at, correlation_id=round_id, causation_id=causation_id,
     )  # fmt: skip
 
 
-def rules_event(event: RoundEvent, occurred_at: str, round_id: str) -> NewEvent:
-    return new_event(event.event_type, event.model_dump(mode="json"), occurred_at, round_id)
+def rules_event(event: RoundEvent, occurred_at: str, round_id: str, causation_id: str | None = None) -> NewEvent:
+    return new_event(event.event_type, event.model_dump(mode="json"), occurred_at, round_id, causation_id)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from typing import Any
 
 from croupier_platform.events import EventEnvelope
 
+from .round import KEEPER_CAUSATION
+
 
 def _amounts(amounts: dict[str, Any]) -> str:
     return ", ".join(f"{name} {amount}" for name, amount in amounts.items()) or "none"
@@ -20,7 +22,8 @@ def _cards(cards: list[dict[str, Any]]) -> str:
 
 def describe_step(envelope: EventEnvelope) -> str:
     p: dict[str, Any] = envelope.payload  # type: ignore[assignment]
-    head = f"v{envelope.version} {envelope.event_type}"
+    by = " (by the keeper)" if envelope.causation_id == KEEPER_CAUSATION else ""
+    head = f"v{envelope.version} {envelope.event_type}{by}"
     try:
         match envelope.event_type:
             case "RoundOpened":

@@ -1,0 +1,267 @@
+"""The keeper: finishes the rounds nobody else will (DESIGN.md step 5, RULES.md).
+
+Every `interval_s` the keeper looks at the open rounds of the `game_rounds` projection and, from
+each round's own stream:
+
+- a decision pending longer than the table's `decision_timeout_s` (the table as the round's
+  RoundOpened recorded it; pending since the occurred_at of its DecisionRequired event) gets the
+  table's `default_action` (Surrender at the war tables, Fold at Casino Hold'em; at Dueling for
+  Dollars each pending bet gets it), through `TableUseCases.decide_as_system`: the player's Decide
+  path, so the events, the wallet and the views are a player's, and only the envelopes'
+  causation_id ("keeper") says who decided;
+- a round waiting for cards (betting, dealing) with no progress for `stuck_after_s` (the dealer
+  unreachable after the stakes were taken, the player gone before Deal) is voided with every stake
+  refunded, through `AuditUseCases.void_as_system` (the path of AuditService.VoidRound).
+
+Nothing lives only in memory: the deadlines come from the store, so a restarted service (or
+another replica) resumes where the last keeper stopped; the cache below only spares reading the
+stream of a round that did not change since the last pass. Replicas share the store, and only
+the holder of the keeper's `Leadership` (a PostgreSQL advisory lock of its own; SQLite and the
+in-memory store always lead) acts. Whatever it does is appended at the version it read: when a
+player (or another keeper) appended meanwhile, ConcurrencyConflict skips the round for this pass,
+so the player's move stands and nothing is decided twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from croupier_platform.errors import ServiceError
+from croupier_platform.eventstore import ConcurrencyConflict
+from croupier_platform.outbox import AlwaysLeader, Leadership
+from croupier_platform.runtime import Clock
+from croupier_rules.errors import RuleError
+
+from ..domain.round import KEEPER_CAUSATION, Round
+from .audit import AuditUseCases
+from .rounds import BrokenRoundError, RoundBook
+from .tables import TableUseCases
+
+logger = logging.getLogger(__name__)
+
+DECIDE = "decide"
+VOID = "void"
+IDLE = "idle"  # nothing to do: over already, or a stream that does not read (left for an operator)
+DEFAULT_BATCH_SIZE = 10_000
+MAX_BACKOFF_S = 30.0
+STOP_GRACE_S = 10.0
+_NEVER = datetime.max.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class _Due:
+    """When the keeper acts on a round at a version, and how (from the round's stream)."""
+
+    version: int
+    at: datetime
+    action: str
+
+
+@dataclass
+class KeeperPass:
+    """What one pass did (for tests and logs)."""
+
+    leading: bool = True
+    decided: list[tuple[str, str, str]] = field(default_factory=list)  # (round_id, bet, choice)
+    voided: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # someone appended meanwhile: left for the next pass
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def acted(self) -> bool:
+        return bool(self.decided or self.voided)
+
+
+def _moment(occurred_at: str) -> datetime:
+    return datetime.fromisoformat(occurred_at)
+
+
+def pending_since(round_: Round) -> datetime:
+    """When the round's pending decision was asked: the occurred_at of its last DecisionRequired."""
+    return _moment(next(e.occurred_at for e in reversed(round_.envelopes) if e.event_type == "DecisionRequired"))
+
+
+def last_progress(round_: Round) -> datetime:
+    return _moment(round_.envelopes[-1].occurred_at)
+
+
+class Keeper:
+    def __init__(
+        self,
+        book: RoundBook,
+        tables: TableUseCases,
+        audit: AuditUseCases,
+        clock: Clock,
+        *,
+        interval_s: float,
+        stuck_after_s: float,
+        leadership: Leadership | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        name: str = "game-keeper",
+    ) -> None:
+        if interval_s <= 0 or stuck_after_s <= 0:
+            raise ValueError("the keeper's interval and stuck-round timeout must be positive")
+        self._book = book
+        self._tables = tables
+        self._audit = audit
+        self._clock = clock
+        self.interval_s = interval_s
+        self.stuck_after_s = stuck_after_s
+        self._leadership = leadership if leadership is not None else AlwaysLeader()
+        self._batch_size = batch_size
+        self.name = name
+        self._due: dict[str, _Due] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Event | None = None
+        self._acquiring: asyncio.Future[bool] | None = None
+        self._leading = False
+
+    @property
+    def leading(self) -> bool:
+        return self._leading
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    # -------------------------------------------------------------- one pass
+
+    async def run_once(self) -> KeeperPass:
+        """Act on every round that is due now, if this keeper leads."""
+        self._acquiring = asyncio.ensure_future(asyncio.to_thread(self._leadership.acquire))
+        self._leading = await asyncio.shield(self._acquiring)
+        if not self._leading:
+            self._due.clear()  # another replica acts; what it does is read afresh when we lead again
+            return KeeperPass(leading=False)
+        done = KeeperPass()
+        rows = await self._book.in_transaction(lambda uow: uow.rounds.open_rounds(self._batch_size))
+        now = self._clock()
+        seen: dict[str, _Due] = {}
+        for row in rows:
+            if self._stopping is not None and self._stopping.is_set():
+                break
+            due = self._due.get(row.round_id)
+            try:
+                if due is None or due.version != row.version:
+                    due = self._due_of(await self._book.load(row.round_id))
+                if due.action != IDLE and now > due.at:
+                    due = await self._act(row.round_id, now, done)
+            except BrokenRoundError as exc:  # edited storage: the operator's ReplayRound explains it
+                logger.error("%s: round %s does not read (%s); left for an operator", self.name, row.round_id, exc)
+                done.failed.append(row.round_id)
+                due = _Due(row.version, _NEVER, IDLE)  # not read again until the projection moves
+            except Exception:  # noqa: BLE001 - one round must not keep the keeper from the others
+                logger.warning("%s: round %s could not be finished; retrying next pass", self.name, row.round_id, exc_info=True)
+                done.failed.append(row.round_id)
+                due = None
+            if due is not None:
+                seen[row.round_id] = due
+        self._due = seen
+        if done.acted or done.failed:
+            logger.info("%s: decided %s, voided %s, skipped %s, failed %s", self.name, done.decided, done.voided, done.skipped, done.failed)
+        return done
+
+    def _due_of(self, round_: Round) -> _Due:
+        if round_.is_over:
+            return _Due(round_.version, _NEVER, IDLE)
+        if round_.state.phase == "deciding":
+            timeout = timedelta(seconds=round_.table.decision_timeout_s)
+            return _Due(round_.version, pending_since(round_) + timeout, DECIDE)
+        return _Due(round_.version, last_progress(round_) + timedelta(seconds=self.stuck_after_s), VOID)
+
+    async def _act(self, round_id: str, now: datetime, done: KeeperPass) -> _Due | None:
+        """Read the round afresh and act if it is still due; the new due entry, None when finished."""
+        round_ = await self._book.load(round_id)
+        due = self._due_of(round_)
+        if round_.is_over or now <= due.at:
+            return None if round_.is_over else due  # it moved on since the projection was read
+        try:
+            if due.action == DECIDE:
+                round_ = await self._decide_default(round_, done)
+            else:
+                await self._void(round_, now, done)
+                return None
+        except ConcurrencyConflict:  # the player (or another keeper) appended meanwhile: theirs stands
+            logger.info("%s: round %s changed while the keeper acted; skipped", self.name, round_id)
+            done.skipped.append(round_id)
+            self._book.forget(round_id)
+            return None
+        except (RuleError, ServiceError) as exc:
+            # The default could not be applied (a table whose default needs stakes the wallet refuses,
+            # or cards the dealer cannot deal): once the round also made no progress for the stuck
+            # timeout, void it, as any round that cannot finish.
+            logger.warning("%s: round %s: the default action failed (%s)", self.name, round_id, exc)
+            fresh = await self._book.load(round_id)
+            if fresh.version != round_.version or fresh.is_over:  # something was written: judge it anew
+                return None if fresh.is_over else self._due_of(fresh)
+            stuck_at = last_progress(fresh) + timedelta(seconds=self.stuck_after_s)
+            if now > stuck_at:
+                try:
+                    await self._void(fresh, now, done)
+                except ConcurrencyConflict:
+                    done.skipped.append(round_id)
+                return None
+            done.failed.append(round_id)
+            return _Due(fresh.version, min(stuck_at, now + timedelta(seconds=self.interval_s)), DECIDE)
+        return None if round_.is_over else self._due_of(round_)
+
+    async def _decide_default(self, round_: Round, done: KeeperPass) -> Round:
+        """The table's default action for every pending bet, one Decide each (as a player sends them)."""
+        choice = round_.table.default_action
+        for bet in list(round_.state.pending):
+            if round_.state.phase != "deciding" or bet not in round_.state.pending:
+                break
+            round_ = await self._tables.decide_as_system(round_, choice, bet, KEEPER_CAUSATION)
+            done.decided.append((round_.round_id, bet, choice))
+        return round_
+
+    async def _void(self, round_: Round, now: datetime, done: KeeperPass) -> None:
+        idle = (now - last_progress(round_)).total_seconds()
+        reason = f"unable to finish: no progress for {int(idle)} s (keeper)"
+        result = await self._audit.void_as_system(round_, reason, KEEPER_CAUSATION)
+        if result.voided_now:
+            done.voided.append(round_.round_id)
+
+    # -------------------------------------------------------------- the background task
+
+    def start(self) -> None:
+        if self._task is None:
+            self._stopping = asyncio.Event()
+            self._task = asyncio.create_task(self._run(), name=self.name)
+
+    async def stop(self) -> None:
+        """Let the pass in progress finish (it stops between rounds), then give the lead up."""
+        task, self._task = self._task, None
+        if self._stopping is not None:
+            self._stopping.set()
+        if task is not None:
+            try:
+                await asyncio.wait_for(task, STOP_GRACE_S)
+            except (TimeoutError, asyncio.CancelledError):
+                pass
+            except Exception:  # noqa: BLE001 - _run logs its own failures
+                pass
+        if self._acquiring is not None:
+            await asyncio.wait([self._acquiring])  # a late acquire must not take the lock after the release
+        self._leading = False
+        await asyncio.to_thread(self._leadership.release)
+
+    async def _run(self) -> None:
+        assert self._stopping is not None
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                await self.run_once()
+                failures = 0
+                delay = self.interval_s
+            except Exception:  # noqa: BLE001 - the store may be unreachable for a while
+                failures += 1
+                delay = min(MAX_BACKOFF_S, self.interval_s * 2**failures)
+                logger.warning("%s failed (%d in a row); retrying in %.2fs", self.name, failures, delay, exc_info=True)
+            try:
+                await asyncio.wait_for(self._stopping.wait(), timeout=delay)
+            except TimeoutError:
+                pass

@@ -1,0 +1,414 @@
+"""The keeper: decisions left past the table's timeout get the table's default action (as a
+player's Decide would), rounds that cannot finish are voided with refunds, a player deciding at
+the same moment wins, and a restarted keeper finishes what the last one left."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from croupier_game.adapters.memory import InMemoryGameStore
+from croupier_game.adapters.sql import SqlGameStore, game_metadata
+from croupier_game.application.audit import AuditUseCases
+from croupier_game.application.keeper import Keeper, KeeperPass
+from croupier_game.application.rounds import RoundBook
+from croupier_game.application.tables import TableUseCases
+from croupier_game.config import DEFAULT_TABLES_FILE, keeper_settings
+from croupier_game.domain.catalogue import Catalogue
+from croupier_game.domain.round import KEEPER_CAUSATION
+from croupier_platform.db import create_schema, make_engine
+from croupier_platform.errors import Unavailable
+from croupier_platform.outbox import Leadership
+from croupier_rules.events import DecisionMade
+
+from .conftest import ALICE, OPERATOR
+from .fakes import FakeDealer, FakeShuffler, FakeWallet
+
+START = 1_000_000
+HOLDEM_DECIDING = ["2s", "7d", "Ac", "Ad", "Jh", "Kc", "9s"]  # Call/Fold asked after the first deal
+
+
+class ManualClock:
+    """Time stands still until the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class Fakes:
+    """The other services and the clock: they outlive a restart of the game service."""
+
+    clock: ManualClock
+    shuffler: FakeShuffler
+    dealer: FakeDealer
+    wallet: FakeWallet
+
+
+@dataclass
+class Service:
+    """A game service (book, use cases, keeper) on a store, as one process would run it."""
+
+    store: Any
+    fakes: Fakes
+    book: RoundBook
+    tables: TableUseCases
+    audit: AuditUseCases
+    keeper: Keeper
+
+    @property
+    def clock(self) -> ManualClock:
+        return self.fakes.clock
+
+    @property
+    def wallet(self) -> FakeWallet:
+        return self.fakes.wallet
+
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run(coroutine)
+
+    def keep(self) -> KeeperPass:
+        return self.run(self.keeper.run_once())
+
+    def pump(self) -> None:
+        pending = self.store.outbox.pending(1_000)
+        for message in pending:
+            self.wallet.apply(message.envelope)
+        self.store.outbox.mark_published([m.id for m in pending])
+
+    def open_round(self, table: str, bets: dict[str, int], cards: list[str], key: str = "k1", *, deal: bool = True) -> str:
+        self.fakes.shuffler.stack(*cards)
+        seat = self.run(self.tables.join_table(ALICE, table))[0].seat_id
+        view = self.run(self.tables.place_bets(ALICE, seat, bets, key, ""))
+        if deal:
+            view = self.run(self.tables.deal(ALICE, view.round_id))
+        return view.round_id
+
+    def view(self, round_id: str):  # noqa: ANN201
+        return self.run(self.tables.get_round(ALICE, round_id))
+
+    def envelopes(self, round_id: str) -> list:
+        return self.run(self.book.in_transaction(lambda uow: uow.events.read_stream(round_id)))
+
+    def replay_ok(self, round_id: str) -> list[str]:
+        self.pump()
+        replay = self.run(self.audit.replay_round(OPERATOR, round_id))
+        assert replay.disagreements == [] and replay.notes == []
+        assert json.loads(replay.report_json)["checks"]["wallet"] == "ok"
+        return replay.timeline
+
+
+def fakes() -> Fakes:
+    shuffler = FakeShuffler()
+    wallet = FakeWallet()
+    wallet.fund("alice", START, "USD")
+    return Fakes(ManualClock(), shuffler, FakeDealer(shuffler), wallet)
+
+
+def service(
+    store: Any, world: Fakes, *, tables_file: Path = DEFAULT_TABLES_FILE, stuck_after_s: float = 300,
+    leadership: Leadership | None = None,
+) -> Service:
+    book = RoundBook(store, world.shuffler, world.clock, on_commit=lambda: None)
+    tables = TableUseCases(book, Catalogue.from_toml(tables_file), world.dealer, world.wallet)
+    audit = AuditUseCases(book, world.wallet)
+    keeper = Keeper(book, tables, audit, world.clock, interval_s=0.01, stuck_after_s=stuck_after_s, leadership=leadership)
+    return Service(store, world, book, tables, audit, keeper)
+
+
+@pytest.fixture
+def svc() -> Service:
+    return service(InMemoryGameStore(), fakes())
+
+
+def results(view) -> dict[str, tuple[int, int, str]]:  # noqa: ANN001
+    return {r.bet: (r.stake, r.returned, r.outcome) for r in view.results}
+
+
+def decisions(s: Service, round_id: str) -> list[tuple[dict, str | None]]:
+    return [(e.payload, e.causation_id) for e in s.envelopes(round_id) if e.event_type == "DecisionMade"]
+
+
+# ---------------------------------------------------------------- decisions left past the timeout
+
+
+def test_holdem_left_at_call_or_fold_is_folded_after_the_table_timeout(svc: Service) -> None:
+    round_id = svc.open_round("casino-holdem-usd", {"ante": 1000, "aa_bonus": 500}, HOLDEM_DECIDING)
+    assert svc.view(round_id).phase == "deciding"
+    svc.clock.advance(29)
+    assert not svc.keep().acted
+    svc.clock.advance(1)  # exactly the timeout: not yet "longer than"
+    assert not svc.keep().acted and svc.view(round_id).phase == "deciding"
+    svc.clock.advance(0.001)
+    done = svc.keep()
+    assert done.decided == [(round_id, "ante", "fold")] and done.voided == [] and done.skipped == []
+
+    view = svc.view(round_id)
+    assert view.phase == "settled"
+    assert results(view) == {"ante": (1000, 0, "fold"), "aa_bonus": (500, 0, "fold")}
+    # The rules event is exactly a player's fold; the envelope says the keeper made it.
+    assert decisions(svc, round_id) == [(DecisionMade(bet="ante", choice="fold").model_dump(mode="json"), KEEPER_CAUSATION)]
+    kept = [e for e in svc.envelopes(round_id) if e.causation_id == KEEPER_CAUSATION]
+    assert [e.event_type for e in kept] == ["DecisionMade", "RoundSettled"]
+    assert all(e.causation_id is None for e in svc.envelopes(round_id)[:-2])
+    timeline = svc.replay_ok(round_id)
+    assert timeline[-2] == "v6 DecisionMade (by the keeper): ante fold"
+    assert svc.wallet.available("alice") == START - 1500  # the wallet settled the fold
+    assert not svc.keep().acted  # over: nothing more
+
+
+def test_casino_war_tie_left_is_surrendered_for_half_the_ante(svc: Service) -> None:
+    round_id = svc.open_round("casino-war-usd", {"ante": 1000}, ["Kc", "Kd"])
+    svc.clock.advance(30.5)
+    assert svc.keep().decided == [(round_id, "ante", "surrender")]
+    assert results(svc.view(round_id)) == {"ante": (1000, 500, "surrender")}
+    svc.replay_ok(round_id)
+    assert svc.wallet.available("alice") == START - 500
+
+
+def test_dueling_tie_with_both_bets_pending_surrenders_each(svc: Service) -> None:
+    round_id = svc.open_round("dueling-for-dollars-usd", {"player": 1000, "dealer": 600}, ["9c", "9d"])
+    assert svc.view(round_id).pending_bets == ["player", "dealer"]
+    svc.clock.advance(31)
+    done = svc.keep()
+    assert done.decided == [(round_id, "player", "surrender"), (round_id, "dealer", "surrender")]
+    assert results(svc.view(round_id)) == {"player": (1000, 500, "surrender"), "dealer": (600, 300, "surrender")}
+    assert [(p["bet"], p["choice"], c) for p, c in decisions(svc, round_id)] == [
+        ("player", "surrender", KEEPER_CAUSATION), ("dealer", "surrender", KEEPER_CAUSATION)]  # fmt: skip
+    svc.replay_ok(round_id)
+    assert svc.wallet.available("alice") == START - 800
+
+
+def test_dueling_bet_the_player_left_gets_the_default_and_the_war_is_dealt(svc: Service) -> None:
+    round_id = svc.open_round("dueling-for-dollars-usd", {"player": 1000, "dealer": 600}, ["9c", "9d", "2c", "3c", "4c", "Ks", "5d"])
+    svc.clock.advance(10)
+    svc.run(svc.tables.decide(ALICE, round_id, "war", "player"))  # the player answered one bet only
+    svc.clock.advance(20.5)  # 30.5 s after the decision was asked, though 20.5 s after the player's answer
+    assert svc.keep().decided == [(round_id, "dealer", "surrender")]
+    view = svc.view(round_id)
+    assert view.phase == "settled"  # the keeper's answer sent the round to war; the cards were dealt
+    assert results(view)["dealer"] == (600, 300, "surrender") and results(view)["player"] == (1000, 2000, "win after war")
+    assert [c for _, c in decisions(svc, round_id)] == [None, KEEPER_CAUSATION]
+    svc.replay_ok(round_id)
+
+
+def test_the_timeout_is_the_tables_as_the_round_recorded_it(tmp_path: Path) -> None:
+    text = DEFAULT_TABLES_FILE.read_text(encoding="utf-8")
+    quick = tmp_path / "tables.toml"
+    quick.write_text(text.replace('table_id = "casino-holdem-usd"\ngame = "casino-holdem"\ncurrency = "USD"\n',
+                                  'table_id = "casino-holdem-usd"\ngame = "casino-holdem"\ncurrency = "USD"\n'
+                                  '[tables.table]\ndecision_timeout_s = 5\n'), encoding="utf-8")  # fmt: skip
+    s = service(InMemoryGameStore(), fakes(), tables_file=quick)
+    round_id = s.open_round("casino-holdem-usd", {"ante": 1000}, HOLDEM_DECIDING)
+    s.clock.advance(5)
+    assert not s.keep().acted
+    s.clock.advance(0.5)
+    assert s.keep().decided == [(round_id, "ante", "fold")]
+
+
+# ---------------------------------------------------------------- rounds that cannot finish
+
+
+def test_round_in_dealing_with_the_dealer_failing_is_voided_with_every_stake_refunded(svc: Service) -> None:
+    async def unreachable(*args: Any) -> Any:
+        raise Unavailable("dealer unreachable")
+
+    svc.fakes.dealer.deal_cards = unreachable  # type: ignore[method-assign]
+    round_id = svc.open_round("casino-war-usd", {"ante": 1000, "tie": 500}, [], deal=False)
+    with pytest.raises(Unavailable):
+        svc.run(svc.tables.deal(ALICE, round_id))
+    assert svc.view(round_id).phase == "dealing" and svc.wallet.available("alice") == START - 1500
+    svc.clock.advance(300)
+    assert not svc.keep().acted
+    svc.clock.advance(1)
+    done = svc.keep()
+    assert done.voided == [round_id] and done.decided == []
+    view = svc.view(round_id)
+    assert view.phase == "voided"
+    voided = next(e for e in svc.envelopes(round_id) if e.event_type == "RoundVoided")
+    assert voided.causation_id == KEEPER_CAUSATION
+    assert voided.payload == {"event_type": "RoundVoided", "schema_version": 1,
+                              "reason": "unable to finish: no progress for 301 s (keeper)",
+                              "refunds": {"ante": 1000, "tie": 500}}  # fmt: skip
+    svc.replay_ok(round_id)
+    assert svc.wallet.available("alice") == START  # every stake back
+
+
+def test_war_stake_taken_then_the_dealer_fails_is_voided_with_both_stakes_back(svc: Service) -> None:
+    round_id = svc.open_round("casino-war-usd", {"ante": 1000}, ["Kc", "Kd"])
+
+    async def unreachable(*args: Any) -> Any:
+        raise Unavailable("dealer unreachable")
+
+    svc.fakes.dealer.deal_cards = unreachable  # type: ignore[method-assign]
+    with pytest.raises(Unavailable):
+        svc.run(svc.tables.decide(ALICE, round_id, "raise", ""))  # the raise is reserved, the war not dealt
+    assert svc.view(round_id).phase == "dealing" and svc.wallet.available("alice") == START - 2000
+    svc.clock.advance(301)
+    assert svc.keep().voided == [round_id]
+    svc.replay_ok(round_id)
+    assert svc.wallet.available("alice") == START
+
+
+def test_nothing_happens_before_the_timeouts(svc: Service) -> None:
+    deciding = svc.open_round("casino-holdem-usd", {"ante": 1000}, HOLDEM_DECIDING)
+    dealing = svc.open_round("casino-war-usd", {"ante": 1000}, [], key="k2", deal=False)
+    for _ in range(3):
+        svc.clock.advance(9)
+        assert svc.keep() == KeeperPass()
+    assert svc.view(deciding).phase == "deciding" and svc.view(dealing).phase == "dealing"
+    svc.clock.advance(4)  # the decision is due (31 s); the round waiting for Deal is not (300 s)
+    assert svc.keep().decided == [(deciding, "ante", "fold")]
+    assert svc.view(dealing).phase == "dealing"
+    svc.clock.advance(269)  # 300 s: not longer than the stuck timeout yet
+    assert not svc.keep().acted
+    svc.clock.advance(1)
+    assert svc.keep().voided == [dealing]
+
+
+# ---------------------------------------------------------------- races, leadership and restarts
+
+
+def test_a_player_deciding_at_the_same_moment_wins(svc: Service) -> None:
+    round_id = svc.open_round("casino-holdem-usd", {"ante": 1000}, HOLDEM_DECIDING)
+    assert not svc.keep().acted  # the keeper has read the round once
+    svc.clock.advance(31)
+    load = svc.book.load
+    armed = True
+
+    async def load_then_the_player_decides(rid: str):  # noqa: ANN202
+        nonlocal armed
+        round_ = await load(rid)
+        if armed and rid == round_id:
+            armed = False
+            await svc.tables.decide(ALICE, round_id, "call", "")  # between the keeper's read and its append
+        return round_  # what the keeper read: stale now
+
+    svc.book.load = load_then_the_player_decides  # type: ignore[method-assign]
+    done = svc.keep()
+    assert done.skipped == [round_id] and done.decided == [] and not armed
+    assert [(p["choice"], c) for p, c in decisions(svc, round_id)] == [("call", None)]
+    assert svc.view(round_id).phase == "settled"
+    assert svc.keep() == KeeperPass()  # and nothing later either
+    svc.replay_ok(round_id)
+
+
+def test_the_keeper_first_then_the_player_is_refused(svc: Service) -> None:
+    round_id = svc.open_round("casino-war-usd", {"ante": 1000}, ["Kc", "Kd"])
+    svc.clock.advance(31)
+    assert svc.keep().decided == [(round_id, "ante", "surrender")]
+    with pytest.raises(Exception, match="settled"):
+        svc.run(svc.tables.decide(ALICE, round_id, "raise", ""))
+    assert len(decisions(svc, round_id)) == 1
+
+
+class Recorded(Leadership):
+    def __init__(self, leads: bool) -> None:
+        self.leads = leads
+        self.calls: list[str] = []
+
+    def acquire(self) -> bool:
+        self.calls.append("acquire")
+        return self.leads
+
+    def release(self) -> None:
+        self.calls.append("release")
+
+
+def test_a_keeper_that_does_not_lead_leaves_the_rounds_alone() -> None:
+    world = fakes()
+    lead = Recorded(False)
+    s = service(InMemoryGameStore(), world, leadership=lead)
+    round_id = s.open_round("casino-war-usd", {"ante": 1000}, ["Kc", "Kd"])
+    s.clock.advance(60)
+    assert s.keep() == KeeperPass(leading=False)
+    assert s.view(round_id).phase == "deciding"
+    lead.leads = True  # the leader went away: this one takes over
+    assert s.keep().decided == [(round_id, "ante", "surrender")]
+
+
+def test_the_background_task_keeps_and_gives_the_lead_up_at_stop() -> None:
+    world = fakes()
+    lead = Recorded(True)
+    s = service(InMemoryGameStore(), world, leadership=lead)
+    round_id = s.open_round("casino-war-usd", {"ante": 1000}, ["Kc", "Kd"])
+    s.clock.advance(31)
+
+    async def main() -> None:
+        s.keeper.start()
+        for _ in range(500):
+            if (await s.tables.get_round(ALICE, round_id)).phase == "settled":
+                break
+            await asyncio.sleep(0.01)
+        await s.keeper.stop()
+
+    s.run(main())
+    assert s.view(round_id).phase == "settled" and not s.keeper.running
+    assert lead.calls[0] == "acquire" and lead.calls[-1] == "release"
+
+
+def test_a_restarted_keeper_finishes_what_the_old_one_left(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'game.db'}"
+    engine = make_engine(url)
+    create_schema(engine)
+    create_schema(engine, game_metadata)
+    world = fakes()
+    old = service(SqlGameStore(engine), world)
+    dueling = old.open_round("dueling-for-dollars-usd", {"player": 1000, "dealer": 600}, ["9c", "9d"], key="d")
+    stuck = old.open_round("casino-war-usd", {"ante": 1000}, [], key="w", deal=False)
+    assert not old.keep().acted
+    world.clock.advance(31)
+    decide = old.tables.decide_as_system
+    calls = 0
+
+    async def crash_after_the_first(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise RuntimeError("the process died")
+        return await decide(*args)
+
+    old.tables.decide_as_system = crash_after_the_first  # type: ignore[method-assign]
+    done = old.keep()
+    assert done.decided == [(dueling, "player", "surrender")] and done.failed == [dueling]
+    engine.dispose()  # the old process is gone; nothing of it is kept
+
+    world.clock.advance(270)
+    engine = make_engine(url)
+    new = service(SqlGameStore(engine), world)
+    done = new.keep()
+    assert done.decided == [(dueling, "dealer", "surrender")] and done.voided == [stuck]
+    assert results(new.view(dueling)) == {"player": (1000, 500, "surrender"), "dealer": (600, 300, "surrender")}
+    assert new.view(stuck).phase == "voided"
+    for round_id in (dueling, stuck):
+        new.replay_ok(round_id)
+    assert world.wallet.available("alice") == START - 800
+    assert new.keep() == KeeperPass()
+    engine.dispose()
+
+
+def test_keeper_settings_from_arguments_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (keeper_settings().keeper_interval_s, keeper_settings().stuck_round_void_after_s) == (1.0, 300.0)
+    monkeypatch.setenv("CROUPIER_KEEPER_INTERVAL_S", "0.2")
+    monkeypatch.setenv("CROUPIER_STUCK_ROUND_VOID_AFTER_S", "5")
+    assert (keeper_settings().keeper_interval_s, keeper_settings().stuck_round_void_after_s) == (0.2, 5.0)
+    assert keeper_settings(stuck_round_void_after_s=2).stuck_round_void_after_s == 2.0
+
+
+def test_the_keepers_lock_is_its_own_and_the_outboxs_is_unchanged() -> None:
+    from croupier_platform.outbox import outbox_lock_key
+
+    assert outbox_lock_key("wallet") == outbox_lock_key("wallet", "outbox") == -3210774257860591482
+    assert outbox_lock_key("game", "keeper") not in {outbox_lock_key("game"), outbox_lock_key("wallet", "keeper")}
