@@ -276,6 +276,7 @@ class RelayLoop:
         self._leadership = leadership if leadership is not None else relay.leadership()
         self._leading = False
         self._wake: asyncio.Event | None = None
+        self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._pass_lock: asyncio.Lock | None = None
         self._acquiring: asyncio.Future[bool] | None = None
@@ -292,6 +293,7 @@ class RelayLoop:
     def start(self) -> None:
         if self._task is None:
             self._wake = asyncio.Event()
+            self._stopping = False
             self._task = asyncio.create_task(self._run(), name=self.name)
 
     def wake(self) -> None:
@@ -310,6 +312,9 @@ class RelayLoop:
         else the leader will). Then give the leadership up, so another replica takes over."""
         task, self._task = self._task, None
         if task is not None:
+            self._stopping = True
+            if self._wake is not None:
+                self._wake.set()
             task.cancel()
             try:
                 await task
@@ -348,7 +353,7 @@ class RelayLoop:
     async def _run(self) -> None:
         assert self._wake is not None
         failures = 0
-        while True:
+        while not self._stopping:  # a flag as well as the cancel: 3.11's wait_for can swallow a cancel
             self._wake.clear()  # before the pass, so a commit during it is not missed
             try:
                 async with self._lock():
