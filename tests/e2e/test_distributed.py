@@ -70,7 +70,7 @@ def round_transactions(stack: ServiceProcesses, round_id: str):
 
 def dealer_points(stack: ServiceProcesses, player: Player) -> int:
     stub = internal_pb2_grpc.CommissionServiceStub(ready_channel(stack.target("commission")))
-    return stub.GetDealerStatus(internal_pb2.GetDealerStatusRequest(player_id=player.name),
+    return stub.GetDealerStatus(internal_pb2.GetDealerStatusRequest(player_id=player.name, currency="PLAY"),
                                 metadata=(("authorization", f"Bearer {player.token}"),), timeout=30).dealer_points
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 
+from croupier.v1 import table_pb2
 from tests.conftest import CROUPIER
 
 DECISION = {"casino-war": "raise", "casino-holdem": "call"}
@@ -30,7 +31,10 @@ def test_a_player_verifies_a_round_and_an_edited_card_is_caught(casino, tmp_path
     player = casino.player()
     player.top_up()
     seat = player.seat("casino-holdem-play")
+    # The shoe of the seat's next round is committed before the bets and the cut seed: keep the commitment.
+    shown = player.call(player.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat))
     round_id = player.place(seat, {"ante": 500, "aa_bonus": 500}, cut="my own cut").round_id
+    assert round_id == shown.next_round_id
     view = player.deal(round_id)
     assert view.phase == "deciding"
     targets = ("--target", casino.game_target, "--wallet-target", casino.wallet_target)
@@ -45,8 +49,9 @@ def test_a_player_verifies_a_round_and_an_edited_card_is_caught(casino, tmp_path
     wait_revealed(player, round_id)
 
     saved = tmp_path / "round.json"
-    done = verify(round_id, *targets, "--save", str(saved), token=player.token)
+    done = verify(round_id, *targets, "--save", str(saved), "--commitment", shown.next_commitment, token=player.token)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "the one the seat showed before the bets" in done.stdout
     for check in ("commitment", "shoe", "cut", "cards", "settlement"):
         assert f"ok   {check}" in done.stdout, done.stdout
     data = json.loads(saved.read_text())

@@ -1,18 +1,28 @@
-"""Operator commands on a running server: replay and void a round."""
+"""Operator commands: replay and void a round on a running server; audit everything, on the stores
+or on a running server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Annotated
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, Optional
 
+import grpc
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy.exc import OperationalError
 
 from croupier.v1 import audit_pb2
 
 from .client import DEFAULT_TARGET, Client
 
 console = Console()
+err = Console(stderr=True, soft_wrap=True)
 
 
 def replay(
@@ -30,7 +40,7 @@ def replay(
             console.print(line)
         console.print("[green]replay agrees with the record[/green]" if report.ok else "[red]replay disagrees[/red]")
     if not report.ok:
-        console.print(f"[red]first disagreement: {report.disagreements[0]}[/red]")
+        err.print(f"[red]first disagreement: {escape(report.disagreements[0])}[/red]")  # stderr: --json's stdout stays JSON
         raise typer.Exit(1)
 
 
@@ -50,6 +60,107 @@ def void(
     print(json.dumps({"round_id": round_id, "voided_now": result.voided_now, "refunds": dict(result.refunds)}))
 
 
+def audit(
+    data: Annotated[Optional[Path], typer.Option(help="embedded mode: the server's data directory (default ./var)")] = None,
+    database_url: Annotated[Optional[str], typer.Option(help="distributed mode: PostgreSQL URL (env DATABASE_URL)")] = None,
+    target: Annotated[Optional[str], typer.Option(help="a running server HOST:PORT instead (AuditService.AuditAll, operator token)")] = None,
+    page: Annotated[int, typer.Option(help="rounds per page read from the log", min=1, max=1000)] = 500,
+    as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line: rounds, events, violations, seconds")] = False,
+) -> None:
+    """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation.
+
+    Reads the stores directly (--data DIR, --database-url URL), which is the fast way, or asks a running
+    server with --target. The progress bar goes to stderr, so --json's stdout holds the JSON line only.
+    """
+    if target:
+        steps: Iterable = _over_grpc(target, page)
+    else:
+        from .audit_stores import StoreMissing, store_urls
+
+        try:
+            urls = store_urls(data, database_url or (None if data else os.environ.get("DATABASE_URL")))
+        except StoreMissing as exc:
+            err.print(f"[red]{escape(str(exc))}[/red]")
+            raise typer.Exit(2) from None
+        steps = _on_stores(urls, page)
+    violations: list = []
+    final = None
+    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TextColumn("rounds"), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:  # fmt: skip
+        task = bar.add_task("audit", total=None)
+        try:
+            for step in steps:
+                bar.update(task, total=max(step.total, step.rounds) or None, completed=step.rounds)
+                violations += step.violations
+                final = step
+        except OperationalError as exc:
+            err.print(f"[red]cannot read the stores: {escape(str(exc.orig))}[/red]")
+            raise typer.Exit(2) from None
+    assert final is not None and final.done
+    summary = {
+        "rounds": final.rounds,
+        "events": final.events,
+        "violations": [v.as_json() for v in violations],
+        "seconds": round(final.seconds, 3),
+        "rounds_with_notes": final.notes,
+        "ledger": {"accounts": final.ledger.accounts, "entries": final.ledger.entries} if final.ledger else None,
+    }
+    if as_json:
+        print(json.dumps(summary))
+    else:
+        for v in violations:
+            print(f"VIOLATION {v}")
+        rate = final.rounds / final.seconds if final.seconds else 0
+        ledger = f"; ledger: {final.ledger.accounts} accounts, {final.ledger.entries} entries" if final.ledger else ""
+        print(f"{final.rounds} rounds, {final.events} events in {final.seconds:.2f} s ({rate:,.0f} rounds/s){ledger}")
+        if final.notes:
+            print(f"{final.notes} round(s) still in play or not yet applied by the wallet (not violations)")
+        print("audit clean: every invariant holds" if not violations else f"{len(violations)} violation(s)")
+    raise typer.Exit(1 if violations else 0)
+
+
+def _on_stores(urls: dict[str, str], page: int) -> Iterator:
+    """run_audit straight on the stores, stepped from this (synchronous) command."""
+    from croupier_game.application.full_audit import run_audit
+
+    from .audit_stores import open_stores
+
+    with open_stores(urls) as stores:
+        yield from _drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False))
+
+
+def _drain(steps: AsyncIterator) -> Iterator:
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(anext(steps))
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _over_grpc(target: str, page: int) -> Iterator:
+    from croupier_game.application.full_audit import AuditProgress, Violation
+    from croupier_game.application.ports import LedgerCheck
+
+    client = Client.connect(target)
+    try:
+        for reply in client.audit.AuditAll(audit_pb2.AuditAllRequest(page_size=page), metadata=client.metadata):
+            yield AuditProgress(
+                rounds=reply.rounds, events=reply.events, total=reply.rounds_total, notes=reply.rounds_with_notes,
+                violations=[Violation(v.round_id or None, v.event or None, v.problem, v.event_id or None) for v in reply.violations],
+                done=reply.done, seconds=reply.seconds,
+                ledger=LedgerCheck(reply.ledger_accounts, reply.ledger_entries, 0, []) if reply.done else None,
+            )  # fmt: skip
+    except grpc.RpcError as error:
+        err.print(f"[red]{error.code().name}: {escape(error.details() or '')}[/red]")
+        raise typer.Exit(2) from None
+
+
 def register(app: typer.Typer) -> None:
     app.command("replay")(replay)
     app.command("void")(void)
+    app.command("audit")(audit)

@@ -53,6 +53,9 @@ def verify(
     file: Annotated[Optional[Path], typer.Option("--file", help="verify a saved round (from --save) offline")] = None,
     save: Annotated[Optional[Path], typer.Option("--save", help="also write the round as shown to FILE (JSON)")] = None,
     cut_seed: Annotated[Optional[str], typer.Option(help="the cut seed you sent with the bets (default: as shown)")] = None,
+    commitment: Annotated[
+        Optional[str], typer.Option(help="the next_commitment your seat showed before you bet (GetSeatStatus)")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Check a finished round yourself: commitment, shoe, cut, every card, the settlement.
@@ -72,7 +75,7 @@ def verify(
         save.write_text(json.dumps(view, indent=2) + "\n", encoding="utf-8")
         err.print(f"saved round {escape(str(view.get('round_id', '')))} to {escape(str(save))}")
     try:
-        report = verify_round(view, cut_seed=cut_seed)
+        report = verify_round(view, cut_seed=cut_seed, committed_before=commitment)
     except NotRevealed as exc:
         err.print(f"[yellow]{escape(str(exc))}[/yellow]")
         raise typer.Exit(2) from None

@@ -41,7 +41,7 @@ OWN_TABLES = {
     "shuffler": {"shuffler_shoes"},
     "dealer": {"dealer_cuts", "dealer_deals"},
     "game": {"game_seats", "game_idempotency_keys", "game_rounds"},
-    "wallet": {"wallet_accounts", "wallet_transfers", "wallet_entries", "wallet_rounds"},
+    "wallet": {"wallet_accounts", "wallet_transfers", "wallet_entries", "wallet_rounds", "wallet_limits", "wallet_self_exclusions"},
     "commission": {"commission_rounds", "dealer_points"},
 }
 
@@ -205,7 +205,7 @@ def test_the_migrate_command_migrates_every_service_and_says_so(database_url: st
     for service in SERVICES:
         assert f"{service}: schema '{service}' upgraded from empty to {head(service)}" in first.output
     assert second.exit_code == 0, second.output
-    assert "wallet: schema 'wallet' already at wallet_0001" in second.output
+    assert f"wallet: schema 'wallet' already at {head('wallet')}" in second.output
     assert "shuffler" not in second.output.split("\n", 1)[1]
 
 
@@ -221,7 +221,7 @@ def test_an_unreachable_server_or_sqlite_is_refused_with_a_reason() -> None:
 def test_assert_migrated_tells_a_bootstrap_to_run_migrate_until_the_schema_is_at_head(database_url: str) -> None:
     engine = schema_engine(database_url, "wallet")
     try:
-        with pytest.raises(MigrationError, match=r"revision none, not wallet_0001: run `croupier migrate --service wallet`"):
+        with pytest.raises(MigrationError, match=rf"revision none, not {head('wallet')}: run `croupier migrate --service wallet`"):
             assert_migrated(engine, "wallet")
         migrate(database_url, "wallet")
         assert_migrated(engine, "wallet")

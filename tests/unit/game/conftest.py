@@ -21,7 +21,9 @@ from croupier_game.domain.catalogue import Catalogue
 from croupier_platform.auth import Identity
 from croupier_platform.db import create_schema, make_engine
 
-from .fakes import FakeDealer, FakeShuffler, FakeWallet
+from croupier_game.application.seating import DealerChecks
+
+from .fakes import FakeDealer, FakeDealerPoints, FakeShuffler, FakeWallet
 
 ALICE = Identity("alice", "player")
 BOB = Identity("bob", "player")
@@ -46,6 +48,7 @@ class Game:
     tables: TableUseCases
     audit: AuditUseCases
     commits: list[int]
+    points: FakeDealerPoints
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run(coroutine)
@@ -69,7 +72,9 @@ def build(store: Any) -> Game:
     commits: list[int] = []
     book = RoundBook(store, shuffler, TickingClock(), on_commit=lambda: commits.append(1))
     catalogue = Catalogue.from_toml(DEFAULT_TABLES_FILE)
-    game = Game(store, shuffler, dealer, wallet, TableUseCases(book, catalogue, dealer, wallet), AuditUseCases(book, wallet), commits)
+    points = FakeDealerPoints()
+    tables = TableUseCases(book, catalogue, dealer, wallet, DealerChecks(wallet, points))
+    game = Game(store, shuffler, dealer, wallet, tables, AuditUseCases(book, wallet), commits, points)
     for who in ("alice", "bob"):
         wallet.fund(who, 1_000_000, "USD")
         wallet.fund(who, 1_000_000, "PLAY")

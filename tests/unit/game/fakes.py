@@ -5,10 +5,10 @@ idempotent reservations and a consumer of the round events (pumped from the outb
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from croupier_game.application.ports import CommittedShoe, LedgerEntry, Reservation, RevealedShoe, StakesRefused
+from croupier_game.application.ports import CommittedShoe, LedgerCheck, LedgerEntry, Reservation, RevealedShoe, StakesRefused
 from croupier_platform.errors import Conflict, NotFound
 from croupier_platform.events import EventEnvelope
 from croupier_rules import fairness
@@ -31,11 +31,12 @@ class FakeShuffler:
         self._stacked: list[str] = []
 
     def stack(self, *cards: str) -> None:
-        """The next shoe starts with these cards; the rest of it is a proper shoe."""
+        """The next shoe asked for starts with these cards; the rest of it is a proper shoe. Test-only:
+        it replaces the shoe a seat committed in advance for its next round (a real shuffler never would)."""
         self._stacked = list(cards)
 
     async def new_shoe(self, decks: int, round_id: str) -> CommittedShoe:
-        if round_id in self._by_round:
+        if round_id in self._by_round and not self._stacked:
             shoe = self.shoes[self._by_round[round_id]]
         else:
             rest = [card_text(c) for c in fresh_shoe(decks)]
@@ -53,6 +54,10 @@ class FakeShuffler:
         if shoe is None:
             return None
         return RevealedShoe(shoe_id, shoe.commitment, shoe.salt.hex(), tuple(shoe.cards))
+
+    async def reveal_shoes(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
+        """The audit's archive: every shoe asked for, whatever its round's state."""
+        return {i: RevealedShoe(i, s.commitment, s.salt.hex(), tuple(s.cards)) for i in shoe_ids if (s := self.shoes.get(i))}
 
 
 class FakeDealer:
@@ -110,7 +115,8 @@ class FakeWallet:
         return [e for e in self.entries if e.round_id == round_id and e.kind == "stake"]
 
     async def reserve_stakes(
-        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int]
+        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
+        game: str = "", table_id: str = "",
     ) -> Reservation:
         if transaction_id in self.replies:
             return self.replies[transaction_id]  # a repeat: nothing more reserved
@@ -122,7 +128,45 @@ class FakeWallet:
         return self.replies[transaction_id]
 
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
-        return [LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency) for e in self.entries if e.round_id == round_id]
+        return [
+            LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency)
+            for e in self.entries if e.round_id == round_id and e.kind != "cover"
+        ]  # fmt: skip
+
+    async def reserve_dealer_cover(
+        self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
+    ) -> Reservation:
+        if transaction_id in self.replies:
+            return self.replies[transaction_id]
+        before = self.available(dealer_id, currency)
+        if cover + commission_hold > before:
+            raise StakesRefused(f"balance {before} {currency} cannot cover {cover + commission_hold}")
+        # The commission hold is left out: the commission service charges it, not this fake.
+        self.entries.append(_Entry(transaction_id, "cover", "pending", -cover, currency, round_id, dealer_id))
+        self.replies[transaction_id] = Reservation(transaction_id, before, before - cover)
+        return self.replies[transaction_id]
+
+    async def available_balance(self, player_id: str, currency: str) -> int:
+        return self.available(player_id, currency)
+
+    # -- the audit's archive (the real wallet's LedgerAuditService)
+    async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
+        found: dict[str, list[LedgerEntry]] = {}
+        for round_id in round_ids:
+            mine = [e for e in self.entries if e.round_id == round_id]
+            stakes = [e for e in mine if e.kind == "stake"]
+            if stakes:  # the round's player is whoever staked; a player-dealer's transfers are not theirs
+                found[round_id] = [LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency)
+                                   for e in mine if e.player_id == stakes[0].player_id]  # fmt: skip
+        return found
+
+    async def check_ledger(self) -> LedgerCheck:
+        rounds = {e.round_id for e in self.entries if e.kind == "stake"}
+        return LedgerCheck(accounts=len(self.balances), entries=len(self.entries), rounds=len(rounds), problems=[])
+
+    async def round_ids(self, after: str | None, limit: int) -> list[str]:
+        rounds = sorted({e.round_id for e in self.entries if e.kind == "stake"})
+        return [r for r in rounds if after is None or r > after][:limit]
 
     # -- the consumer of the round events (the real wallet's is asynchronous, on the bus)
     def apply(self, envelope: EventEnvelope) -> None:
@@ -131,22 +175,40 @@ class FakeWallet:
         self.seen_events.add(envelope.event_id)
         rid = envelope.stream_id
         stakes = self.reservations(rid)
+        covers = [e for e in self.entries if e.round_id == rid and e.kind == "cover"]
         if envelope.event_type == "RoundSettled":
             returned = sum(r["returned"] for r in envelope.payload["results"].values())  # type: ignore[union-attr]
-            for e in stakes:
+            for e in [*stakes, *covers]:
                 e.status = "posted"
                 self.fund(e.player_id, e.amount, e.currency)
             if stakes and returned:
                 first = stakes[0]
                 self.entries.append(_Entry(f"{rid}:payout", "payout", "posted", returned, first.currency, rid, first.player_id))
                 self.fund(first.player_id, returned, first.currency)
+            if covers:  # a player-dealer takes what the table holds
+                held = -sum(e.amount for e in [*stakes, *covers])
+                dealer = covers[0]
+                self.entries.append(_Entry(f"{rid}:dealer", "payout", "posted", held - returned, dealer.currency, rid, dealer.player_id))
+                self.fund(dealer.player_id, held - returned, dealer.currency)
         elif envelope.event_type == "RoundVoided":
             for e in list(self.entries):
                 if e.round_id != rid:
                     continue
-                if e.kind == "stake" and e.status == "pending":
+                if e.kind in ("stake", "cover") and e.status == "pending":
                     e.status = "voided"
-                elif e.kind in ("stake", "payout") and e.status == "posted":
-                    kind = "refund" if e.kind == "stake" else "reversal"
+                elif e.kind in ("stake", "cover", "payout") and e.status == "posted":
+                    kind = "refund" if e.kind in ("stake", "cover") else "reversal"
                     self.entries.append(_Entry(f"{e.transaction_id}:{kind}", kind, "posted", -e.amount, e.currency, rid, e.player_id))
                     self.fund(e.player_id, -e.amount, e.currency)
+
+
+@dataclass
+class FakeDealerPoints:
+    """The commission service's dealer points, set by the test."""
+
+    points: dict[tuple[str, str], int] = field(default_factory=dict)
+    last_commission: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
+        key = (player_id, currency)
+        return self.points.get(key, 0), self.last_commission.get(key, 0)

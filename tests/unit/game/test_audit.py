@@ -53,7 +53,7 @@ def test_replay_names_the_version_of_a_tampered_event(sql_game: Game) -> None:
                   .values(payload=json.dumps(payload)))  # fmt: skip
     replay = game.run(game.audit.replay_round(OPERATOR, round_id))
     assert not replay.ok
-    assert replay.disagreements[0].startswith("v5: hash chain: edited")
+    assert replay.disagreements[0].startswith("v5 RoundSettled: hash chain: edited")
     assert any(d.startswith("v5 RoundSettled: recorded") for d in replay.disagreements)
     assert json.loads(replay.report_json)["checks"]["rules"] == "1 problem(s)"
     assert json.loads(replay.report_json)["checks"]["wallet"] == "ok"  # the wallet paid what the rules say
@@ -69,7 +69,7 @@ def test_replay_catches_a_card_that_is_not_the_next_of_the_shoe(game: Game) -> N
     cards[0]["card"] = "Ks"
     stored[3] = dealt.model_copy(update={"payload": {**dealt.payload, "cards": cards}})
     replay = game.run(game.audit.replay_round(OPERATOR, round_id))
-    assert "v4: hash chain: edited (content does not match its hash)" in replay.disagreements
+    assert "v4 CardsDealt: hash chain: edited (content does not match its hash)" in replay.disagreements
     assert "v4 CardsDealt: position 0 of the cut shoe is Ac, but Ks (player) was dealt" in replay.disagreements
 
 

@@ -4,33 +4,37 @@ from __future__ import annotations
 
 import pytest
 
-from croupier_game.domain.round import round_id_for
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from croupier_rules.errors import InvalidInput, RuleError
 
 from .conftest import ALICE, BOB, OPERATOR, Game
 
 
+def next_round(game: Game, seat: str) -> str:
+    return game.run(game.tables.seat_status(ALICE, seat)).next_round_id
+
+
 def test_a_repeated_key_returns_the_same_round_and_reserves_once(game: Game) -> None:
     seat = game.seat("casino-war-usd")
+    round_id = next_round(game, seat)
     first = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     again = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
-    assert again.round_id == first.round_id == round_id_for("alice", "key-1")
+    assert again.round_id == first.round_id == round_id
     assert again.version == first.version == 3
     assert [e.amount for e in game.wallet.reservations(first.round_id)] == [-500]
-    assert len(game.shuffler.shoes) == 1
+    assert len(game.shuffler.shoes) == 2  # this round's, and the next one's, committed before its bets
     assert game.wallet.available("alice") == 1_000_000 - 500
 
 
 def test_a_retry_after_a_crash_before_the_append_reaches_the_same_wallet_transaction(game: Game) -> None:
     seat = game.seat("casino-war-usd")
-    round_id = round_id_for("alice", "key-1")
+    round_id = next_round(game, seat)
     # The first attempt reserved and drew the shoe, then "crashed" before appending.
     game.run(game.wallet.reserve_stakes(f"{round_id}:stakes:1", "alice", round_id, 500, "USD", {"ante": 500}))
     game.run(game.shuffler.new_shoe(6, round_id))
     view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     assert view.round_id == round_id
-    assert len(game.wallet.reservations(round_id)) == 1 and len(game.shuffler.shoes) == 1
+    assert len(game.wallet.reservations(round_id)) == 1 and len(game.shuffler.shoes) == 2  # + the next round's
     assert view.balance_before == 1_000_000
 
 
@@ -40,8 +44,8 @@ def test_the_wallet_refusal_passes_through_with_nothing_appended(game: Game) -> 
     with pytest.raises(FailedPrecondition, match="cannot cover 500"):
         game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     with pytest.raises(NotFound):
-        game.run(game.tables.get_round(ALICE, round_id_for("alice", "key-1")))
-    assert game.shuffler.shoes == {}
+        game.run(game.tables.get_round(ALICE, next_round(game, seat)))
+    assert len(game.shuffler.shoes) == 1  # only the one committed at the seat, before any bet
     game.wallet.fund("alice", 1_000)
     assert game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "")).phase == "dealing"
 
@@ -151,9 +155,35 @@ def test_two_rounds_racing_for_one_seat_the_loser_is_voided_and_refunded(game: G
     lost = [o for o in outcomes if isinstance(o, Exception)]
     assert len(won) == 1 and len(lost) == 1
     assert isinstance(lost[0], FailedPrecondition)
-    # Either the loser saw the open round up front (nothing reserved), or it was voided after reserving.
-    loser_id = round_id_for("alice", "key-b" if won[0].round_id == round_id_for("alice", "key-a") else "key-a")
-    if "was voided" in str(lost[0]):
-        assert game.run(game.tables.get_round(ALICE, loser_id)).phase == "voided"
+    # Both raced for the seat's one next round: one append won, the other found the round open.
+    assert "still dealing" in str(lost[0]) or "opened at this seat meanwhile" in str(lost[0])
     game.pump()
     assert game.wallet.available("alice") == 1_000_000 - 500
+
+
+def test_the_shoe_is_committed_before_the_bets_and_the_cut_seed(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    before = game.run(game.tables.seat_status(ALICE, seat))
+    assert len(before.next_commitment) == 64
+    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "my cut"))
+    assert (view.round_id, view.commitment) == (before.next_round_id, before.next_commitment)
+    after = game.run(game.tables.seat_status(ALICE, seat))
+    assert after.next_round_id != view.round_id and after.next_commitment not in ("", view.commitment)
+
+
+def test_deal_and_decide_retried_after_a_lost_reply_return_the_round(game: Game) -> None:
+    seat = game.seat("casino-war-usd")
+    game.shuffler.stack("7c", "7d", "2c", "3c", "4c", "Kd", "2h")
+    placed = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    dealt = game.run(game.tables.deal(ALICE, placed.round_id, placed.version))
+    again = game.run(game.tables.deal(ALICE, placed.round_id, placed.version))  # the reply was lost
+    assert (again.version, again.phase) == (dealt.version, "deciding")
+    with pytest.raises(RuleError, match="no cards are due"):  # without the version it is an error, as before
+        game.run(game.tables.deal(ALICE, placed.round_id))
+    decided = game.run(game.tables.decide(ALICE, placed.round_id, "raise", "", dealt.version))
+    assert decided.phase == "settled"
+    again = game.run(game.tables.decide(ALICE, placed.round_id, "Raise", "", dealt.version))
+    assert again.version == decided.version
+    assert game.wallet.available("alice") == 1_000_000 - 1000  # the raise was reserved once
+    with pytest.raises(RuleError):  # another choice at that version is not a retry
+        game.run(game.tables.decide(ALICE, placed.round_id, "surrender", "", dealt.version))

@@ -78,6 +78,18 @@ async def scenario() -> None:
             assert replay.ok and list(replay.disagreements) == [] and len(replay.timeline) == len(view.steps)
             voided = await audit.VoidRound(audit_pb2.VoidRoundRequest(round_id=view.round_id, reason="test"), metadata=ops)
             assert voided.voided_now and dict(voided.refunds) == {"ante": 1000, "aa_bonus": 500, "call": 2000}
+
+            # AuditAll streams: authenticated like every call, operators only, one message per page then done.
+            game.pump()
+            steps = [step async for step in audit.AuditAll(audit_pb2.AuditAllRequest(page_size=1), metadata=ops)]
+            assert [(s.rounds, s.done) for s in steps] == [(1, False), (1, True)] and list(steps[-1].violations) == []
+            for who, code in ((None, grpc.StatusCode.UNAUTHENTICATED), (alice, grpc.StatusCode.PERMISSION_DENIED)):
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    _ = [step async for step in audit.AuditAll(audit_pb2.AuditAllRequest(), metadata=who)]
+                assert refused.value.code() == code
+            with pytest.raises(grpc.aio.AioRpcError) as too_big:
+                _ = [step async for step in audit.AuditAll(audit_pb2.AuditAllRequest(page_size=5000), metadata=ops)]
+            assert too_big.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     finally:
         await server.stop(None)
 

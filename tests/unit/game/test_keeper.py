@@ -18,6 +18,7 @@ from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
 from croupier_game.application.keeper import Keeper, KeeperPass
 from croupier_game.application.rounds import RoundBook
+from croupier_game.application.seating import DealerChecks
 from croupier_game.application.tables import TableUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE, keeper_settings
 from croupier_game.domain.catalogue import Catalogue
@@ -27,8 +28,8 @@ from croupier_platform.errors import Unavailable
 from croupier_platform.outbox import Leadership
 from croupier_rules.events import DecisionMade
 
-from .conftest import ALICE, OPERATOR
-from .fakes import FakeDealer, FakeShuffler, FakeWallet
+from .conftest import ALICE, BOB, OPERATOR
+from .fakes import FakeDealer, FakeDealerPoints, FakeShuffler, FakeWallet
 
 START = 1_000_000
 HOLDEM_DECIDING = ["2s", "7d", "Ac", "Ad", "Jh", "Kc", "9s"]  # Call/Fold asked after the first deal
@@ -122,7 +123,8 @@ def service(
     leadership: Leadership | None = None,
 ) -> Service:
     book = RoundBook(store, world.shuffler, world.clock, on_commit=lambda: None)
-    tables = TableUseCases(book, Catalogue.from_toml(tables_file), world.dealer, world.wallet)
+    points = FakeDealerPoints(points={("bob", "USD"): 800})  # Bob may deal at every war-p2p table
+    tables = TableUseCases(book, Catalogue.from_toml(tables_file), world.dealer, world.wallet, DealerChecks(world.wallet, points))
     audit = AuditUseCases(book, world.wallet)
     keeper = Keeper(book, tables, audit, world.clock, interval_s=0.01, stuck_after_s=stuck_after_s, leadership=leadership)
     return Service(store, world, book, tables, audit, keeper)
@@ -176,6 +178,19 @@ def test_casino_war_tie_left_is_surrendered_for_half_the_ante(svc: Service) -> N
     assert results(svc.view(round_id)) == {"ante": (1000, 500, "surrender")}
     svc.replay_ok(round_id)
     assert svc.wallet.available("alice") == START - 500
+
+
+def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the_ante(svc: Service) -> None:
+    # RULES.md §2: after the deal with a tie pending, the round goes on as if the player surrendered.
+    svc.wallet.fund("bob", START, "USD")
+    svc.run(svc.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
+    round_id = svc.open_round("war-p2p-i-usd", {"ante": 1000}, ["Kc", "Kd"])
+    svc.clock.advance(30.5)
+    assert svc.keep().decided == [(round_id, "ante", "surrender")]
+    view = svc.view(round_id)
+    assert results(view) == {"ante": (1000, 0, "surrender")} and (view.commission, view.dealer_net) == (18, 1000 - 18)
+    svc.pump()
+    assert svc.wallet.available("alice") == START - 1000 and svc.wallet.available("bob") == START + 1000
 
 
 def test_dueling_tie_with_both_bets_pending_surrenders_each(svc: Service) -> None:

@@ -14,7 +14,16 @@ from sqlalchemy import Column, Engine, Integer, MetaData, Table, delete, func, i
 
 from croupier_platform.bus import LEDGER_EVENTS, ROUND_EVENTS
 from croupier_platform.db import events_table
-from croupier_platform.events import GENESIS_HASH, EventEnvelope, ViolationKind, canonical_json, verify_chain
+from croupier_platform.events import (
+    GENESIS_HASH,
+    EventEnvelope,
+    ViolationKind,
+    canonical_json,
+    record_envelope,
+    record_hash,
+    verify_chain,
+    verify_records,
+)
 from croupier_platform.eventstore import (
     ConcurrencyConflict,
     DuplicateEventId,
@@ -188,6 +197,46 @@ class EventStoreContract(ABC):
             ("round-1", 3, ViolationKind.VERSION_GAP),
             ("round-1", 3, ViolationKind.BROKEN_LINK),
         }
+
+    # -------------------------------------------------------------- stored records (audits)
+
+    def test_records_are_the_stored_form_of_the_envelopes(self, store: EventStore) -> None:
+        envelopes = append_round(store, "round-1", 3)
+        with store.unit_of_work() as uow:
+            records = uow.events.read_stream_records("round-1")
+
+        assert [record_envelope(r) for r in records] == envelopes
+        assert [r.payload for r in records] == [canonical_json(e.payload).decode() for e in envelopes]
+        assert [record_hash(r) for r in records] == [e.hash for e in envelopes]
+        assert verify_records(records) == []
+
+    def test_an_edited_or_deleted_record_is_detected(self, store: EventStore) -> None:
+        append_round(store, "round-1", 3)
+        append_round(store, "round-2", 3)
+        self.replace_payload(store, "round-1", 2, {"number": 2, "stake": {"amount_minor": 50_000, "currency": "EUR"}})
+        self.delete_event(store, "round-2", 2)
+        with store.unit_of_work() as uow:
+            records = [r for stream in uow.events.read_streams("round", None, 10) for r in stream]
+
+        assert {(v.stream_id, v.version, v.kind) for v in verify_records(records)} == {
+            ("round-1", 2, ViolationKind.EDITED),
+            ("round-2", 3, ViolationKind.VERSION_GAP),
+            ("round-2", 3, ViolationKind.BROKEN_LINK),
+        }
+
+    def test_read_streams_pages_whole_streams_of_one_type_by_id(self, store: EventStore) -> None:
+        for stream_id in ("round-c", "round-a", "round-b"):
+            append_round(store, stream_id, 2)
+        store.append("ledger-1", 0, [new_event(1)], stream_type="ledger")
+        with store.unit_of_work() as uow:
+            first = uow.events.read_streams("round", None, 2)
+            rest = uow.events.read_streams("round", first[-1][0].stream_id, 2)
+            done = uow.events.read_streams("round", rest[-1][0].stream_id, 2)
+
+        assert [[(r.stream_id, r.version) for r in s] for s in first + rest] == [
+            [("round-a", 1), ("round-a", 2)], [("round-b", 1), ("round-b", 2)], [("round-c", 1), ("round-c", 2)]
+        ]
+        assert done == []
 
     # -------------------------------------------------------------- global order
 

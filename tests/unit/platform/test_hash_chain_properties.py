@@ -13,7 +13,7 @@ from pydantic import JsonValue
 from sqlalchemy import update
 
 from croupier_platform.db import create_schema, events_table, make_engine
-from croupier_platform.events import ViolationKind, canonical_json, verify_chain
+from croupier_platform.events import ViolationKind, canonical_json, record_hash, verify_chain, verify_records
 from croupier_platform.eventstore import CorruptEvent, EventStore, InMemoryEventStore, NewEvent, SqlEventStore
 
 json_values: st.SearchStrategy[JsonValue] = st.recursive(
@@ -65,6 +65,11 @@ def test_any_sequence_of_appends_yields_a_verifiable_chain(store_factory: StoreF
 
         assert verify_chain(stored.envelope for stored in store.read_all()) == []
         assert len(store.read_all()) == sum(len(batch) for _, batch in batches)
+        # The audit's path: the hash spliced from the stored text is the sealed hash, for any payload.
+        with store.unit_of_work() as uow:
+            records = [r for stream in uow.events.read_streams("round", None, 10) for r in stream]
+        assert [record_hash(r) for r in records] == [r.hash for r in records]
+        assert verify_records(records) == []
 
 
 @PROPERTY_SETTINGS
@@ -84,17 +89,22 @@ def test_flipping_any_byte_of_a_stored_payload_is_detected(batches: list, data: 
         with store._engine.begin() as connection:
             connection.execute(edit)
 
+        with store.unit_of_work() as uow:
+            by_record = verify_records(uow.events.read_stream_records(target.stream_id))
         try:
             violations = verify_chain(store.read_stream(target.stream_id))
         except CorruptEvent as corrupt:  # no longer even decodes: detected on read
             event("corrupt on read")
             assert (corrupt.stream_id, corrupt.version) == (target.stream_id, target.version)
+            assert (target.stream_id, target.version, ViolationKind.EDITED) in {(v.stream_id, v.version, v.kind) for v in by_record}
             return
         if canonical_json(json.loads(tampered)) == canonical_json(target.payload):
             event("same payload")
             assert violations == []  # e.g. \u001f became \u001F: the same payload, so nothing changed
+            assert by_record == []  # the stored text is not canonical: the canonical fallback says the same
         else:
             event("edited")
             assert (target.stream_id, target.version, ViolationKind.EDITED) in {
                 (v.stream_id, v.version, v.kind) for v in violations
             }
+            assert by_record == [v for v in violations if v.kind == ViolationKind.EDITED]

@@ -276,3 +276,11 @@ def test_a_view_that_does_not_read_fails_rather_than_raising(view):
     report = verify_round(view)
     assert not report.ok
     assert report.first_failure.name == "shoe"  # the table (decks) comes from RoundOpened
+
+
+def test_the_commitment_the_seat_showed_before_the_bets_must_be_the_rounds(view):
+    committed = view["commitment"]
+    assert verify_round(view, committed_before=committed.upper()).ok
+    assert first_failure(view, committed_before="ab" * 32) == "commitment"
+    reason = verify_round(view, committed_before="ab" * 32).first_failure.reason
+    assert "not the one committed before the cut seed" in reason

@@ -6,7 +6,7 @@ import uuid
 import grpc
 import pytest
 
-from croupier.v1.internal_pb2 import GetShoeOrderRequest, NewShoeRequest, RevealShoeRequest
+from croupier.v1.internal_pb2 import GetShoeOrderRequest, NewShoeRequest, RevealShoeRequest, RevealShoesRequest
 from croupier_rules import fairness
 
 from .harness import run, running, status_of
@@ -136,5 +136,22 @@ def test_a_voided_round_reveals_its_shoe(tmp_path):
             assert len(public.cards) == 104
             (event,) = await h.wait_for_reveals(1)
             assert event.payload["shoe_id"] == shoe.shoe_id
+
+    run(scenario)
+
+
+def test_an_audit_reveals_many_shoes_at_once_to_services_only(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            shoes = [await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id=f"r{n}"), metadata=h.as_("service")) for n in range(3)]
+            ids = [s.shoe_id for s in shoes]
+            found = await h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=[*ids, str(uuid.uuid4())]), metadata=h.as_("service"))
+            assert {s.shoe_id: s.commitment for s in found.shoes} == {s.shoe_id: s.commitment for s in shoes}  # unknown left out
+            for s in found.shoes:
+                assert fairness.commitment(bytes.fromhex(s.salt_hex), s.cards) == s.commitment and len(s.cards) == 52
+            code, _ = await status_of(h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=ids), metadata=h.as_("player")))
+            assert code == grpc.StatusCode.PERMISSION_DENIED  # a round in play keeps its shoe secret
+            code, message = await status_of(h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=["nope"]), metadata=h.as_("service")))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "UUID" in message
 
     run(scenario)

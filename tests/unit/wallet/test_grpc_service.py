@@ -35,6 +35,7 @@ class Harness:
     stakes: internal_pb2_grpc.StakeServiceStub
     tokens: dict[str, str]
     ledger_events: list[EventEnvelope] = field(default_factory=list)
+    ledger: wallet_pb2_grpc.LedgerServiceStub | None = None  # the operator's reports
 
     def auth(self, who: str) -> tuple[tuple[str, str], ...]:
         return call_metadata(self.tokens[who])
@@ -89,7 +90,7 @@ async def running_wallet(tmp_path: Path) -> AsyncIterator[Harness]:
     try:
         yield Harness(
             module, bus, wallet_pb2_grpc.WalletServiceStub(channel), internal_pb2_grpc.StakeServiceStub(channel), tokens,
-            ledger_events,
+            ledger_events, wallet_pb2_grpc.LedgerServiceStub(channel),
         )  # fmt: skip
     finally:
         await channel.close()

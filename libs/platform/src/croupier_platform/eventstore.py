@@ -25,6 +25,7 @@ from croupier_platform.events import (
     EventDraft,
     EventEnvelope,
     EventId,
+    EventRecord,
     Payload,
     Timestamp,
     canonical_json,
@@ -109,6 +110,20 @@ class EventLog(ABC):
     def stream_version(self, stream_id: str) -> int:
         """0 for a stream with no events."""
 
+    @abstractmethod
+    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
+        """The stream as stored (payloads as their stored JSON text), in version order: for audits."""
+
+    @abstractmethod
+    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
+        """Up to `limit` whole streams of `stream_type` whose ids sort after `after_stream_id` (None: from
+        the first), in stream id order (the store's own collation), each in version order: an audit's
+        pages, a few queries per page whatever the page holds."""
+
+    @abstractmethod
+    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
+        """Those of the ids that name a stream with at least one event."""
+
 
 @dataclass(frozen=True)
 class UnitOfWork:
@@ -149,6 +164,18 @@ class EventStore(EventLog):
     def stream_version(self, stream_id: str) -> int:
         with self.unit_of_work() as uow:
             return uow.events.stream_version(stream_id)
+
+    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
+        with self.unit_of_work() as uow:
+            return uow.events.read_stream_records(stream_id)
+
+    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
+        with self.unit_of_work() as uow:
+            return uow.events.read_streams(stream_type, after_stream_id, limit)
+
+    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
+        with self.unit_of_work() as uow:
+            return uow.events.existing_streams(stream_ids)
 
 
 class _StreamHead(NamedTuple):
@@ -243,6 +270,20 @@ class _MemoryEventLog(EventLog):
         stream = self._state.streams.get(stream_id)
         return stream[-1].version if stream else 0
 
+    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
+        return [_record(e) for e in self._state.streams.get(stream_id, [])]
+
+    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
+        ids = sorted(
+            stream_id
+            for stream_id, stream in self._state.streams.items()
+            if stream and stream[0].stream_type == stream_type and (after_stream_id is None or stream_id > after_stream_id)
+        )
+        return [self.read_stream_records(stream_id) for stream_id in ids[:limit]]
+
+    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
+        return {i for i in stream_ids if self._state.streams.get(i)}
+
 
 class InMemoryEventStore(EventStore):
     """The fake for unit tests: the same contract as SqlEventStore, one transaction at a time."""
@@ -279,6 +320,12 @@ class InMemoryEventStore(EventStore):
 def _copy(envelope: EventEnvelope) -> EventEnvelope:
     # The fake hands out copies, as a database does: a caller editing a payload must not edit the store.
     return envelope.model_copy(deep=True)
+
+
+def _record(envelope: EventEnvelope) -> EventRecord:
+    """The envelope in its stored form, as the SQL store keeps it (_event_row)."""
+    row = _event_row(envelope)
+    return EventRecord(*(row[name] for name in EventRecord._fields))
 
 
 # ---------------------------------------------------------------- SQL (SQLite, PostgreSQL)
@@ -360,6 +407,36 @@ class _SqlEventLog(EventLog):
         head = self._head(stream_id)
         return head.version if head else 0
 
+    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
+        query = _RECORD_QUERY.where(events_table.c.stream_id == stream_id).order_by(events_table.c.version)
+        return [EventRecord._make(row) for row in self._connection.execute(query)]
+
+    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
+        of_type = events_table.c.stream_type == stream_type
+        ids = select(events_table.c.stream_id).where(of_type).distinct().order_by(events_table.c.stream_id).limit(limit)
+        if after_stream_id is not None:
+            ids = ids.where(events_table.c.stream_id > after_stream_id)
+        found = list(self._connection.execute(ids).scalars())
+        if not found:
+            return []
+        # One range scan of the (stream_id, version) index for the whole page.
+        query = _RECORD_QUERY.where(
+            of_type, events_table.c.stream_id >= found[0], events_table.c.stream_id <= found[-1]
+        ).order_by(events_table.c.stream_id, events_table.c.version)
+        streams: list[list[EventRecord]] = []
+        current: str | None = None
+        for row in self._connection.execute(query).fetchall():  # fetched at once: no per-row cursor call
+            record = EventRecord._make(row)
+            if record.stream_id != current:
+                streams.append([])
+                current = record.stream_id
+            streams[-1].append(record)
+        return streams
+
+    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
+        query = select(events_table.c.stream_id).where(events_table.c.stream_id.in_(list(stream_ids))).distinct()
+        return set(self._connection.execute(query).scalars()) if stream_ids else set()
+
     def _head(self, stream_id: str) -> _StreamHead | None:
         query = (
             select(events_table.c.version, events_table.c.stream_type, events_table.c.hash)
@@ -393,6 +470,8 @@ class SqlEventStore(EventStore):
 
 
 _TXID_SHIFT = 1 << 64  # a PostgreSQL read_all position: txid * 2**64 + row position
+
+_RECORD_QUERY = select(*(events_table.c[name] for name in EventRecord._fields))
 
 
 def _event_row(envelope: EventEnvelope) -> dict[str, Any]:

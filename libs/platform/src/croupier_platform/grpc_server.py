@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from .auth import TokenAuthority, reset_identity, set_identity
+from .auth import Identity, TokenAuthority, reset_identity, set_identity
 from .errors import Unauthenticated, status_for
 
 logger = logging.getLogger(__name__)
@@ -29,31 +30,55 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None or method.startswith(PUBLIC_METHOD_PREFIXES) or handler.unary_unary is None:
+        if handler is None or method.startswith(PUBLIC_METHOD_PREFIXES):
             return handler
         metadata = dict(handler_call_details.invocation_metadata or ())
-        inner = handler.unary_unary
         authority, clock = self._authority, self._clock
 
-        async def authenticated(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def verified(context: grpc.aio.ServicerContext) -> Any:
             header = metadata.get("authorization", "")
             try:
                 if not header.lower().startswith("bearer "):
                     raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)")
-                identity = authority.verify(header[7:].strip(), int(clock()))
+                return authority.verify(header[7:].strip(), int(clock()))
             except Unauthenticated as exc:
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
-            token = set_identity(identity)
-            try:
-                return await inner(request, context)
-            finally:
-                reset_identity(token)
 
-        return grpc.unary_unary_rpc_method_handler(
-            authenticated,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+        if (inner := handler.unary_unary) is not None:
+
+            async def authenticated(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with _acting_as(await verified(context)):
+                    return await inner(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(authenticated, **serializers)
+        if (inner_stream := handler.unary_stream) is not None:
+
+            async def authenticated_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                with _acting_as(await verified(context)):
+                    async for message in inner_stream(request, context):
+                        yield message
+
+            return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
+        # Client-streaming calls: the API has none; refused rather than served unauthenticated.
+        return None
+
+
+@contextmanager
+def _acting_as(identity: Identity) -> Iterator[None]:
+    token = set_identity(identity)
+    try:
+        yield
+    finally:
+        reset_identity(token)
+
+
+def _status_of(exc: Exception, where: str) -> tuple[grpc.StatusCode, str]:
+    mapped = status_for(exc)
+    if mapped is None:
+        logger.exception("unexpected error in %s", where)
+        return grpc.StatusCode.INTERNAL, "internal error; the operation was not applied"
+    return mapped
 
 
 def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -65,11 +90,25 @@ def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Await
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
-            mapped = status_for(exc)
-            if mapped is None:
-                logger.exception("unexpected error in %s", method.__qualname__)
-                await context.abort(grpc.StatusCode.INTERNAL, "internal error; the operation was not applied")
-            await context.abort(*mapped)
+            await context.abort(*_status_of(exc, method.__qualname__))
+
+    wrapper.__name__ = method.__name__
+    wrapper.__qualname__ = method.__qualname__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """handles_errors for a server-streaming method (an async generator): the same mapping, mid-stream too."""
+
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for message in method(self, request, context):
+                yield message
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every error leaves as a status
+            await context.abort(*_status_of(exc, method.__qualname__))
 
     wrapper.__name__ = method.__name__
     wrapper.__qualname__ = method.__qualname__

@@ -11,8 +11,8 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "shuffler": (),
     "dealer": ("shuffler",),
     "wallet": (),
-    "commission": (),
-    "game": ("shuffler", "dealer", "wallet"),
+    "commission": ("wallet",),
+    "game": ("shuffler", "dealer", "wallet", "commission"),
 }
 
 

@@ -87,3 +87,8 @@ EVENT_TYPES = ("BetsPlaced", "CardsDealt", "DecisionRequired", "DecisionMade", "
 def event_from_dict(data: dict) -> RoundEvent:
     """Rebuild a stored payload (with its ``event_type``) into its event."""
     return _ADAPTER.validate_python(data)
+
+
+def event_from_json(text: str | bytes) -> RoundEvent:
+    """``event_from_dict`` straight from the payload's JSON text (parsed and validated in one pass)."""
+    return _ADAPTER.validate_json(text)

@@ -8,9 +8,11 @@ Dealing position i of the round takes shoe[(offset + i) mod size].
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
+from functools import cache
 
-from .cards import parse_card
+from .cards import DECK_SIZE, card_text, parse_card
 from .errors import InvalidInput
 
 
@@ -36,8 +38,20 @@ def cut_shoe(cards: Sequence[str], offset: int) -> list[str]:
     return list(cards[offset:]) + list(cards[:offset])
 
 
+def card_at(cards: Sequence[str], offset: int, position: int) -> str | None:
+    """``cut_shoe(cards, offset)[position]`` without cutting the shoe; None past its end."""
+    return cards[(offset + position) % len(cards)] if 0 <= position < len(cards) else None
+
+
+@cache
+def _proper_counts(decks: int) -> Counter[str]:
+    return Counter({card_text(code): decks for code in range(DECK_SIZE)})
+
+
 def check_shoe(cards: Sequence[str], decks: int) -> list[str]:
     """Problems with a revealed shoe: malformed cards, or not exactly ``decks`` of each card."""
+    if len(cards) == DECK_SIZE * decks and dict.__eq__(Counter(cards), _proper_counts(decks)):
+        return []  # the usual case, counted at C speed; anything else is looked at card by card
     problems = []
     counts: dict[int, int] = {}
     for position, text in enumerate(cards):

@@ -163,9 +163,16 @@ def _short(digest: str) -> str:
 # -- the five checks ------------------------------------------------------------------------------
 
 
-def _check_commitment(view: Mapping[str, Any], steps: Sequence[_Step], shoe: list[str], salt_hex: str) -> str:
+def _check_commitment(
+    view: Mapping[str, Any], steps: Sequence[_Step], shoe: list[str], salt_hex: str, committed_before: str | None
+) -> str:
     step = _one(steps, "ShoeCommitted")
     committed = str(_payload(step).get("commitment", ""))
+    if committed_before is not None and committed_before.strip().lower() != committed:
+        raise _Failed(
+            f"the seat showed commitment {committed_before.strip()} before the bets, but the round used {committed}: "
+            "the shoe was not the one committed before the cut seed"
+        )
     first_deal = next((s for s in steps if s.event_type == "CardsDealt"), None)
     if first_deal is not None and first_deal.index < step.index:
         raise _Failed(f"the commitment (step v{step.version}) was recorded after the first card (step v{first_deal.version})")
@@ -185,7 +192,8 @@ def _check_commitment(view: Mapping[str, Any], steps: Sequence[_Step], shoe: lis
             f"SHA-256(revealed salt ‖ revealed shoe) is {recomputed}, but the commitment recorded before the first "
             f"card is {committed}: the revealed shoe is not the committed one"
         )
-    return f"SHA-256(salt ‖ shoe) = {_short(committed)}, recorded at v{step.version} before the first card"
+    before = ", the one the seat showed before the bets" if committed_before is not None else ""
+    return f"SHA-256(salt ‖ shoe) = {_short(committed)}{before}, recorded at v{step.version} before the first card"
 
 
 def _check_shoe(steps: Sequence[_Step], table: TableConfig, shoe: list[str]) -> str:
@@ -326,9 +334,12 @@ def _run(name: str, check: Callable[[], str]) -> Check:
         return Check(name, False, f"the round as shown does not read: {exc}")
 
 
-def verify_round(view: Mapping[str, Any], cut_seed: str | None = None) -> Report:
+def verify_round(view: Mapping[str, Any], cut_seed: str | None = None, committed_before: str | None = None) -> Report:
     """Check a round from its RoundView (as a dict). ``cut_seed`` is the seed the player sent, when they
-    remember it (default: the one the view shows). Raises NotRevealed until the salt and shoe are shown."""
+    remember it (default: the one the view shows); ``committed_before`` the commitment the seat showed
+    before the bets (GetSeatStatus.next_commitment), when the player kept it: the round's must be that
+    one, so the shoe cannot have been chosen after the cut seed. Raises NotRevealed until the salt and
+    shoe are shown."""
     round_id = str(view.get("round_id", ""))
     phase = str(view.get("phase", ""))
     salt_hex = str(view.get("revealed_salt", "") or "")
@@ -365,7 +376,7 @@ def verify_round(view: Mapping[str, Any], cut_seed: str | None = None) -> Report
         return _check_cards(view, steps, fairness.cut_shoe(shoe, offset))
 
     checks = (
-        _run("commitment", lambda: _check_commitment(view, steps, shoe, salt_hex)),
+        _run("commitment", lambda: _check_commitment(view, steps, shoe, salt_hex, committed_before)),
         _run("shoe", shoe_check),
         _run("cut", cut_check),
         _run("cards", cards_check),

@@ -13,6 +13,7 @@ from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.tables import metadata
+from .adapters.wallet_client import GrpcWallet
 from .entrypoints.consumers import round_events_handler
 from .entrypoints.grpc_server import CommissionServicer
 
@@ -21,6 +22,7 @@ from .entrypoints.grpc_server import CommissionServicer
 class CommissionModule:
     store: SqlEventStore
     servicer: CommissionServicer
+    wallet: GrpcWallet
     name: str = "commission"
 
     @property
@@ -31,7 +33,7 @@ class CommissionModule:
         internal_pb2_grpc.add_CommissionServiceServicer_to_server(self.servicer, server)
 
     def subscribe(self, bus: Bus) -> None:
-        bus.subscribe(ROUND_EVENTS, "commission", round_events_handler(self.store))
+        bus.subscribe(ROUND_EVENTS, "commission", round_events_handler(self.store, self.wallet))
 
     async def start(self) -> None:
         return None
@@ -41,7 +43,10 @@ class CommissionModule:
 
 
 def bootstrap(ctx: ServiceContext) -> CommissionModule:
+    if "wallet" not in ctx.channels:
+        raise ValueError("the commission service needs a channel to the wallet in ServiceContext.channels")
     engine = make_engine(ctx.database_url)
     create_schema(engine)
     metadata.create_all(engine)
-    return CommissionModule(store=SqlEventStore(engine), servicer=CommissionServicer(engine))
+    wallet = GrpcWallet(ctx.channels["wallet"], ctx.service_token)
+    return CommissionModule(store=SqlEventStore(engine), servicer=CommissionServicer(engine), wallet=wallet)

@@ -11,11 +11,13 @@ from croupier_platform.db import create_schema, make_engine
 from croupier_platform.outbox import OutboxLeadership, OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.grpc_clients import GrpcDealer, GrpcShuffler, GrpcStakes
+from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive
+from .adapters.grpc_clients import GrpcDealer, GrpcDealerPoints, GrpcShuffler, GrpcStakes
 from .adapters.sql import SqlGameStore, game_metadata
 from .application.audit import AuditUseCases
 from .application.keeper import Keeper
 from .application.rounds import RoundBook
+from .application.seating import DealerChecks
 from .application.tables import TableUseCases
 from . import config
 from .domain.catalogue import Catalogue
@@ -32,7 +34,7 @@ class GameModule:
         self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings
     ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
-        missing = [name for name in ("shuffler", "dealer", "wallet") if name not in ctx.channels]
+        missing = [name for name in ("shuffler", "dealer", "wallet", "commission") if name not in ctx.channels]
         if missing:
             raise ValueError(f"the game service needs channels to {', '.join(missing)} in ServiceContext.channels")
         self._engine = make_engine(ctx.database_url)
@@ -44,8 +46,12 @@ class GameModule:
         stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
         book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake)
         self.catalogue = catalogue
-        self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes)
-        self.audit = AuditUseCases(book, stakes)
+        checks = DealerChecks(stakes, GrpcDealerPoints(ctx.channels["commission"], ctx.service_token))
+        self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes, checks)
+        self.audit = AuditUseCases(
+            book, stakes, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token),
+            ledger=GrpcLedgerArchive(ctx.channels["wallet"], ctx.service_token),
+        )  # fmt: skip
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
         self.keeper = Keeper(
             book, self.tables, self.audit, ctx.clock,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import grpc
 from sqlalchemy import Engine
@@ -16,7 +17,8 @@ from croupier_platform.runtime import ServiceContext
 from .adapters.repository import SqlWalletUnitOfWorkFactory
 from .adapters.tables import wallet_metadata
 from .application.services import WalletApp
-from .entrypoints import grpc_server
+from .config import LimitsSettings
+from .entrypoints import audit_server, grpc_server
 from .entrypoints.consumers import RoundEventsConsumer
 
 
@@ -34,7 +36,8 @@ class WalletModule:
         self, engine: Engine, store: SqlEventStore, app: WalletApp, consumer: RoundEventsConsumer, bus: Bus,
         uow_factory: SqlWalletUnitOfWorkFactory | None = None,
     ) -> None:
-        self.service_names = ["croupier.v1.WalletService", "croupier.v1.StakeService"]
+        self.service_names = ["croupier.v1.WalletService", "croupier.v1.LedgerService", "croupier.v1.StakeService",
+                              audit_server.SERVICE_NAME]  # fmt: skip
         self.engine = engine
         self.store = store
         self.app = app
@@ -46,6 +49,7 @@ class WalletModule:
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.app)
+        audit_server.register(server, self.engine)
 
     def subscribe(self, bus: Bus) -> None:
         self._consumer.subscribe(bus)
@@ -80,5 +84,6 @@ def bootstrap(ctx: ServiceContext) -> WalletModule:
     create_schema(engine, wallet_metadata)
     store = SqlEventStore(engine)
     uow_factory = SqlWalletUnitOfWorkFactory(store)
-    app = WalletApp(uow_factory, ctx.clock)
+    limits = LimitsSettings()  # $CROUPIER_LIMITS_COOLING_OFF_S
+    app = WalletApp(uow_factory, ctx.clock, timedelta(seconds=limits.limits_cooling_off_s))
     return WalletModule(engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus, uow_factory)

@@ -42,3 +42,22 @@ class WarP2P(OneBetWar):
         commission = percent_half_up(state.total_staked, table.commission_rate)
         player_net = sum(r.net for r in results.values())
         return RoundSettled(results=results, commission=commission, dealer_net=-player_net - commission)
+
+
+def largest_commission(ante: int, table: WarP2PTable) -> int:
+    """The commission of a round with this ante at most: Ante and an equal Raise."""
+    return percent_half_up(2 * ante, table.commission_rate)
+
+
+def dealer_cover(ante: int, table: WarP2PTable) -> int:
+    """What a player-dealer must hold for a round with this ante: the player's largest win
+    (+1 on the Ante, or +1 on the Raise with the Ante pushed) plus the largest commission."""
+    return ante + largest_commission(ante, table)
+
+
+def largest_covered_ante(available: int, table: WarP2PTable) -> int:
+    """The largest ante (within the table maximum) that a dealer holding `available` can cover; 0 if none."""
+    ante = min(table.limits["ante"].max, int(available / (1 + 2 * table.commission_rate)) + 1)
+    while ante > 0 and dealer_cover(ante, table) > available:
+        ante -= 1
+    return max(ante, 0)

@@ -11,7 +11,7 @@ from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument, PermissionDenied
 from croupier_platform.grpc_server import handles_errors
 
-from ..application.handlers import dealer_status
+from ..application.handlers import DealerStatus, dealer_status
 
 
 class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
@@ -23,16 +23,18 @@ class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
         identity = current_identity()
         if not request.player_id:
             raise InvalidArgument("player_id is required")
+        if not request.currency:
+            raise InvalidArgument("currency is required: dealer points are kept per currency (PLAY or e.g. USD)")
         if not identity.may_act_for(request.player_id):
             raise PermissionDenied("a player may read only their own dealer status")
 
-        def read() -> dict:
+        def read() -> DealerStatus:
             with self._engine.connect() as connection:
-                return dealer_status(connection, request.player_id)
+                return dealer_status(connection, request.player_id, request.currency)
 
         status = await asyncio.to_thread(read)
         return internal_pb2.GetDealerStatusResponse(
-            dealer_points=status["points"],
-            commission_paid_last_round=status["last_commission"],
-            commission_total=status["commission_total"],
+            dealer_points=status.points,
+            commission_paid_last_round=status.last_commission,
+            commission_total=status.commission_total,
         )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import grpc
 
-from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc
+from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable
 from croupier_platform.grpc_server import call_metadata
 
@@ -37,6 +37,7 @@ def _translate(service: str, error: grpc.aio.AioRpcError) -> Exception:
 
 class _Client:
     service = ""
+    timeout_s = CALL_TIMEOUT_S
 
     def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
         self._metadata = call_metadata(token)
@@ -47,7 +48,7 @@ class _Client:
 
     async def _call(self, method: str, request):  # noqa: ANN001, ANN202
         try:
-            return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
+            return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self.timeout_s, wait_for_ready=True)
         except grpc.aio.AioRpcError as error:
             raise _translate(self.service, error) from None
 
@@ -96,22 +97,46 @@ class GrpcStakes(_Client):
     service = "wallet"
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
+        self._balances = wallet_pb2_grpc.WalletServiceStub(channel)
         return internal_pb2_grpc.StakeServiceStub(channel)
 
     async def reserve_stakes(
-        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int]
+        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
+        game: str = "", table_id: str = "",
     ) -> Reservation:
         request = internal_pb2.ReserveStakesRequest(
             transaction_id=transaction_id, player_id=player_id, round_id=round_id,
-            amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets),
+            amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets), game=game, table_id=table_id,
         )  # fmt: skip
+        return await self._reserve("ReserveStakes", request, f"the wallet refused the stakes of {amount} {currency}")
+
+    async def reserve_dealer_cover(
+        self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
+    ) -> Reservation:
+        request = internal_pb2.ReserveDealerCoverRequest(
+            transaction_id=transaction_id, dealer_id=dealer_id, round_id=round_id,
+            cover=common_pb2.Money(amount_minor=cover, currency=currency), commission_hold=commission_hold,
+        )  # fmt: skip
+        return await self._reserve("ReserveDealerCover", request, f"the wallet refused the dealer's cover of {cover} {currency}")
+
+    async def _reserve(self, method: str, request, refused: str) -> Reservation:  # noqa: ANN001
         try:
-            reply = await self._stub.ReserveStakes(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
+            reply = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                raise StakesRefused(f"the wallet refused the stakes of {amount} {currency}: {error.details()}") from None
+                raise StakesRefused(f"{refused}: {error.details()}") from None
             raise _translate(self.service, error) from None
         return Reservation(reply.transaction_id, reply.available_before, reply.available_after)
+
+    async def available_balance(self, player_id: str, currency: str) -> int:
+        try:
+            reply = await self._balances.GetBalances(
+                wallet_pb2.GetBalancesRequest(player_id=player_id), metadata=self._metadata, timeout=CALL_TIMEOUT_S,
+                wait_for_ready=True,
+            )  # fmt: skip
+        except grpc.aio.AioRpcError as error:
+            raise _translate(self.service, error) from None
+        return next((b.available for b in reply.balances if b.currency == currency), 0)
 
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
         reply = await self._call("ListRoundTransactions", internal_pb2.ListRoundTransactionsRequest(round_id=round_id))
@@ -119,3 +144,14 @@ class GrpcStakes(_Client):
             LedgerEntry(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount, currency=t.currency)
             for t in reply.transactions
         ]
+
+
+class GrpcDealerPoints(_Client):
+    service = "commission"
+
+    def _make_stub(self, channel):  # noqa: ANN001, ANN202
+        return internal_pb2_grpc.CommissionServiceStub(channel)
+
+    async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
+        reply = await self._call("GetDealerStatus", internal_pb2.GetDealerStatusRequest(player_id=player_id, currency=currency))
+        return reply.dealer_points, reply.commission_paid_last_round

@@ -43,6 +43,13 @@ class _MemorySeats(Seats):
     def set_last_round(self, seat_id: str, round_id: str) -> None:
         self._rows.seats[seat_id] = replace(self._rows.seats[seat_id], last_round_id=round_id)
 
+    def update(self, seat: Seat) -> None:
+        self._rows.seats[seat.seat_id] = seat
+
+    def unpaired(self, table_id: str, role: str) -> list[Seat]:
+        found = [s for s in self._rows.seats.values() if (s.table_id, s.role, s.partner_seat_id) == (table_id, role, None)]
+        return sorted(found, key=lambda s: s.joined_at)  # stable: equal times keep joining order
+
 
 class _MemoryKeys(IdempotencyKeys):
     def __init__(self, rows: _Rows) -> None:
@@ -78,6 +85,13 @@ class _MemoryRounds(Rounds):
 
     def open_rounds(self, limit: int) -> list[RoundRow]:
         return [r for r in self._rows.rounds.values() if r.phase not in OVER_PHASES][:limit]
+
+    def in_range(self, after: str | None, upto: str | None) -> list[RoundRow]:
+        found = [r for i, r in self._rows.rounds.items() if (after is None or i > after) and (upto is None or i <= upto)]
+        return sorted(found, key=lambda r: r.round_id)
+
+    def count(self) -> int:
+        return len(self._rows.rounds)
 
 
 class InMemoryGameStore:

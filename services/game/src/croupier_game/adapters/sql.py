@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Connection,
     Engine,
@@ -19,6 +20,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     delete,
+    false,
+    func,
     insert,
     select,
     update,
@@ -43,8 +46,16 @@ seats_table = Table(
     Column("player_id", Text, nullable=False),
     Column("table_id", Text, nullable=False),
     Column("last_round_id", String(36)),
+    Column("role", String(8), nullable=False, server_default="player"),
+    Column("nickname", Text, nullable=False, server_default=""),
+    Column("partner_seat_id", String(36)),
+    Column("auto_confirm", Boolean, nullable=False, server_default=false()),
+    Column("confirmed", Boolean, nullable=False, server_default=false()),
+    Column("joined_at", Text, nullable=False, server_default=""),
+    Column("next_round_id", String(36), nullable=False, server_default=""),
     UniqueConstraint("player_id", "table_id"),
 )
+Index("ix_game_seats_waiting", seats_table.c.table_id, seats_table.c.role, seats_table.c.joined_at)
 
 idempotency_table = Table(
     "game_idempotency_keys",
@@ -95,6 +106,20 @@ class _SqlSeats(Seats):
     def set_last_round(self, seat_id: str, round_id: str) -> None:
         self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat_id).values(last_round_id=round_id))
 
+    def update(self, seat: Seat) -> None:
+        self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat.seat_id).values(**seat.__dict__))
+
+    def unpaired(self, table_id: str, role: str) -> list[Seat]:
+        query = (
+            select(seats_table)
+            .where(seats_table.c.table_id == table_id, seats_table.c.role == role, seats_table.c.partner_seat_id.is_(None))
+            .order_by(seats_table.c.joined_at, seats_table.c.seat_id)
+        )
+        # PostgreSQL: the rows stay locked until the pairing commits, so two joins never take one seat.
+        if self._c.dialect.name == "postgresql":
+            query = query.with_for_update()
+        return [Seat(**row._mapping) for row in self._c.execute(query)]
+
 
 class _SqlKeys(IdempotencyKeys):
     def __init__(self, connection: Connection) -> None:
@@ -129,6 +154,18 @@ class _SqlRounds(Rounds):
         columns = [c for c in rounds_table.c if c.name != "id"]
         query = select(*columns).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)
         return [RoundRow(**row._mapping) for row in self._c.execute(query)]
+
+    def in_range(self, after: str | None, upto: str | None) -> list[RoundRow]:
+        columns = [c for c in rounds_table.c if c.name != "id"]
+        query = select(*columns).order_by(rounds_table.c.round_id)
+        if after is not None:
+            query = query.where(rounds_table.c.round_id > after)
+        if upto is not None:
+            query = query.where(rounds_table.c.round_id <= upto)
+        return [RoundRow(**row._mapping) for row in self._c.execute(query)]
+
+    def count(self) -> int:
+        return self._c.execute(select(func.count()).select_from(rounds_table)).scalar_one()
 
     def recent(self, player_id: str, limit: int) -> list[str]:
         query = (

@@ -4,7 +4,7 @@ clients of the shuffler, the dealer and the wallet's stake service. Unit tests p
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,12 +16,27 @@ from croupier_platform.outbox import Outbox
 # ---------------------------------------------------------------- the service's own rows
 
 
+PLAYER = "player"
+DEALER = "dealer"
+SEAT_ROLES = (PLAYER, DEALER)
+
+
 @dataclass(frozen=True)
 class Seat:
     seat_id: str
     player_id: str
     table_id: str
     last_round_id: str | None = None
+    # war-p2p: a player may sit as dealer; the two seats of a pair name each other.
+    role: str = PLAYER
+    nickname: str = ""
+    partner_seat_id: str | None = None
+    auto_confirm: bool = False  # a dealer's: every round confirmed in advance
+    confirmed: bool = False  # a dealer's: the next round is confirmed (used up by the player's bets)
+    joined_at: str = ""  # pairing takes the longest-waiting seat first
+    # The id of the seat's next round, whose shoe is drawn and committed before the player bets
+    # (so a cut seed sent with the bets cannot have chosen the shoe).
+    next_round_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,14 @@ class Seats(ABC):
     @abstractmethod
     def set_last_round(self, seat_id: str, round_id: str) -> None: ...
 
+    @abstractmethod
+    def update(self, seat: Seat) -> None:
+        """Replace the seat's row (role, pairing, confirmation)."""
+
+    @abstractmethod
+    def unpaired(self, table_id: str, role: str) -> list[Seat]:
+        """Seats of this role at the table without a partner, longest waiting first."""
+
 
 class IdempotencyKeys(ABC):
     @abstractmethod
@@ -84,6 +107,14 @@ class Rounds(ABC):
     @abstractmethod
     def open_rounds(self, limit: int) -> list[RoundRow]:
         """Rounds not settled or voided yet, oldest first (the keeper's work list)."""
+
+    @abstractmethod
+    def in_range(self, after: str | None, upto: str | None) -> list[RoundRow]:
+        """The rows whose round ids sort after `after` and up to `upto` (None: unbounded), in the
+        order the event log's read_streams pages stream ids (the audit's page of the projection)."""
+
+    @abstractmethod
+    def count(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -158,8 +189,51 @@ class Dealer(Protocol):
 
 class Stakes(Protocol):
     async def reserve_stakes(
-        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int]
+        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
+        game: str = "", table_id: str = "",
     ) -> Reservation:
-        """Raises StakesRefused when the wallet refuses."""
+        """Raises StakesRefused when the wallet refuses (balance, responsible-gaming limits); `game` and
+        `table_id` are kept with the round for the ledger's reports."""
 
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]: ...
+
+    async def reserve_dealer_cover(
+        self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
+    ) -> Reservation:
+        """A player-dealer's cover and commission hold; raises StakesRefused when the wallet refuses."""
+
+    async def available_balance(self, player_id: str, currency: str) -> int:
+        """What the player can stake now in this currency."""
+
+
+class DealerPoints(Protocol):
+    async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
+        """(dealer points, commission charged in the player's last round dealt) in this currency."""
+
+
+# ---------------------------------------------------------------- the audit's read side
+
+
+@dataclass(frozen=True)
+class LedgerCheck:
+    """The wallet's ledger invariants (accounts sum to zero per currency, each balance the fold of its entries)."""
+
+    accounts: int
+    entries: int
+    rounds: int  # rounds the wallet holds transactions for
+    problems: list[str]
+
+
+class ShoeArchive(Protocol):
+    async def reveal_shoes(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
+        """The shoes, revealed for an audit whatever their round's state; unknown ids are left out."""
+
+
+class LedgerArchive(Protocol):
+    async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
+        """Each round's transactions touching its player, oldest first; rounds the wallet does not hold are left out."""
+
+    async def check_ledger(self) -> LedgerCheck: ...
+
+    async def round_ids(self, after: str | None, limit: int) -> list[str]:
+        """The rounds the wallet holds, a page at a time in its own id order."""

@@ -13,6 +13,7 @@ import grpc
 from croupier_platform.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_platform.runtime import Clock, iso
+from croupier_rules.commands import VoidRound
 from croupier_rules.events import RoundEvent
 
 from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
@@ -96,7 +97,7 @@ class RoundBook:
 
     async def load_for(self, actor: Identity, round_id: str) -> Round:
         round_ = await self.load(round_id)
-        if not actor.may_act_for(round_.player_id):
+        if not (actor.may_act_for(round_.player_id) or actor.subject == round_.opened.dealer_player_id):
             raise PermissionDenied(f"round {round_id} belongs to another player; you may see only your own rounds")
         return round_
 
@@ -120,6 +121,13 @@ class RoundBook:
         self.remember(extended)
         self.committed()
         return extended
+
+    async def void(self, round_: Round, reason: str, causation_id: str | None = None) -> Round:
+        """Void the round (every stake returned, any payout taken back); a void round is left as it is."""
+        if round_.state.void is not None:
+            return round_
+        _, events = round_.decider.execute(round_.state, VoidRound(reason=reason))
+        return await self.append(round_, events, causation_id=causation_id)
 
     async def reveal(self, round_: Round) -> Reveal | None:
         """The revealed shoe of a finished round, or None (not over, or not revealed yet)."""

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from croupier_platform.auth import Identity
-from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, ServiceError
+from croupier_platform.tracing import round_span
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.decider import PHASE_TEXT
 from croupier_rules.deciders import decider_for
 from croupier_rules.errors import RuleError
-from croupier_rules.events import BetsPlaced, DecisionMade
+from croupier_rules.events import BetsPlaced, CardsDealt, DecisionMade, RoundEvent
+from croupier_rules.games.war_p2p import dealer_cover, largest_commission
 
 from ..domain.catalogue import Catalogue, TableEntry
 from ..domain.round import (
@@ -23,17 +27,56 @@ from ..domain.round import (
     RoundOpened,
     ShoeCommitted,
     new_event,
-    round_id_for,
     rules_event,
 )
 from ..domain.visibility import RoundView
-from .ports import Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
+from .ports import DEALER, PLAYER, CommittedShoe, Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
 from .rounds import RoundBook, retrying
+from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair
+
+logger = logging.getLogger(__name__)
 
 MAX_KEY_LENGTH = 128
 MAX_CUT_SEED_LENGTH = 256
 DEFAULT_LIST_LIMIT = 10
 MAX_LIST_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class SeatStatus:
+    """The seed's "text boxes" and what a frontend needs beside them."""
+
+    seat_id: str
+    table_id: str
+    role: str
+    nickname: str
+    opponent_nickname: str  # "house" when the house deals; empty for a dealer still waiting
+    opponent_seat_id: str
+    last_round_id: str
+    last_round_phase: str
+    last_round_result: int  # the caller's net in the last round (a dealer's after commission)
+    last_round_commission: int
+    dealer_points: int
+    commission_paid_last_round: int
+    currency: str
+    balance: int
+    max_ante: int
+    auto_confirm: bool
+    confirmed: bool
+    next_round_id: str  # a player's: the id the next round at this seat will have
+    next_commitment: str  # the SHA-256 commitment of its shoe, fixed before any bet or cut seed
+
+
+def _next_step_is(round_: Round, seen_version: int, matches: Callable[[RoundEvent], bool]) -> bool:
+    """Whether the rules event right after `seen_version` is the one a retried command would have made."""
+    if seen_version <= 0 or round_.version <= seen_version:
+        return False
+    following = next((event for version, event in round_.rules_events if version > seen_version), None)
+    return following is not None and matches(following)
+
+
+def new_round_id() -> str:
+    return str(uuid.uuid4())
 
 
 def stake_transaction_id(round_id: str, version: int) -> str:
@@ -42,42 +85,120 @@ def stake_transaction_id(round_id: str, version: int) -> str:
 
 
 class TableUseCases:
-    def __init__(self, book: RoundBook, catalogue: Catalogue, dealer: Dealer, stakes: Stakes) -> None:
+    def __init__(self, book: RoundBook, catalogue: Catalogue, dealer: Dealer, stakes: Stakes, checks: DealerChecks) -> None:
         self._book = book
         self._catalogue = catalogue
         self._dealer = dealer
         self._stakes = stakes
+        self._checks = checks
 
     # -------------------------------------------------------------- tables and seats
 
     def list_tables(self, game: str = "") -> list[TableEntry]:
         return self._catalogue.tables(game)
 
-    async def join_table(self, actor: Identity, table_id: str) -> tuple[Seat, TableEntry]:
+    async def join_table(
+        self, actor: Identity, table_id: str, role: str = PLAYER, nickname: str = "", auto_confirm: bool = False
+    ) -> tuple[Seat, TableEntry]:
+        """Idempotent per (player, table). At war-p2p tables a player may sit as dealer (eligibility
+        checked) and is paired with a waiting player; a player is paired with a waiting dealer."""
         entry = self._catalogue.get(table_id)
+        role, nickname = check_role(role, entry), check_nickname(nickname)
+        if role == DEALER:
+            await self._checks.eligible(actor.subject, entry)
+        at = self._book.now()
 
         def work(uow: GameUnitOfWork) -> Seat:
             seat = uow.seats.find(actor.subject, table_id)
-            if seat is None:
-                seat = Seat(seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id)
-                uow.seats.add(seat)
-            return seat
+            if seat is not None:
+                if seat.role != role:
+                    raise FailedPrecondition(f"you already sit at {table_id} as {seat.role}; leave that seat first (LeaveTable)")
+                return seat
+            seat = Seat(
+                seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
+                nickname=nickname or actor.subject, auto_confirm=auto_confirm and role == DEALER, joined_at=at,
+                next_round_id=new_round_id() if role == PLAYER else "",
+            )  # fmt: skip
+            uow.seats.add(seat)
+            return pair(uow, seat) if entry.game == WAR_P2P else seat
 
         try:
-            return await self._book.in_transaction(work), entry
+            seat = await self._book.in_transaction(work)
         except DuplicateRow:  # a concurrent join of the same player took the seat first
-            return await self._book.in_transaction(work), entry
+            seat = await self._book.in_transaction(work)
+        await self._commit_next_shoe(seat.seat_id)
+        return seat, entry
 
     async def leave_table(self, actor: Identity, seat_id: str) -> None:
-        def work(uow: GameUnitOfWork) -> None:
-            seat = self._own_seat(uow, actor, seat_id)
-            if (open_round := self._open_round(uow, seat)) is not None:
-                raise FailedPrecondition(
-                    f"round {open_round.round_id} at this seat is still {open_round.phase}; finish it before leaving"
-                )
-            uow.seats.remove(seat_id)
+        """A dealer may leave at any time (a round under way goes on). A player with a round open
+        may not, except at war-p2p before the deal: the round is voided and the bets returned."""
 
-        await self._book.in_transaction(work)
+        def work(uow: GameUnitOfWork) -> RoundRow | None:
+            seat = self._own_seat(uow, actor, seat_id)
+            if (under_way := open_round(uow, seat)) is not None:
+                if self._catalogue.get(seat.table_id).game == WAR_P2P and under_way.phase == "dealing":
+                    return under_way  # maybe before the deal: voided below, then the seat is left
+                raise FailedPrecondition(
+                    f"round {under_way.round_id} at this seat is still {under_way.phase}; finish it before leaving"
+                )
+            leave(uow, seat)
+            return None
+
+        if (under_way := await self._book.in_transaction(work)) is not None:
+            round_ = await self._book.load(under_way.round_id)
+            if round_.cards_dealt or round_.state.phase != "dealing":
+                raise FailedPrecondition(f"round {round_.round_id} is under way with cards dealt; finish it before leaving")
+            await self._book.void(round_, "the player left before the deal; the bets are returned")
+            await self.leave_table(actor, seat_id)
+
+    async def confirm_round(self, actor: Identity, seat_id: str, auto_confirm: bool | None = None) -> Seat:
+        """A player-dealer confirms the next round (and may turn auto-confirm on or off)."""
+
+        def work(uow: GameUnitOfWork) -> Seat:
+            seat = self._own_seat(uow, actor, seat_id)
+            if seat.role != DEALER:
+                raise FailedPrecondition(f"seat {seat_id} is a player's; only a dealer confirms rounds")
+            confirmed = replace(seat, confirmed=True, auto_confirm=seat.auto_confirm if auto_confirm is None else auto_confirm)
+            uow.seats.update(confirmed)
+            return confirmed
+
+        return await self._book.in_transaction(work)
+
+    async def seat_status(self, actor: Identity, seat_id: str) -> SeatStatus:
+        """What a frontend shows at a seat (the seed's "text boxes")."""
+
+        def read(uow: GameUnitOfWork) -> tuple[Seat, Seat | None]:
+            seat = self._with_next_round(uow, self._own_seat(uow, actor, seat_id))
+            return seat, uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
+
+        seat, partner = await self._book.in_transaction(read)
+        next_commitment = (await self._next_shoe(seat)).commitment if seat.role == PLAYER else ""
+        entry = self._catalogue.get(seat.table_id)
+        last = await self._book.load(seat.last_round_id) if seat.last_round_id else None
+        points, last_commission = (0, 0)
+        if entry.game == WAR_P2P:
+            points, last_commission = await self._checks.dealer_status(actor.subject, entry.currency)
+        result = 0
+        if last is not None and last.state.settlement is not None:
+            settlement = last.state.settlement
+            player_net = sum(r.net for r in settlement.results.values())
+            result = (settlement.dealer_net or 0) if seat.role == DEALER else player_net
+        round_commission = last.state.settlement.commission if last and last.state.settlement else 0
+        max_ante = entry.config.limits["ante"].max if "ante" in entry.config.limits else 0
+        if seat.role == PLAYER and partner is not None:
+            max_ante = min(max_ante, await self._checks.bet_cap(partner.player_id, entry.config, entry.currency))
+        return SeatStatus(
+            seat_id=seat.seat_id, table_id=seat.table_id, role=seat.role, nickname=seat.nickname,
+            opponent_nickname=partner.nickname if partner else ("" if seat.role == DEALER else "house"),
+            opponent_seat_id=partner.seat_id if partner else "",
+            last_round_id=seat.last_round_id or "", last_round_phase=last.state.phase if last else "",
+            last_round_result=result, last_round_commission=round_commission or 0,
+            dealer_points=points, commission_paid_last_round=last_commission if seat.role == DEALER else 0,
+            currency=entry.currency, balance=await self._checks.available(actor.subject, entry.currency),
+            max_ante=max_ante, auto_confirm=seat.auto_confirm,
+            next_round_id=seat.next_round_id, next_commitment=next_commitment,
+            confirmed=seat.auto_confirm or seat.confirmed or bool(partner and (partner.auto_confirm or partner.confirmed)),
+        )  # fmt: skip
 
     # -------------------------------------------------------------- a round
 
@@ -90,47 +211,81 @@ class TableUseCases:
             raise InvalidArgument(f"idempotency_key is {len(idempotency_key)} characters; at most {MAX_KEY_LENGTH}")
         if len(cut_seed) > MAX_CUT_SEED_LENGTH:
             raise InvalidArgument(f"cut_seed is {len(cut_seed)} characters; at most {MAX_CUT_SEED_LENGTH}")
-        round_id = round_id_for(actor.subject, idempotency_key)
 
         async def attempt() -> RoundView:
-            return await self._place_bets(actor, seat_id, dict(bets), idempotency_key, cut_seed, round_id)
+            return await self._place_bets(actor, seat_id, dict(bets), idempotency_key, cut_seed)
 
         return await retrying(attempt, "PlaceBets")
 
-    async def _place_bets(
-        self, actor: Identity, seat_id: str, bets: dict[str, int], key: str, cut_seed: str, round_id: str
-    ) -> RoundView:
-        def check(uow: GameUnitOfWork) -> str | Seat:
+    async def _place_bets(self, actor: Identity, seat_id: str, bets: dict[str, int], key: str, cut_seed: str) -> RoundView:
+        """The round is the seat's next round, whose shoe was committed before the bets arrived
+        (GetSeatStatus shows the commitment). A retry of the key finds the round it opened; a
+        retry after a failure before the append reaches the same round id, hence the same wallet
+        transaction and shoe; two keys racing for one seat share the round id, so one append wins."""
+
+        def check(uow: GameUnitOfWork) -> str | tuple[Seat, Seat | None]:
             if (existing := uow.keys.get(actor.subject, key)) is not None:
                 return existing
-            seat = self._own_seat(uow, actor, seat_id)
-            if (open_round := self._open_round(uow, seat)) is not None:
+            seat = self._with_next_round(uow, self._own_seat(uow, actor, seat_id))
+            if seat.role == DEALER:
+                raise FailedPrecondition(f"seat {seat_id} is a dealer's: the player bets, the dealer confirms (ConfirmRound)")
+            if (under_way := open_round(uow, seat)) is not None:
                 raise FailedPrecondition(
-                    f"the previous round {open_round.round_id} at this seat is still {open_round.phase}; "
+                    f"the previous round {under_way.round_id} at this seat is still {under_way.phase}; "
                     "finish it (Deal, Decide) before betting again"
                 )
-            return seat
+            dealer = uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
+            if dealer is not None and not (dealer.auto_confirm or dealer.confirmed):
+                raise FailedPrecondition(
+                    f"your dealer {dealer.nickname} has not confirmed the next round yet; bet once they confirm it"
+                )
+            return seat, dealer
 
         found = await self._book.in_transaction(check)
         if isinstance(found, str):  # the key was used: the same round again, nothing more happens
             return await self._book.view(actor, await self._book.load(found))
-        seat = found
+        seat, dealer = found
+        with round_span("PlaceBets", seat.next_round_id):
+            return await self._open_round(actor, seat, dealer, bets, key, cut_seed)
+
+    async def _open_round(
+        self, actor: Identity, seat: Seat, dealer: Seat | None, bets: dict[str, int], key: str, cut_seed: str
+    ) -> RoundView:
+        round_id = seat.next_round_id
         entry = self._catalogue.get(seat.table_id)
+        config = dealt_by_player(entry.config) if dealer is not None else entry.config
         decider = decider_for(entry.game)
         # The rules first: limits, chips, auto-adjust; a refusal here moves no money.
-        state, rules_events = decider.execute(decider.initial_state(entry.config), PlaceBets(bets=bets))
+        state, rules_events = decider.execute(decider.initial_state(config), PlaceBets(bets=bets))
         placed = rules_events[0]
         assert isinstance(placed, BetsPlaced)
+        if dealer is not None and (ante := placed.bets["ante"]) > (cap := await self._checks.bet_cap(dealer.player_id, config, entry.currency)):
+            raise FailedPrecondition(
+                f"your dealer's balance covers an ante of at most {cap} {entry.currency} (the win plus the commission); "
+                f"bet {cap} or less, not {ante}"
+            )
         reservation = await self._stakes.reserve_stakes(
-            stake_transaction_id(round_id, 1), actor.subject, round_id, state.total_staked, entry.currency, placed.bets
+            stake_transaction_id(round_id, 1), actor.subject, round_id, state.total_staked, entry.currency, placed.bets,
+            game=entry.game, table_id=entry.table_id,
         )
+        not_covered = None
+        if dealer is not None:
+            ante = placed.bets["ante"]
+            try:
+                await self._stakes.reserve_dealer_cover(
+                    f"{round_id}:cover", dealer.player_id, round_id, dealer_cover(ante, config),  # type: ignore[arg-type]
+                    largest_commission(ante, config), entry.currency,  # type: ignore[arg-type]
+                )  # fmt: skip
+            except StakesRefused as exc:  # the dealer's balance fell meanwhile: the round is voided below
+                not_covered = f"the dealer can no longer cover this bet ({exc})"
         shoe = await self._book.shuffler.new_shoe(entry.config.decks, round_id)
         offset = await self._dealer.cut_shoe(shoe.shoe_id, round_id, shoe.commitment, cut_seed)
         at = self._book.now()
         opened = RoundOpened(
             round_id=round_id, table_id=entry.table_id, seat_id=seat.seat_id, player_id=actor.subject,
-            game=entry.game, currency=entry.currency, table=entry.config.model_dump(mode="json"),
+            game=entry.game, currency=entry.currency, table=config.model_dump(mode="json"),
             balance_before=reservation.available_before,
+            dealer_player_id=dealer.player_id if dealer else None, dealer_seat_id=dealer.seat_id if dealer else None,
         )  # fmt: skip
         committed = ShoeCommitted(
             shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size, cut_seed=cut_seed, cut_offset=offset
@@ -145,10 +300,10 @@ class TableUseCases:
             # A concurrent retry of the same key opened the round meanwhile: the round id follows from
             # the key, so the append at version 0 below raises ConcurrencyConflict and the retry reads it.
             current = uow.seats.get(seat.seat_id)
-            busy = self._open_round(uow, current) if current is not None else None
+            busy = open_round(uow, current) if current is not None else None
             # The seat changed while the stakes were reserved: open the round and void it at once,
             # so the wallet releases the stakes through the same events as any void.
-            refused = None
+            refused = not_covered
             events = list(new_events)
             if current is None or current.player_id != actor.subject:
                 refused = f"seat {seat.seat_id} was left while the bets were placed"
@@ -165,46 +320,64 @@ class TableUseCases:
                          phase=round_.state.phase, version=round_.version)
             )  # fmt: skip
             if refused is None:
-                uow.seats.set_last_round(seat.seat_id, round_id)
+                uow.seats.update(replace(current, last_round_id=round_id, next_round_id=new_round_id()))
+                # The dealer's confirmation is used up; a dealer who left after confirming: the round goes on.
+                if dealer is not None and (dealing := uow.seats.get(dealer.seat_id)) is not None:
+                    uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
             return round_, refused
 
         round_, refused = await self._book.in_transaction(append)
         self._book.remember(round_)
         self._book.committed()
+        await self._commit_next_shoe(seat.seat_id)
         if refused is not None:
             raise FailedPrecondition(f"{refused}; round {round_id} was voided and its stakes are returned")
         return await self._book.view(actor, round_)
 
     async def rebet(self, actor: Identity, seat_id: str, idempotency_key: str, cut_seed: str) -> RoundView:
-        def previous(uow: GameUnitOfWork) -> str | None:
+        def previous(uow: GameUnitOfWork) -> tuple[str | None, str | None]:
             if (existing := uow.keys.get(actor.subject, idempotency_key)) is not None:
-                return existing
-            return self._own_seat(uow, actor, seat_id).last_round_id
+                return existing, None
+            return None, self._own_seat(uow, actor, seat_id).last_round_id
 
         if not idempotency_key.strip():
             raise InvalidArgument("idempotency_key is required: any client-chosen string, sent again unchanged on a retry")
-        last = await self._book.in_transaction(previous)
+        opened, last = await self._book.in_transaction(previous)
+        if opened is not None:  # the key was used: the round it opened
+            return await self._book.view(actor, await self._book.load(opened))
         if last is None:
             raise FailedPrecondition(f"seat {seat_id} has no previous round to repeat; place bets first (PlaceBets)")
-        if last == round_id_for(actor.subject, idempotency_key):
-            return await self._book.view(actor, await self._book.load(last))
         round_ = await self._book.load(last)
         placed = next(e for _, e in round_.rules_events if isinstance(e, BetsPlaced))
         bets = {**placed.bets, **placed.adjusted_from}  # as asked, before any auto-adjust
         return await self.place_bets(actor, seat_id, bets, idempotency_key, cut_seed)
 
-    async def deal(self, actor: Identity, round_id: str) -> RoundView:
+    async def deal(self, actor: Identity, round_id: str, seen_version: int = 0) -> RoundView:
+        """`seen_version`: the round's version the caller last saw; when the step right after it is
+        already a deal, this is a retry after a lost reply and the round is returned as it is."""
+
         async def attempt() -> RoundView:
             round_ = await self._players_round(actor, round_id, latest=True)
+            if _next_step_is(round_, seen_version, lambda e: isinstance(e, CardsDealt)):
+                return await self._book.view(actor, round_)
             if round_.state.phase != "dealing":
                 raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[round_.state.phase]}")
             return await self._book.view(actor, await self._deal(round_))
 
         return await retrying(attempt, "Deal")
 
-    async def decide(self, actor: Identity, round_id: str, choice: str, bet: str) -> RoundView:
+    async def decide(self, actor: Identity, round_id: str, choice: str, bet: str, seen_version: int = 0) -> RoundView:
+        """`seen_version` as for `deal`: when the step after it is this very decision, the round is returned."""
+        wanted = (choice.strip().lower(), bet.strip().lower())
+
+        def same_decision(event: RoundEvent) -> bool:
+            return isinstance(event, DecisionMade) and event.choice == wanted[0] and wanted[1] in ("", event.bet)
+
         async def attempt() -> Round:
-            return await self._decide(await self._players_round(actor, round_id), choice, bet)
+            round_ = await self._players_round(actor, round_id)
+            if _next_step_is(round_, seen_version, same_decision):
+                return round_
+            return await self._decide(round_, choice, bet)
 
         decided = await retrying(attempt, "Decide")
         return await self._book.view(actor, await self._deal_rest(decided))
@@ -229,7 +402,8 @@ class TableUseCases:
             try:
                 await self._stakes.reserve_stakes(
                     stake_transaction_id(round_id, round_.version + 1), round_.player_id, round_id,
-                    sum(added.values()), round_.opened.currency, added,
+                    sum(added.values()), round_.opened.currency, added, game=round_.opened.game,
+                    table_id=round_.opened.table_id,
                 )  # fmt: skip
             except StakesRefused as exc:
                 still = f"; you may still {' or '.join(others)}" if others else ""
@@ -277,6 +451,34 @@ class TableUseCases:
         return await self._book.append(round_, events, causation_id=causation_id)
 
     @staticmethod
+    def _with_next_round(uow: GameUnitOfWork, seat: Seat) -> Seat:
+        """A player's seat with its next round id (given now to a seat that has none)."""
+        if seat.next_round_id or seat.role != PLAYER:
+            return seat
+        seat = replace(seat, next_round_id=new_round_id())
+        uow.seats.update(seat)
+        return seat
+
+    async def _next_shoe(self, seat: Seat) -> CommittedShoe:
+        """The committed shoe of the seat's next round (drawn now if it was not yet: idempotent per round id)."""
+        return await self._book.shuffler.new_shoe(self._catalogue.get(seat.table_id).config.decks, seat.next_round_id)
+
+    async def _commit_next_shoe(self, seat_id: str) -> None:
+        """Draw the next round's shoe at once, so its commitment is there before the player bets; should
+        the shuffler be away, GetSeatStatus or PlaceBets draws it later (the same shoe either way)."""
+
+        def read(uow: GameUnitOfWork) -> Seat | None:
+            seat = uow.seats.get(seat_id)
+            return self._with_next_round(uow, seat) if seat is not None and seat.role == PLAYER else None
+
+        if (seat := await self._book.in_transaction(read)) is None:
+            return
+        try:
+            await self._next_shoe(seat)
+        except ServiceError as exc:
+            logger.warning("seat %s: the next round's shoe is not committed yet (%s)", seat_id, exc)
+
+    @staticmethod
     def _own_seat(uow: GameUnitOfWork, actor: Identity, seat_id: str) -> Seat:
         if not seat_id:
             raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id")
@@ -286,11 +488,4 @@ class TableUseCases:
         if seat.player_id != actor.subject:
             raise PermissionDenied(f"seat {seat_id} belongs to another player")
         return seat
-
-    @staticmethod
-    def _open_round(uow: GameUnitOfWork, seat: Seat) -> RoundRow | None:
-        if seat.last_round_id is None:
-            return None
-        row = uow.rounds.get(seat.last_round_id)
-        return row if row is not None and row.phase not in OVER_PHASES else None
 

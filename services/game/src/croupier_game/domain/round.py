@@ -51,6 +51,9 @@ class RoundOpened(BaseModel):
     currency: str
     table: dict[str, Any]  # the table's parameters as JSON; table_for(game, table) rebuilds them
     balance_before: int
+    # war-p2p with a player in the dealer's seat (None: the house deals).
+    dealer_player_id: str | None = None
+    dealer_seat_id: str | None = None
 
 
 class ShoeCommitted(BaseModel):

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import grpc
 
 from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from croupier_platform.auth import current_identity
-from croupier_platform.grpc_server import handles_errors
+from croupier_platform.errors import InvalidArgument
+from croupier_platform.grpc_server import handles_errors, handles_stream_errors
 from croupier_platform.tracing import round_span
 
 from ..application.audit import AuditUseCases
-from ..application.tables import TableUseCases
+from ..application.tables import SeatStatus, TableUseCases
 from ..domain.catalogue import TableEntry
-from ..domain.round import round_id_for
 from ..domain.visibility import RoundView
 
 
@@ -72,6 +74,13 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
     )
 
 
+AUTO_CONFIRM = {"": None, "on": True, "off": False}
+
+
+def seat_message(status: SeatStatus) -> table_pb2.SeatStatus:
+    return table_pb2.SeatStatus(**dataclasses.asdict(status))
+
+
 class TableServicer(table_pb2_grpc.TableServiceServicer):
     def __init__(self, tables: TableUseCases) -> None:
         self._tables = tables
@@ -83,8 +92,25 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     @handles_errors
     async def JoinTable(self, request, context):  # noqa: ANN001, ANN201, N802
-        seat, entry = await self._tables.join_table(current_identity(), request.table_id)
-        return table_pb2.JoinTableResponse(seat_id=seat.seat_id, table=table_info(entry))
+        identity = current_identity()
+        seat, entry = await self._tables.join_table(
+            identity, request.table_id, request.role, request.nickname, request.auto_confirm
+        )
+        status = await self._tables.seat_status(identity, seat.seat_id)
+        return table_pb2.JoinTableResponse(seat_id=seat.seat_id, table=table_info(entry), status=seat_message(status))
+
+    @handles_errors
+    async def ConfirmRound(self, request, context):  # noqa: ANN001, ANN201, N802
+        identity = current_identity()
+        switch = request.auto_confirm.strip().lower()
+        if switch not in AUTO_CONFIRM:
+            raise InvalidArgument(f"auto_confirm {request.auto_confirm!r} is not allowed; send on, off, or leave it empty")
+        await self._tables.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch])
+        return seat_message(await self._tables.seat_status(identity, request.seat_id))
+
+    @handles_errors
+    async def GetSeatStatus(self, request, context):  # noqa: ANN001, ANN201, N802
+        return seat_message(await self._tables.seat_status(current_identity(), request.seat_id))
 
     @handles_errors
     async def LeaveTable(self, request, context):  # noqa: ANN001, ANN201, N802
@@ -93,29 +119,28 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     @handles_errors
     async def PlaceBets(self, request, context):  # noqa: ANN001, ANN201, N802
-        identity = current_identity()
-        with round_span("PlaceBets", round_id_for(identity.subject, request.idempotency_key)):
-            view = await self._tables.place_bets(
-                identity, request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
-            )
+        # The round's span starts inside, once the seat's next round id is known.
+        view = await self._tables.place_bets(
+            current_identity(), request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
+        )
         return round_message(view)
 
     @handles_errors
     async def Deal(self, request, context):  # noqa: ANN001, ANN201, N802
         with round_span("Deal", request.round_id):
-            return round_message(await self._tables.deal(current_identity(), request.round_id))
+            return round_message(await self._tables.deal(current_identity(), request.round_id, request.version))
 
     @handles_errors
     async def Decide(self, request, context):  # noqa: ANN001, ANN201, N802
         with round_span("Decide", request.round_id):
-            view = await self._tables.decide(current_identity(), request.round_id, request.choice, request.bet)
+            view = await self._tables.decide(
+                current_identity(), request.round_id, request.choice, request.bet, request.version
+            )
         return round_message(view)
 
     @handles_errors
     async def Rebet(self, request, context):  # noqa: ANN001, ANN201, N802
-        identity = current_identity()
-        with round_span("Rebet", round_id_for(identity.subject, request.idempotency_key)):
-            view = await self._tables.rebet(identity, request.seat_id, request.idempotency_key, request.cut_seed)
+        view = await self._tables.rebet(current_identity(), request.seat_id, request.idempotency_key, request.cut_seed)
         return round_message(view)
 
     @handles_errors
@@ -146,6 +171,20 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
         return audit_pb2.VoidRoundResponse(
             round_id=result.round_id, voided_now=result.voided_now, refunds=result.refunds, reason=result.reason
         )
+
+    @handles_stream_errors
+    async def AuditAll(self, request, context):  # noqa: ANN001, ANN201, N802
+        async for step in self._audit.audit_all(current_identity(), request.page_size):
+            yield audit_pb2.AuditAllResponse(
+                rounds=step.rounds, events=step.events, rounds_total=step.total,
+                violations=[
+                    audit_pb2.AuditViolation(round_id=v.round_id or "", event=v.event or "", event_id=v.event_id or "", problem=v.problem)
+                    for v in step.violations
+                ],
+                rounds_with_notes=step.notes, done=step.done, seconds=step.seconds,
+                ledger_accounts=step.ledger.accounts if step.ledger else 0,
+                ledger_entries=step.ledger.entries if step.ledger else 0,
+            )  # fmt: skip
 
 
 def register(server: grpc.aio.Server, tables: TableUseCases, audit: AuditUseCases) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +26,12 @@ class SqlShoeRepository:
 
     def get(self, shoe_id: str) -> Shoe | None:
         return self._one(select(shoes_table).where(shoes_table.c.shoe_id == shoe_id))
+
+    def get_many(self, shoe_ids: Sequence[str]) -> list[Shoe]:
+        if not shoe_ids:
+            return []
+        query = select(shoes_table).where(shoes_table.c.shoe_id.in_(list(shoe_ids)))
+        return [_shoe_from_row(row) for row in self._connection.execute(query)]
 
     def for_round(self, round_id: str) -> Shoe | None:
         return self._one(select(shoes_table).where(shoes_table.c.round_id == round_id))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -18,6 +18,9 @@ class ShoeAlreadyStored(Exception):
 
 class ShoeRepository(Protocol):
     def get(self, shoe_id: str) -> Shoe | None: ...
+
+    def get_many(self, shoe_ids: Sequence[str]) -> list[Shoe]:
+        """The shoes found among the ids, in no particular order (an audit's page)."""
 
     def for_round(self, round_id: str) -> Shoe | None: ...
 

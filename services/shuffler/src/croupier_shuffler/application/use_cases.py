@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import NewEvent
 from croupier_platform.runtime import Clock, iso
 
-from ..domain.errors import RoundHasAnotherShoe, ShoeNotFound, ShoeNotRevealed
+from ..domain.errors import InvalidShoeRequest, RoundHasAnotherShoe, ShoeNotFound, ShoeNotRevealed
 from ..domain.shoe import SALT_BYTES, RandBelow, Shoe, shuffle_shoe, validate_decks, validate_round_id, validate_shoe_id
 from .ports import ShoeAlreadyStored, ShufflerUnitOfWork, UnitOfWorkFactory
 
@@ -19,6 +19,7 @@ SHOE_REVEALED_SCHEMA_VERSION = 1
 # The round events after which nothing more is dealt from the round's shoe.
 ROUND_OVER_EVENTS = frozenset({"RoundSettled", "RoundVoided"})
 CONSUMER = "shuffler"
+MAX_REVEAL_BATCH = 1_000
 
 
 class Shuffler:
@@ -74,6 +75,15 @@ class Shuffler:
         if not shoe.revealed and not auditor:
             raise ShoeNotRevealed()
         return shoe
+
+    def reveal_many(self, shoe_ids: Sequence[str]) -> list[Shoe]:
+        """Many shoes at once for an audit (the caller checked the service role); unknown ids are left out."""
+        if len(shoe_ids) > MAX_REVEAL_BATCH:
+            raise InvalidShoeRequest(f"at most {MAX_REVEAL_BATCH} shoes a call, not {len(shoe_ids)}")
+        for shoe_id in shoe_ids:
+            validate_shoe_id(shoe_id)
+        with self._uow() as uow:
+            return uow.shoes.get_many(shoe_ids)
 
     def on_round_event(self, uow: ShufflerUnitOfWork, envelope: EventEnvelope) -> None:
         """Reveal the round's shoe when the round is over; runs under handle_once (tracking row)."""

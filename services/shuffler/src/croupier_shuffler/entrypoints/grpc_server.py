@@ -44,3 +44,16 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
         return internal_pb2.RevealShoeResponse(
             shoe_id=shoe.shoe_id, commitment=shoe.commitment, salt_hex=shoe.salt.hex(), cards=shoe.cards
         )
+
+    @handles_errors
+    async def RevealShoes(
+        self, request: internal_pb2.RevealShoesRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.RevealShoesResponse:
+        current_identity().require_service()  # the game service's full audit, for an operator
+        shoes = await asyncio.to_thread(self._shuffler.reveal_many, list(request.shoe_ids))
+        return internal_pb2.RevealShoesResponse(
+            shoes=[
+                internal_pb2.RevealShoeResponse(shoe_id=s.shoe_id, commitment=s.commitment, salt_hex=s.salt.hex(), cards=s.cards)
+                for s in shoes
+            ]
+        )

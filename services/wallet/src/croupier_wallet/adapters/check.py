@@ -10,13 +10,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Engine, func, select
 
-from croupier_wallet.domain.ledger import TABLE, Status, is_player_account
+from croupier_wallet.domain.ledger import TABLE, Status, is_player_account, player_account
 
-from .tables import accounts_table, entries_table, transfers_table
+from .tables import accounts_table, entries_table, rounds_table, transfers_table
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class LedgerReport:
     accounts: int = 0
     entries: int = 0
     transfers: int = 0
+    rounds: int = 0
     balance_sum_by_currency: dict[str, int] = field(default_factory=dict)
     entry_sum_by_currency: dict[str, int] = field(default_factory=dict)
     mismatches: list[AccountMismatch] = field(default_factory=list)
@@ -65,6 +69,7 @@ def check_ledger(conn: Connection) -> LedgerReport:
     report.accounts = len(accounts)
     report.transfers = conn.execute(select(func.count()).select_from(transfers_table)).scalar_one()
     report.entries = conn.execute(select(func.count()).select_from(entries_table)).scalar_one()
+    report.rounds = conn.execute(select(func.count()).select_from(rounds_table)).scalar_one()
 
     entry_sums = {
         (row.account_id, row.currency): int(row.total)
@@ -107,3 +112,64 @@ def _sums(conn: Connection, account_column, condition) -> dict[tuple[str, str], 
         .group_by(account_column, transfers_table.c.currency)
     )
     return {(row.account, row.currency): int(row.total) for row in conn.execute(query)}
+
+
+# ---------------------------------------------------------------- the full audit's reads
+
+
+@contextmanager
+def snapshot(engine: Engine) -> Iterator[Connection]:
+    """One consistent read of the ledger: PostgreSQL's REPEATABLE READ (a live wallet keeps writing
+    between the statements of a check); SQLite's transaction is one already."""
+    with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            connection = connection.execution_options(isolation_level="REPEATABLE READ")
+        with connection.begin():
+            yield connection
+
+
+class RoundTransfer(NamedTuple):
+    """A transfer of a round as its player sees it (WalletApp.round_transactions' view)."""
+
+    transaction_id: str
+    kind: str
+    status: str
+    amount: int  # signed change to the player's balance (reserved, for a pending stake)
+    currency: str
+    occurred_at: str
+
+
+def round_ledgers(conn: Connection, round_ids: Sequence[str]) -> dict[str, tuple[str, list[RoundTransfer]]]:
+    """Many rounds' player and transfers touching the player, oldest first, in one query; the rounds
+    the wallet does not hold are left out."""
+    if not round_ids:
+        return {}
+    t = transfers_table.c
+    query = (
+        select(t.round_id, rounds_table.c.player_id, t.transfer_id, t.kind, t.status, t.amount, t.currency, t.debit_account,
+               t.credit_account, t.occurred_at)  # fmt: skip
+        .join(rounds_table, rounds_table.c.round_id == t.round_id)
+        .where(t.round_id.in_(list(round_ids)))
+        .order_by(t.round_id, t.seq)
+    )
+    found: dict[str, tuple[str, list[RoundTransfer]]] = {}
+    for round_id, player_id, transfer_id, kind, status, amount, currency, debit, credit, occurred_at in conn.execute(query):
+        account = player_account(player_id)
+        if account not in (debit, credit):
+            continue  # the house's and a player-dealer's legs of the round
+        signed = amount if credit == account else -amount
+        found.setdefault(round_id, (player_id, []))[1].append(
+            RoundTransfer(transfer_id, kind, status, signed, currency, occurred_at)
+        )
+    if missing := [r for r in round_ids if r not in found]:  # held, but no transfer touches the player
+        held = select(rounds_table.c.round_id, rounds_table.c.player_id).where(rounds_table.c.round_id.in_(missing))
+        found.update({row.round_id: (row.player_id, []) for row in conn.execute(held)})
+    return found
+
+
+def ledger_round_ids(conn: Connection, after: str | None, limit: int) -> list[str]:
+    """The rounds the wallet holds, in its id order, a page at a time."""
+    query = select(rounds_table.c.round_id).order_by(rounds_table.c.round_id).limit(limit)
+    if after:
+        query = query.where(rounds_table.c.round_id > after)
+    return list(conn.execute(query).scalars())

@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Row, and_, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
@@ -16,7 +15,9 @@ from croupier_wallet.application.ports import AccountKey, StaleAccount
 from croupier_wallet.domain.ledger import Account, Kind, Status, Transfer, TransferRequest, entries_of, player_account
 from croupier_wallet.domain.rounds import Round, RoundStatus
 
-from .tables import accounts_table, entries_table, rounds_table, transfers_table
+from .limits import SqlLimitsRepository
+from .reports import SqlLedgerReports
+from .tables import accounts_table, dialect_insert, entries_table, rounds_table, transfers_table
 
 
 class SqlLedgerRepository:
@@ -79,7 +80,7 @@ class SqlLedgerRepository:
             for d in sorted(deltas, key=lambda d: d.key)  # one lock order for every transaction
         ]  # fmt: skip
         for row in rows:  # one statement per row: each takes its row lock in the order above
-            statement = _insert(self._c).values(row)
+            statement = dialect_insert(self._c).values(row)
             self._c.execute(
                 statement.on_conflict_do_update(
                     index_elements=[accounts_table.c.account_id, accounts_table.c.currency],
@@ -161,12 +162,24 @@ class SqlLedgerRepository:
         row = self._c.execute(query).first()
         if row is None:
             return None
-        return Round(row.round_id, row.player_id, row.currency, RoundStatus(row.status), row.version)
+        return _round_from(row)
+
+    def rounds(self, round_ids: Iterable[str]) -> dict[str, Round]:
+        wanted = sorted({r for r in round_ids if r})
+        if not wanted:
+            return {}
+        rows = self._c.execute(select(rounds_table).where(rounds_table.c.round_id.in_(wanted)))
+        return {row.round_id: _round_from(row) for row in rows}
 
     def save_round(self, round_: Round) -> None:
         values = {"player_id": round_.player_id, "currency": round_.currency, "status": round_.status.value}
         if round_.version == 0:
-            self._c.execute(insert(rounds_table).values(round_id=round_.round_id, version=1, **values))
+            self._c.execute(
+                insert(rounds_table).values(
+                    round_id=round_.round_id, version=1, game=round_.game or None, table_id=round_.table_id or None,
+                    opened_at=round_.opened_at or None, **values,
+                )  # fmt: skip
+            )
             return
         result = self._c.execute(
             update(rounds_table)
@@ -177,17 +190,15 @@ class SqlLedgerRepository:
             raise StaleAccount(f"round {round_.round_id} changed meanwhile; try again")
 
 
-def _insert(connection: Connection):
-    dialect = connection.dialect.name
-    if dialect == "sqlite":
-        return sqlite.insert(accounts_table)
-    if dialect == "postgresql":
-        return postgresql.insert(accounts_table)
-    raise NotImplementedError(f"the wallet supports SQLite and PostgreSQL, not {dialect}")
-
-
 def _insert_ignoring_duplicates(connection: Connection):
-    return _insert(connection).on_conflict_do_nothing()
+    return dialect_insert(connection).on_conflict_do_nothing()
+
+
+def _round_from(row: Row) -> Round:
+    return Round(
+        row.round_id, row.player_id, row.currency, RoundStatus(row.status), row.version, row.game or "",
+        row.table_id or "", row.opened_at or "",
+    )  # fmt: skip
 
 
 def _account(row: Row) -> Account:
@@ -212,6 +223,14 @@ class SqlWalletUnitOfWork:
     events: EventLog
     tracking: Tracking
     connection: Connection
+
+    @property
+    def limits(self) -> SqlLimitsRepository:
+        return SqlLimitsRepository(self.connection)
+
+    @property
+    def reports(self) -> SqlLedgerReports:
+        return SqlLedgerReports(self.connection)
 
 
 class SqlWalletUnitOfWorkFactory:

@@ -7,7 +7,8 @@ rows get the transaction's deltas added (INSERT ... ON CONFLICT DO UPDATE) as it
 these hot rows are locked only around the commit. check_ledger verifies one against the other.
 """
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import BigInteger, Boolean, Column, Connection, ForeignKey, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy.dialects import postgresql, sqlite
 
 from croupier_platform.db import NAMING_CONVENTION
 
@@ -51,6 +52,8 @@ transfers_table = Table(
 )
 Index("ix_wallet_transfers_player", transfers_table.c.player_id, transfers_table.c.seq)
 Index("ix_wallet_transfers_round", transfers_table.c.round_id, transfers_table.c.seq)
+# A player's transfers of one currency and day: the daily limits' usage (domain/limits.py).
+Index("ix_wallet_transfers_player_day", transfers_table.c.player_id, transfers_table.c.currency, transfers_table.c.occurred_at)
 
 entries_table = Table(
     "wallet_entries",
@@ -73,4 +76,50 @@ rounds_table = Table(
     Column("currency", String(8), nullable=False),
     Column("status", String(8), nullable=False),
     Column("version", Integer, nullable=False),
+    # Where and when it was played (ReserveStakes), for the ledger's reports; empty on rounds
+    # staked before wallet_0002.
+    Column("game", String(200)),
+    Column("table_id", String(200)),
+    Column("opened_at", Text),
 )
+Index("ix_wallet_rounds_opened_at", rounds_table.c.opened_at)
+
+# Responsible-gaming limits (domain/limits.py): one row per player, currency and limit
+# (max_stake, daily_wager, daily_loss). NULL amount: no limit; a loosening waits in pending_*.
+limits_table = Table(
+    "wallet_limits",
+    wallet_metadata,
+    Column("player_id", String(200), primary_key=True),
+    Column("currency", String(8), primary_key=True),
+    Column("limit_name", String(16), primary_key=True),
+    Column("amount", BigInteger),
+    Column("pending", Boolean, nullable=False),
+    Column("pending_amount", BigInteger),
+    Column("pending_effective_at", Text),
+    Column("updated_at", Text, nullable=False),
+    Column("updated_by", String(200), nullable=False),  # the player, or the operator who set it
+)
+
+# A player's self-exclusion (every currency). The row is also the player's lock for limit changes:
+# SetLimits creates it and holds it FOR UPDATE, so two changes of one player's limits take turns.
+self_exclusions_table = Table(
+    "wallet_self_exclusions",
+    wallet_metadata,
+    Column("player_id", String(200), primary_key=True),
+    Column("excluded_until", Text),
+    Column("pending", Boolean, nullable=False),
+    Column("pending_excluded_until", Text),
+    Column("pending_effective_at", Text),
+    Column("updated_at", Text, nullable=False),
+    Column("updated_by", String(200), nullable=False),
+)
+
+
+def dialect_insert(connection: Connection, table: Table = accounts_table):  # noqa: ANN201
+    """INSERT with the dialect's ON CONFLICT clauses (SQLite and PostgreSQL)."""
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    raise NotImplementedError(f"the wallet supports SQLite and PostgreSQL, not {dialect}")

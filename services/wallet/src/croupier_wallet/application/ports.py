@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Protocol
 
 from croupier_platform.eventstore import EventLog
 from croupier_platform.tracking import Tracking
 
 from croupier_wallet.domain.ledger import Account, Status, Transfer
+from croupier_wallet.domain.limits import CurrencyLimits, DailyUsage, Setting
+from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerFilter
 from croupier_wallet.domain.rounds import Round
 
 AccountKey = tuple[str, str]  # (account id, currency)
@@ -41,6 +44,9 @@ class LedgerRepository(Protocol):
 
     def round(self, round_id: str) -> Round | None: ...
 
+    def rounds(self, round_ids: Iterable[str]) -> dict[str, Round]:
+        """The rounds of these ids that the wallet holds."""
+
     def round_for_update(self, round_id: str) -> Round | None:
         """The round, locked for the rest of the transaction (stakes and settlement serialize on it)."""
 
@@ -56,11 +62,46 @@ class LedgerRepository(Protocol):
         """Newest first."""
 
 
+class LimitsRepository(Protocol):
+    """Responsible-gaming limits (domain/limits.py) and the day's usage they are checked against."""
+
+    def all_limits(self, player_id: str) -> list[CurrencyLimits]:
+        """Every currency the player has limits in, by currency."""
+
+    def limits(self, player_id: str, currency: str) -> CurrencyLimits: ...
+
+    def save_limits(self, player_id: str, limits: CurrencyLimits, names: Iterable[str], updated_at: str, by: str) -> None:
+        """Write the named settings of `limits`."""
+
+    def self_exclusion(self, player_id: str) -> Setting[datetime]: ...
+
+    def self_exclusion_for_update(self, player_id: str, now: str, by: str) -> Setting[datetime]:
+        """The self-exclusion, locked for the rest of the transaction (the player's lock for changing limits)."""
+
+    def save_self_exclusion(self, player_id: str, setting: Setting[datetime], updated_at: str, by: str) -> None: ...
+
+    def daily_usage(self, player_id: str, currency: str, start: datetime, end: datetime) -> DailyUsage: ...
+
+
+class LedgerReports(Protocol):
+    """One row per (game, table, currency); domain/reports.py says what counts."""
+
+    def house_results(self, where: LedgerFilter) -> list[HouseResult]: ...
+
+    def commission_totals(self, where: LedgerFilter) -> list[CommissionTotal]: ...
+
+
 class WalletUnitOfWork(Protocol):
     """One database transaction: everything commits together or nothing does."""
 
     @property
     def ledger(self) -> LedgerRepository: ...
+
+    @property
+    def limits(self) -> LimitsRepository: ...
+
+    @property
+    def reports(self) -> LedgerReports: ...
 
     @property
     def events(self) -> EventLog: ...

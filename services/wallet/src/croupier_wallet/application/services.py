@@ -7,10 +7,12 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from croupier_platform.runtime import Clock, iso
 
-from croupier_wallet.domain.errors import InvalidTransfer, LedgerError
+from croupier_wallet.config import LIMITS_COOLING_OFF_S
+from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, LedgerError, RoundMismatch
 from croupier_wallet.domain.ledger import (
     MAX_AMOUNT,
     PLAY,
@@ -26,15 +28,21 @@ from croupier_wallet.domain.ledger import (
 )
 from croupier_wallet.domain.rounds import (
     BetOutcome,
+    DealerCover,
     Round,
     RoundStatus,
     check_stake_fits,
+    commission_hold_id,
+    commission_hold_request,
+    commission_request,
     compensation_requests,
     settlement_requests,
     stake_request,
 )
+from croupier_wallet.domain.reports import CommissionReport, HouseReport, LedgerFilter, commission_report, house_report
 
 from .ledger_session import LedgerSession
+from .limits import LimitsUseCases, enforce_limits
 from .ports import UnitOfWorkFactory, WalletUnitOfWork
 
 logger = logging.getLogger(__name__)
@@ -66,6 +74,8 @@ class TransactionView:
     currency: str
     round_id: str
     occurred_at: str
+    game: str = ""  # of its round, where it has one
+    table_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,19 +85,23 @@ class Reservation:
     available_after: int
 
 
-def _view(transfer: Transfer, player_id: str) -> TransactionView:
+def _view(transfer: Transfer, player_id: str, round_: Round | None = None) -> TransactionView:
     r = transfer.request
     return TransactionView(
         transaction_id=r.id, kind=r.kind.value, status=transfer.status.value,
         amount=transfer.signed_amount_for(player_account(player_id)), currency=r.currency,
         round_id=r.round_id or "", occurred_at=transfer.occurred_at,
+        game=round_.game if round_ else "", table_id=round_.table_id if round_ else "",
     )  # fmt: skip
 
 
 class WalletApp:
-    def __init__(self, uow_factory: UnitOfWorkFactory, clock: Clock) -> None:
+    def __init__(
+        self, uow_factory: UnitOfWorkFactory, clock: Clock, limits_cooling_off: timedelta = timedelta(seconds=LIMITS_COOLING_OFF_S)
+    ) -> None:
         self._uow = uow_factory
         self._clock = clock
+        self.limits = LimitsUseCases(uow_factory, clock, limits_cooling_off)  # SetLimits, GetLimits
 
     def _now(self) -> str:
         return iso(self._clock())
@@ -126,8 +140,11 @@ class WalletApp:
     # ------------------------------------------------------------------ stakes
 
     def reserve_stakes(
-        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int]
+        self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
+        game: str = "", table_id: str = "",
     ) -> Reservation:
+        """Reserve a round's stakes (pending player -> table), refused when the balance cannot cover them
+        or a responsible-gaming limit forbids them (checked on the player's locked account)."""
         check_id("transaction_id", transaction_id)
         check_id("player_id", player_id)
         check_id("round_id", round_id)
@@ -137,20 +154,89 @@ class WalletApp:
             check_amount(stake, what=f"the stake on {bet!r}")
         if bets and sum(bets.values()) != amount:
             raise InvalidTransfer(f"the bets add up to {sum(bets.values())}, not to the amount {amount}")
+        for name, value in (("game", game), ("table_id", table_id)):
+            if value:  # optional: where the round is played, for the ledger's reports
+                check_id(name, value)
         request = stake_request(transaction_id, player_id, round_id, amount, currency)
+        now = self._clock()
         with self._uow() as uow:
-            session = LedgerSession(uow, self._now())
+            session = LedgerSession(uow, iso(now))
             # A retry first: it returns the original reply even once the round is closed.
             if (found := session.existing(request)) is None:
                 round_ = uow.ledger.round_for_update(round_id)
                 check_stake_fits(round_, player_id, currency)
+                session.account(player_account(player_id), currency)  # locked: concurrent stakes take turns here
+                enforce_limits(uow, player_id, currency, amount, now)
                 if round_ is None:
-                    uow.ledger.save_round(Round(round_id, player_id, currency))
+                    uow.ledger.save_round(Round(round_id, player_id, currency, game=game, table_id=table_id, opened_at=iso(now)))
                 found = session.create(
                     request, pending=True, details=json.dumps(dict(bets), sort_keys=True), known_new=True
                 )
                 session.flush()
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
+
+    def reserve_cover(
+        self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
+    ) -> Reservation:
+        """A player-dealer's side of a round (war-p2p): the cover of the player's largest win
+        (dealer -> table) and a hold for the largest commission (dealer -> house), both pending,
+        after the player's stakes. Idempotent by transaction id; refused when the dealer's
+        balance cannot cover both."""
+        for name, value in (("transaction_id", transaction_id), ("dealer_id", dealer_id), ("round_id", round_id)):
+            check_id(name, value)
+        check_currency(currency)
+        check_amount(cover, what="the dealer's cover")
+        check_amount(commission_hold, low=0, what="the commission hold")
+        request = stake_request(transaction_id, dealer_id, round_id, cover, currency, Kind.COVER)
+        now = self._clock()
+        with self._uow() as uow:
+            session = LedgerSession(uow, iso(now))
+            if (found := session.existing(request)) is None:
+                round_ = uow.ledger.round_for_update(round_id)
+                if round_ is None:
+                    raise UnknownRound(f"round {round_id!r} holds no stakes yet; the player's stakes come before the dealer's cover")
+                check_stake_fits(round_, round_.player_id, currency)
+                if dealer_id == round_.player_id:
+                    raise InvalidTransfer(f"player {dealer_id!r} cannot deal their own round {round_id!r}")
+                available = session.available(dealer_id, currency)  # locked: the dealer's stakes take turns too
+                # The dealer's own limits hold for what the dealer puts at risk (self-exclusion included).
+                enforce_limits(uow, dealer_id, currency, cover + commission_hold, now)
+                if available < cover + commission_hold:
+                    raise InsufficientFunds(available, cover + commission_hold, currency, "the dealer's cover and commission")
+                found = session.create(request, pending=True, known_new=True)
+                if commission_hold:
+                    session.create(commission_hold_request(dealer_id, round_id, commission_hold, currency), pending=True)
+                session.flush()
+        return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
+
+    def charge_commission(self, round_id: str, amount: int, causation_id: str | None = None) -> TransactionView | None:
+        """The commission of a player-dealer's round, charged once: the hold is released and the
+        commission posted (dealer -> house). None when the round was voided (nothing is charged)."""
+        check_id("round_id", round_id)
+        check_amount(amount, low=0, what="the commission")
+        with self._uow() as uow:
+            round_ = uow.ledger.round_for_update(round_id)
+            if round_ is None:
+                raise UnknownRound(f"the wallet holds no stakes for round {round_id!r}")
+            transfers = uow.ledger.round_transfers(round_id)
+            hold = next((t for t in transfers if t.id == commission_hold_id(round_id)), None)
+            if hold is None:
+                raise RoundMismatch(f"round {round_id!r} has no player-dealer commission hold")
+            dealer_id, currency = hold.request.player_id, hold.request.currency
+            charge = commission_request(dealer_id, round_id, amount, currency) if amount else None
+            session = LedgerSession(uow, self._now(), causation_id)
+            if charge is not None and (done := session.existing(charge)) is not None:
+                return _view(done, dealer_id)  # charged before: a redelivered settlement
+            if round_.status is RoundStatus.VOIDED:
+                logger.info("commission for round %s, which is voided: nothing charged", round_id)
+                return None
+            if amount > hold.request.amount:
+                raise RoundMismatch(f"commission {amount} exceeds the {hold.request.amount} {currency} held for round {round_id!r}")
+            if hold.status is Status.PENDING:
+                session.void(hold)
+            charged = session.create(charge, pending=False, known_new=True) if charge is not None else None
+            session.flush()
+        return _view(charged, dealer_id) if charged else None
 
     def settle_round(self, uow: WalletUnitOfWork, round_id: str, outcomes: Sequence[BetOutcome], causation_id: str) -> bool:
         """Post the round's stakes and pay its returns; False when there is nothing to do."""
@@ -161,11 +247,14 @@ class WalletApp:
         if round_.status is not RoundStatus.OPEN:
             logger.warning("RoundSettled for round %s, which is already %s: ignored", round_id, round_.status.value)
             return False
-        stakes = [t for t in uow.ledger.round_transfers(round_id) if t.request.kind is Kind.STAKE]
+        transfers = uow.ledger.round_transfers(round_id)
+        stakes = [t for t in transfers if t.request.kind is Kind.STAKE]
         staked = sum(t.request.amount for t in stakes if t.status is not Status.VOIDED)
-        requests = settlement_requests(round_, staked, outcomes)  # checks before anything moves
+        covers = [t for t in transfers if t.request.kind is Kind.COVER and t.status is not Status.VOIDED]
+        cover = DealerCover(covers[0].request.player_id, sum(t.request.amount for t in covers)) if covers else None
+        requests = settlement_requests(round_, staked, outcomes, cover)  # checks before anything moves
         session = LedgerSession(uow, self._now(), causation_id)
-        for stake in stakes:
+        for stake in [*stakes, *covers]:
             if stake.status is Status.PENDING:
                 session.post(stake)
         for request in requests:
@@ -216,7 +305,8 @@ class WalletApp:
             raise InvalidTransfer(f"limit must be from 1 to {MAX_LIST_LIMIT} (0 means {DEFAULT_LIST_LIMIT}), not {limit}")
         with self._uow() as uow:
             transfers = uow.ledger.player_transfers(player_id, limit)
-        return [_view(t, player_id) for t in transfers]
+            rounds = uow.ledger.rounds(t.request.round_id for t in transfers if t.request.round_id)
+        return [_view(t, player_id, rounds.get(t.request.round_id or "")) for t in transfers]
 
     def round_transactions(self, round_id: str) -> tuple[str, list[TransactionView]]:
         """The round's player and every transfer that touched the player's account, oldest first
@@ -229,4 +319,14 @@ class WalletApp:
             transfers = uow.ledger.round_transfers(round_id)
         account = player_account(round_.player_id)
         touching = [t for t in transfers if account in (t.request.debit, t.request.credit)]
-        return round_.player_id, [_view(t, round_.player_id) for t in touching]
+        return round_.player_id, [_view(t, round_.player_id, round_) for t in touching]
+
+    # ------------------------------------------------------------------ the operator's reports
+
+    def house_result(self, where: LedgerFilter) -> HouseReport:
+        with self._uow() as uow:
+            return house_report(uow.reports.house_results(where))
+
+    def commission_totals(self, where: LedgerFilter) -> CommissionReport:
+        with self._uow() as uow:
+            return commission_report(uow.reports.commission_totals(where))

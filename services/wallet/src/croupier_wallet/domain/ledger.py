@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 
 from .errors import InsufficientFunds, InvalidTransfer
@@ -40,6 +41,8 @@ class Kind(StrEnum):
     DEPOSIT = "deposit"
     SETTLEMENT = "settlement"
     REVERSAL = "reversal"
+    COVER = "cover"  # a player-dealer's reservation: the player's largest win (war-p2p)
+    COMMISSION = "commission"  # player-dealer -> house; pending as a hold until charged
 
 
 class Status(StrEnum):
@@ -69,6 +72,17 @@ def check_id(name: str, value: str) -> None:
 def check_amount(amount: int, *, low: int = 1, high: int = MAX_AMOUNT, what: str = "amount") -> None:
     if type(amount) is not int or not low <= amount <= high:
         raise InvalidTransfer(f"{what} must be a whole number of minor units from {low} to {high}, not {amount!r}")
+
+
+def parse_instant(text: str, what: str) -> datetime:
+    """An ISO-8601 instant with its offset ("2026-06-01T00:00:00Z"), as an aware datetime."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidTransfer(f"{what} must be an ISO-8601 instant with its offset, such as 2026-06-01T00:00:00Z; not {text!r}")
+    return moment
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,16 @@ Settlement moves money so that the `table` account ends every round at zero:
   4. what the table still holds goes to the house (table -> house).
 The ids are derived from the round id, so a replayed settlement cannot pay twice.
 
+At a war-p2p table with a player-dealer, the dealer takes the house's side: when the bets are
+placed the dealer's cover (the player's largest possible win) is reserved (dealer -> table) with
+a hold for the largest commission (dealer -> house). Settlement then posts the cover too, pays
+the player, and gives the dealer what the table still holds; no house leg. The commission
+service charges the round's commission afterwards: the hold is released and the commission
+posted (dealer -> house), in one transaction.
+
 A void releases pending stakes, and compensates posted transfers with opposite ones (a stake
-with a refund, anything else with a reversal), so every balance is exactly as before the round.
+or a cover with a refund, anything else with a reversal), so every balance is exactly as before
+the round.
 """
 
 from __future__ import annotations
@@ -34,6 +42,10 @@ class Round:
     currency: str
     status: RoundStatus = RoundStatus.OPEN
     version: int = 0
+    # Where and when (the first ReserveStakes), for the ledger's reports; empty on older rounds.
+    game: str = ""
+    table_id: str = ""
+    opened_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -43,11 +55,14 @@ class BetOutcome:
     returned: int
 
 
-def stake_request(transaction_id: str, player_id: str, round_id: str, amount: int, currency: str) -> TransferRequest:
+def stake_request(
+    transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, kind: Kind = Kind.STAKE
+) -> TransferRequest:
+    """A player's stake, or a player-dealer's cover (kind COVER): player -> table, reserved first."""
     # Prefixed so a caller's id can never collide with the ids the ledger derives itself.
     return TransferRequest(
-        id=f"stake:{transaction_id}", debit=player_account(player_id), credit=TABLE, amount=amount,
-        currency=currency, kind=Kind.STAKE, player_id=player_id, round_id=round_id,
+        id=f"{kind.value}:{transaction_id}", debit=player_account(player_id), credit=TABLE, amount=amount,
+        currency=currency, kind=kind, player_id=player_id, round_id=round_id,
     )  # fmt: skip
 
 
@@ -62,8 +77,38 @@ def check_stake_fits(round_: Round | None, player_id: str, currency: str) -> Non
         raise RoundMismatch(f"round {round_.round_id!r} is staked in {round_.currency}, not {currency}")
 
 
-def settlement_requests(round_: Round, staked: int, outcomes: Sequence[BetOutcome]) -> list[TransferRequest]:
-    """The transfers after the stakes are posted; `staked` is what the ledger holds for the round."""
+@dataclass(frozen=True)
+class DealerCover:
+    """A player-dealer's side of a round: who, and the cover the ledger holds for it."""
+
+    dealer_id: str
+    amount: int
+
+
+def commission_hold_id(round_id: str) -> str:
+    return f"round:{round_id}:commission-hold"
+
+
+def commission_hold_request(dealer_id: str, round_id: str, amount: int, currency: str) -> TransferRequest:
+    return _commission(commission_hold_id(round_id), dealer_id, round_id, amount, currency)
+
+
+def commission_request(dealer_id: str, round_id: str, amount: int, currency: str) -> TransferRequest:
+    return _commission(f"round:{round_id}:commission", dealer_id, round_id, amount, currency)
+
+
+def _commission(transfer_id: str, dealer_id: str, round_id: str, amount: int, currency: str) -> TransferRequest:
+    return TransferRequest(
+        id=transfer_id, debit=player_account(dealer_id), credit=HOUSE, amount=amount, currency=currency,
+        kind=Kind.COMMISSION, player_id=dealer_id, round_id=round_id,
+    )  # fmt: skip
+
+
+def settlement_requests(
+    round_: Round, staked: int, outcomes: Sequence[BetOutcome], cover: DealerCover | None = None
+) -> list[TransferRequest]:
+    """The transfers after the stakes (and a player-dealer's cover) are posted; `staked` is what
+    the ledger holds for the round from its player."""
     claimed = sum(o.stake for o in outcomes)
     if claimed != staked:
         raise RoundMismatch(
@@ -82,6 +127,22 @@ def settlement_requests(round_: Round, staked: int, outcomes: Sequence[BetOutcom
         )  # fmt: skip
 
     requests = []
+    if cover is not None:  # the player-dealer, not the house, is the other side
+        held = staked + cover.amount
+        if returned > held:
+            raise RoundMismatch(
+                f"round {rid!r} returns {returned} but the stakes and the dealer's cover hold only {held} {currency}"
+            )
+        if returned > 0:
+            requests.append(transfer("payout", TABLE, player_account(player), returned, Kind.PAYOUT))
+        if held > returned:
+            requests.append(
+                TransferRequest(
+                    id=f"round:{rid}:dealer", debit=TABLE, credit=player_account(cover.dealer_id), amount=held - returned,
+                    currency=currency, kind=Kind.PAYOUT, player_id=cover.dealer_id, round_id=rid,
+                )  # fmt: skip
+            )
+        return requests
     if returned > staked:
         requests.append(transfer("house-cover", HOUSE, TABLE, returned - staked, Kind.SETTLEMENT))
     if returned > 0:
@@ -91,16 +152,19 @@ def settlement_requests(round_: Round, staked: int, outcomes: Sequence[BetOutcom
     return requests
 
 
+_STAKES = (Kind.STAKE, Kind.COVER)
+
+
 def compensation_requests(posted: Iterable[Transfer]) -> list[TransferRequest]:
     """Opposite transfers for the posted ones: refunds of stakes first, then reversals of the rest
     (newest first), so the player is credited before anything is taken back."""
     posted = [t for t in posted if t.status is Status.POSTED and t.request.kind not in (Kind.REFUND, Kind.REVERSAL)]
-    stakes = [t for t in posted if t.request.kind is Kind.STAKE]
-    others = [t for t in reversed(posted) if t.request.kind is not Kind.STAKE]
+    stakes = [t for t in posted if t.request.kind in _STAKES]
+    others = [t for t in reversed(posted) if t.request.kind not in _STAKES]
     requests = []
     for original in [*stakes, *others]:
         r = original.request
-        kind = Kind.REFUND if r.kind is Kind.STAKE else Kind.REVERSAL
+        kind = Kind.REFUND if r.kind in _STAKES else Kind.REVERSAL
         requests.append(
             TransferRequest(
                 id=f"{r.id}:{kind.value}", debit=r.credit, credit=r.debit, amount=r.amount, currency=r.currency,

@@ -13,6 +13,7 @@ from croupier_platform.errors import Conflict, FailedPrecondition, InvalidArgume
 from croupier_wallet.application.ports import StaleAccount
 from croupier_wallet.application.services import UnknownRound
 from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, LedgerError, RoundClosed, RoundMismatch, TransferIdReused
+from croupier_wallet.domain.limits import LimitExceeded, SelfExcluded
 
 _MAPPING: list[tuple[type[Exception], type[ServiceError]]] = [
     (InvalidTransfer, InvalidArgument),
@@ -21,6 +22,8 @@ _MAPPING: list[tuple[type[Exception], type[ServiceError]]] = [
     (RoundClosed, FailedPrecondition),
     (RoundMismatch, FailedPrecondition),
     (UnknownRound, NotFound),
+    (SelfExcluded, FailedPrecondition),  # responsible-gaming refusals, like a balance that cannot cover
+    (LimitExceeded, FailedPrecondition),
     (LedgerError, FailedPrecondition),
     (StaleAccount, Conflict),
 ]

@@ -1,4 +1,4 @@
-"""WalletService (public) and StakeService (internal): proto -> use case -> proto.
+"""WalletService (public), LedgerService (operators) and StakeService (internal): proto -> use case -> proto.
 
 The use cases are synchronous (a database transaction); they run in a worker thread so the
 event loop keeps serving. contextvars (the caller's identity) are read before the hop.
@@ -7,6 +7,7 @@ event loop keeps serving. contextvars (the caller's identity) are read before th
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import grpc
 
@@ -15,7 +16,10 @@ from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.grpc_server import handles_errors
 
+from croupier_wallet.application.limits import LimitAmountView, LimitsView
 from croupier_wallet.application.services import TransactionView, WalletApp
+from croupier_wallet.domain.limits import AMOUNT_LIMITS
+from croupier_wallet.domain.reports import LedgerFilter
 
 from .errors import translated
 
@@ -23,8 +27,33 @@ from .errors import translated
 def _transaction(view: TransactionView) -> wallet_pb2.Transaction:
     return wallet_pb2.Transaction(
         transaction_id=view.transaction_id, kind=view.kind, status=view.status, amount=view.amount,
-        currency=view.currency, round_id=view.round_id, occurred_at=view.occurred_at,
+        currency=view.currency, round_id=view.round_id, occurred_at=view.occurred_at, game=view.game,
+        table_id=view.table_id,
     )  # fmt: skip
+
+
+def _limits(view: LimitsView) -> wallet_pb2.PlayerLimits:
+    def amount(v: LimitAmountView) -> wallet_pb2.LimitAmount:
+        return wallet_pb2.LimitAmount(
+            amount=v.amount, change_pending=v.change_pending, pending_amount=v.pending_amount,
+            pending_effective_at=v.pending_effective_at,
+        )  # fmt: skip
+
+    currencies = [
+        wallet_pb2.CurrencyLimits(
+            currency=c.currency, max_stake=amount(c.max_stake), daily_wager=amount(c.daily_wager),
+            daily_loss=amount(c.daily_loss), wagered_today=c.wagered_today, net_loss_today=c.net_loss_today,
+            day_ends_at=c.day_ends_at,
+        )  # fmt: skip
+        for c in view.currencies
+    ]
+    e = view.self_exclusion
+    exclusion = wallet_pb2.SelfExclusion(
+        until=e.until, change_pending=e.change_pending, pending_until=e.pending_until, pending_effective_at=e.pending_effective_at
+    )
+    return wallet_pb2.PlayerLimits(
+        player_id=view.player_id, currencies=currencies, self_exclusion=exclusion, cooling_off_seconds=view.cooling_off_seconds
+    )
 
 
 def _player_named(identity: Identity, player_id: str) -> str:
@@ -78,6 +107,66 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         views = await asyncio.to_thread(self._app.transactions, player_id, request.limit)
         return wallet_pb2.ListTransactionsResponse(transactions=[_transaction(v) for v in views])
 
+    @handles_errors
+    @translated
+    async def SetLimits(self, request: wallet_pb2.SetLimitsRequest, context: grpc.aio.ServicerContext):
+        identity = current_identity()
+        player_id = _player_named(identity, request.player_id)
+        amounts = {name: getattr(request, name) for name in AMOUNT_LIMITS if request.HasField(name)}
+        until = request.self_excluded_until if request.HasField("self_excluded_until") else None
+        view = await asyncio.to_thread(
+            functools.partial(
+                self._app.limits.set_limits, player_id, request.currency, amounts, until, by=identity.subject,
+                at_once=identity.role == "operator",
+            )  # fmt: skip
+        )
+        return wallet_pb2.SetLimitsResponse(limits=_limits(view))
+
+    @handles_errors
+    @translated
+    async def GetLimits(self, request: wallet_pb2.GetLimitsRequest, context: grpc.aio.ServicerContext):
+        player_id = _player_named(current_identity(), request.player_id)
+        view = await asyncio.to_thread(self._app.limits.get_limits, player_id)
+        return wallet_pb2.GetLimitsResponse(limits=_limits(view))
+
+
+def _filter(request: wallet_pb2.LedgerFilter) -> LedgerFilter:
+    return LedgerFilter.parse(request.currency, request.game, request.table_id, request.opened_from, request.opened_before)
+
+
+def _report(report, response_type, row_type):  # noqa: ANN001, ANN202
+    """A report (domain/reports.py) as its response: the same list names, rows with the same fields."""
+    return response_type(**{name: [row_type(**vars(row)) for row in rows] for name, rows in vars(report).items()})
+
+
+class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
+    """Operator only."""
+
+    def __init__(self, app: WalletApp) -> None:
+        self._app = app
+
+    @handles_errors
+    @translated
+    async def GetHouseResult(self, request: wallet_pb2.GetHouseResultRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_operator()
+        report = await asyncio.to_thread(self._app.house_result, _filter(request.filter))
+        return _report(report, wallet_pb2.GetHouseResultResponse, wallet_pb2.HouseResult)
+
+    @handles_errors
+    @translated
+    async def GetCommissionTotals(self, request: wallet_pb2.GetCommissionTotalsRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_operator()
+        report = await asyncio.to_thread(self._app.commission_totals, _filter(request.filter))
+        return _report(report, wallet_pb2.GetCommissionTotalsResponse, wallet_pb2.CommissionTotal)
+
+
+def _reservation(reservation) -> internal_pb2.ReserveStakesResponse:  # noqa: ANN001
+    return internal_pb2.ReserveStakesResponse(
+        transaction_id=reservation.transaction_id,
+        available_before=reservation.available_before,
+        available_after=reservation.available_after,
+    )
+
 
 class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
     def __init__(self, app: WalletApp) -> None:
@@ -90,13 +179,9 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         amount, currency = _money(request.amount)
         reservation = await asyncio.to_thread(
             self._app.reserve_stakes, request.transaction_id, request.player_id, request.round_id, amount, currency,
-            dict(request.bets),
+            dict(request.bets), request.game, request.table_id,
         )  # fmt: skip
-        return internal_pb2.ReserveStakesResponse(
-            transaction_id=reservation.transaction_id,
-            available_before=reservation.available_before,
-            available_after=reservation.available_after,
-        )
+        return _reservation(reservation)
 
     @handles_errors
     @translated
@@ -106,6 +191,28 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.ListRoundTransactionsResponse(player_id=player_id, transactions=[_transaction(v) for v in views])
 
 
+    @handles_errors
+    @translated
+    async def ReserveDealerCover(self, request: internal_pb2.ReserveDealerCoverRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        cover, currency = _money(request.cover)
+        reservation = await asyncio.to_thread(
+            self._app.reserve_cover, request.transaction_id, request.dealer_id, request.round_id, cover,
+            request.commission_hold, currency,
+        )  # fmt: skip
+        return _reservation(reservation)
+
+    @handles_errors
+    @translated
+    async def ChargeCommission(self, request: internal_pb2.ChargeCommissionRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        view = await asyncio.to_thread(self._app.charge_commission, request.round_id, request.amount)
+        if view is None:
+            return internal_pb2.ChargeCommissionResponse(charged=False)
+        return internal_pb2.ChargeCommissionResponse(charged=True, transaction=_transaction(view))
+
+
 def register(server: grpc.aio.Server, app: WalletApp) -> None:
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletServicer(app), server)
+    wallet_pb2_grpc.add_LedgerServiceServicer_to_server(LedgerServicer(app), server)
     internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app), server)

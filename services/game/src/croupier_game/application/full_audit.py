@@ -1,0 +1,229 @@
+"""The full audit: every round of the event log replayed and the whole ledger checked against
+DESIGN.md's invariants, a page of rounds at a time.
+
+For each page the log is read in one transaction (whole streams in stream id order, and the round
+projection's rows of the same id range), the page's shoes are revealed in one call and its rounds'
+wallet transfers listed in one call, and every round goes through `RoundCheck`, the check
+ReplayRound runs. A round found wrong is checked once more from fresh reads before it is reported:
+on a live casino the log, the shuffler and the wallet are read at slightly different moments, and
+only a disagreement that survives a fresh look is one.
+
+Also checked: the wallet's ledger as a whole (`LedgerCheck`: money conserved, each balance the fold
+of its entries), projection rows whose stream is gone, and rounds the wallet holds that the log
+does not (settled or refunded money for a round the log lacks: its stream was deleted).
+
+`run_audit` is what both the operator's `croupier audit` (straight on the stores) and the
+AuditService's AuditAll (over the services) run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from croupier_platform.events import EventRecord
+
+from ..domain.round import STREAM_TYPE
+from .ports import GameStore, GameUnitOfWork, LedgerArchive, LedgerCheck, RoundRow, ShoeArchive
+from .round_check import Finding, Replay, RoundCheck
+
+DEFAULT_PAGE = 500
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant: the round (None: the ledger as a whole), the event where one is at fault."""
+
+    round_id: str | None
+    event: str | None
+    problem: str
+    event_id: str | None = None
+
+    @classmethod
+    def of(cls, round_id: str | None, finding: Finding) -> Violation:
+        return cls(round_id, finding.event, finding.problem, finding.event_id)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"round_id": self.round_id, "event": self.event, "event_id": self.event_id, "problem": self.problem}
+
+    def __str__(self) -> str:
+        where = " ".join(x for x in (f"round {self.round_id}" if self.round_id else "ledger", self.event) if x)
+        return f"{where}: {self.problem}"
+
+
+@dataclass
+class AuditProgress:
+    rounds: int = 0  # rounds checked so far
+    events: int = 0  # events read so far
+    total: int = 0  # rounds to check (the projection's count at the start: the progress bar's length)
+    violations: list[Violation] = field(default_factory=list)  # found since the previous step
+    notes: int = 0  # rounds with a note and no violation (in play, the wallet not caught up yet)
+    done: bool = False
+    seconds: float = 0.0
+    ledger: LedgerCheck | None = None  # on the last step
+
+
+@dataclass
+class _Page:
+    streams: list[list[EventRecord]]
+    projection: dict[str, RoundRow]
+    orphans: list[RoundRow]  # projection rows of the page's id range without a stream
+
+
+async def _threaded(work: Callable[..., T], *args: Any) -> T:
+    return await asyncio.to_thread(work, *args)
+
+
+async def _inline(work: Callable[..., T], *args: Any) -> T:
+    return work(*args)
+
+
+Runner = Callable[..., Awaitable[Any]]
+
+
+async def check_one(
+    store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, round_id: str, *, detailed: bool, run: Runner = _threaded
+) -> Replay | None:
+    """One round from fresh reads (ReplayRound, and the audit's second look); None: no such round."""
+
+    def read(uow: GameUnitOfWork) -> tuple[list[EventRecord], RoundRow | None]:
+        projection = uow.rounds.get(round_id)  # first: a racing append can then only put the stream ahead
+        return uow.events.read_stream_records(round_id), projection
+
+    records, projection = await run(_in_uow, store, read)
+    if not records or records[0].stream_type != STREAM_TYPE:
+        return None
+    check = RoundCheck(records, projection, detailed=detailed)
+    revealed, shoe_problem = await _reveal(shoes, [check.shoe_id] if check.shoe_id else [])
+    entries, ledger_problem = await _transactions(ledger, [round_id])
+    return check.finish(
+        revealed.get(check.shoe_id) if check.shoe_id and revealed is not None else None,
+        None if entries is None else entries.get(round_id, []),
+        shoe_problem=shoe_problem, ledger_problem=ledger_problem,
+    )  # fmt: skip
+
+
+async def run_audit(
+    store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, *, page: int = DEFAULT_PAGE, threaded: bool = True
+) -> AsyncIterator[AuditProgress]:
+    """Yields after each page (the violations found in it) and once more at the end (done, the ledger).
+    `threaded`: the store reads and the checks run in worker threads, so that a server's event loop keeps
+    serving meanwhile; a command of its own runs them inline."""
+    run: Runner = _threaded if threaded else _inline
+    started = time.perf_counter()
+    total = await run(_in_uow, store, lambda uow: uow.rounds.count())
+    rounds = events = notes = 0
+    held_by_wallet = 0  # audited rounds the wallet holds transactions for
+    after: str | None = None
+    while True:
+        last = after
+        current = await run(_in_uow, store, lambda uow: _read_page(uow, last, page))
+        step = AuditProgress(total=total, violations=[
+            Violation(row.round_id, None, f"the round projection holds the round at v{row.version} ({row.phase}), "
+                                          "but the log has no stream for it")
+            for row in current.orphans
+        ])  # fmt: skip
+        if current.streams:
+            checks = await run(_open_checks, current)
+            revealed, shoe_problem = await _reveal(shoes, [c.shoe_id for c in checks if c.shoe_id])
+            entries, ledger_problem = await _transactions(ledger, [c.round_id for c in checks])
+            held_by_wallet += len(entries) if entries is not None else 0
+            replays = await run(_finish_checks, checks, revealed, shoe_problem, entries, ledger_problem)
+            for replay in replays:
+                if not replay.ok:
+                    # A second look from fresh reads: a round that moved on meanwhile is not a violation.
+                    replay = await check_one(store, shoes, ledger, replay.round_id, detailed=False, run=run) or replay
+                step.violations += [Violation.of(replay.round_id, f) for f in replay.findings]
+                step.notes += replay.ok and bool(replay.notes)
+            rounds += len(checks)
+            events += sum(len(s) for s in current.streams)
+            notes += step.notes
+        if len(current.streams) < page:  # the last page (its projection sweep went to the end)
+            break
+        step.rounds, step.events, step.seconds = rounds, events, time.perf_counter() - started
+        yield step
+        after = current.streams[-1][0].stream_id
+
+    # The ledger as a whole, and the rounds it holds that the log does not.
+    final = step
+    try:
+        checked = await ledger.check_ledger()
+    except Exception as exc:  # noqa: BLE001 - reported as a violation, never a stack trace
+        final.violations.append(Violation(None, None, f"the wallet's ledger could not be checked ({exc})"))
+    else:
+        final.ledger = checked
+        final.violations += [Violation(None, None, f"ledger: {problem}") for problem in checked.problems]
+        if checked.rounds > held_by_wallet:
+            final.violations += [v async for v in _rounds_missing_from_log(store, ledger, page, run)]
+    final.rounds, final.events, final.notes, final.done = rounds, events, notes, True
+    final.seconds = time.perf_counter() - started
+    yield final
+
+
+def _in_uow(store: GameStore, work: Any) -> Any:
+    with store.unit_of_work() as uow:
+        return work(uow)
+
+
+def _read_page(uow: GameUnitOfWork, after: str | None, limit: int) -> _Page:
+    streams = uow.events.read_streams(STREAM_TYPE, after, limit)
+    upto = streams[-1][0].stream_id if len(streams) == limit else None  # the last page sweeps the rest
+    rows = uow.rounds.in_range(after, upto)
+    have = {s[0].stream_id for s in streams}
+    return _Page(streams, {r.round_id: r for r in rows}, [r for r in rows if r.round_id not in have])
+
+
+def _open_checks(page: _Page) -> list[RoundCheck]:
+    return [RoundCheck(records, page.projection.get(records[0].stream_id)) for records in page.streams]
+
+
+def _finish_checks(
+    checks: Sequence[RoundCheck], revealed: dict[str, Any] | None, shoe_problem: str | None,
+    entries: dict[str, list[Any]] | None, ledger_problem: str | None,
+) -> list[Replay]:  # fmt: skip
+    replays = []
+    for check in checks:
+        shoe = revealed.get(check.shoe_id) if revealed is not None and check.shoe_id else None
+        transactions = None if entries is None else entries.get(check.round_id, [])
+        replays.append(check.finish(shoe, transactions, shoe_problem=shoe_problem, ledger_problem=ledger_problem))
+    return replays
+
+
+async def _reveal(shoes: ShoeArchive, shoe_ids: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+    if not shoe_ids:
+        return {}, None
+    try:
+        return await shoes.reveal_shoes(shoe_ids), None
+    except Exception as exc:  # noqa: BLE001 - an unreachable shuffler leaves the shoes unchecked, reported
+        return None, f"the shuffler could not be asked ({exc})"
+
+
+async def _transactions(ledger: LedgerArchive, round_ids: list[str]) -> tuple[dict[str, list[Any]] | None, str | None]:
+    try:
+        return await ledger.rounds_transactions(round_ids), None
+    except Exception as exc:  # noqa: BLE001 - reported, never a stack trace
+        return None, str(exc)
+
+
+async def _rounds_missing_from_log(store: GameStore, ledger: LedgerArchive, page: int, run: Runner) -> AsyncIterator[Violation]:
+    """Rounds the wallet holds and the log does not. The wallet settles or refunds a round only on its
+    RoundSettled or RoundVoided event, so money moved for a round the log lacks means its stream was
+    deleted. Stakes only reserved are a PlaceBets under way (or one that failed after the reservation)."""
+    after: str | None = None
+    while ids := await ledger.round_ids(after, page):
+        after = ids[-1]
+        present = await run(_in_uow, store, lambda uow, ids=ids: uow.events.existing_streams(ids))
+        missing = [i for i in ids if i not in present]
+        if not missing:
+            continue
+        entries = await ledger.rounds_transactions(missing)
+        for round_id in missing:
+            moved = [e for e in entries.get(round_id, []) if e.kind != "stake" or e.status != "pending"]
+            if moved:
+                kinds = ", ".join(sorted({f"{e.kind} ({e.status})" for e in moved}))
+                yield Violation(round_id, None, f"the wallet moved money for the round ({kinds}), but the log has no "
+                                                "stream for it (its events were deleted?)")  # fmt: skip

@@ -1,0 +1,121 @@
+"""Responsible-gaming limits on SQLAlchemy Core, and the day's usage read from the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import Connection, Row, case, func, select
+
+from croupier_platform.runtime import iso
+
+from croupier_wallet.domain.ledger import Kind, Status, player_account
+from croupier_wallet.domain.limits import AMOUNT_LIMITS, CurrencyLimits, DailyUsage, Pending, Setting
+from croupier_wallet.domain.rounds import RoundStatus
+
+from .tables import dialect_insert, limits_table, rounds_table, self_exclusions_table, transfers_table
+
+
+class SqlLimitsRepository:
+    def __init__(self, connection: Connection) -> None:
+        self._c = connection
+
+    # ------------------------------------------------------------------ amount limits
+
+    def all_limits(self, player_id: str) -> list[CurrencyLimits]:
+        """Every currency the player has a limit row in, by currency."""
+        rows = self._c.execute(select(limits_table).where(limits_table.c.player_id == player_id))
+        return _currency_limits(rows)
+
+    def limits(self, player_id: str, currency: str) -> CurrencyLimits:
+        rows = self._c.execute(
+            select(limits_table).where(limits_table.c.player_id == player_id, limits_table.c.currency == currency)
+        )
+        return next(iter(_currency_limits(rows)), CurrencyLimits(currency))
+
+    def save_limits(self, player_id: str, limits: CurrencyLimits, names: Iterable[str], updated_at: str, by: str) -> None:
+        for name in names:
+            setting = limits.setting(name)
+            row = {
+                "player_id": player_id, "currency": limits.currency, "limit_name": name, "amount": setting.value,
+                "pending": setting.pending is not None,
+                "pending_amount": setting.pending.value if setting.pending else None,
+                "pending_effective_at": iso(setting.pending.effective_at) if setting.pending else None,
+                "updated_at": updated_at, "updated_by": by,
+            }  # fmt: skip
+            self._upsert(limits_table, row, ["player_id", "currency", "limit_name"])
+
+    # ------------------------------------------------------------------ self-exclusion
+
+    def self_exclusion(self, player_id: str) -> Setting[datetime]:
+        row = self._c.execute(select(self_exclusions_table).where(self_exclusions_table.c.player_id == player_id)).first()
+        return _exclusion(row) if row else Setting()
+
+    def self_exclusion_for_update(self, player_id: str, now: str, by: str) -> Setting[datetime]:
+        """The player's self-exclusion, its row created when missing and locked for the rest of the
+        transaction: the player's lock for changing limits."""
+        empty = {"player_id": player_id, "pending": False, "updated_at": now, "updated_by": by}
+        self._c.execute(dialect_insert(self._c, self_exclusions_table).values(empty).on_conflict_do_nothing())
+        query = select(self_exclusions_table).where(self_exclusions_table.c.player_id == player_id).with_for_update()
+        return _exclusion(self._c.execute(query).one())
+
+    def save_self_exclusion(self, player_id: str, setting: Setting[datetime], updated_at: str, by: str) -> None:
+        row = {
+            "player_id": player_id, "excluded_until": iso(setting.value) if setting.value else None,
+            "pending": setting.pending is not None,
+            "pending_excluded_until": iso(setting.pending.value) if setting.pending and setting.pending.value else None,
+            "pending_effective_at": iso(setting.pending.effective_at) if setting.pending else None,
+            "updated_at": updated_at, "updated_by": by,
+        }  # fmt: skip
+        self._upsert(self_exclusions_table, row, ["player_id"])
+
+    # ------------------------------------------------------------------ usage
+
+    def daily_usage(self, player_id: str, currency: str, start: datetime, end: datetime) -> DailyUsage:
+        """The player's stakes and net loss through rounds in [start, end), as domain/limits.py counts them:
+        transfers of the player's history made in the period, pending or posted, of rounds not voided."""
+        t, r = transfers_table, rounds_table
+        account = player_account(player_id)
+        outflow = case((t.c.debit_account == account, t.c.amount), (t.c.credit_account == account, -t.c.amount), else_=0)
+        staked = case((t.c.kind == Kind.STAKE.value, t.c.amount), else_=0)
+        query = (
+            select(func.coalesce(func.sum(staked), 0), func.coalesce(func.sum(outflow), 0))
+            .select_from(t.join(r, r.c.round_id == t.c.round_id))
+            .where(
+                t.c.player_id == player_id,
+                t.c.currency == currency,
+                t.c.occurred_at >= iso(start),
+                t.c.occurred_at < iso(end),
+                t.c.status != Status.VOIDED.value,
+                r.c.status != RoundStatus.VOIDED.value,
+            )
+        )
+        wagered, net_loss = self._c.execute(query).one()
+        return DailyUsage(int(wagered), int(net_loss))
+
+    def _upsert(self, table, row: dict, keys: list[str]) -> None:  # noqa: ANN001
+        statement = dialect_insert(self._c, table).values(row)
+        self._c.execute(statement.on_conflict_do_update(index_elements=keys, set_={k: v for k, v in row.items() if k not in keys}))
+
+
+def _currency_limits(rows: Iterable[Row]) -> list[CurrencyLimits]:
+    by_currency: dict[str, CurrencyLimits] = {}
+    for row in rows:
+        if row.limit_name not in AMOUNT_LIMITS:
+            continue
+        pending = Pending(row.pending_amount, _instant(row.pending_effective_at)) if row.pending else None
+        limits = by_currency.get(row.currency) or CurrencyLimits(row.currency)
+        by_currency[row.currency] = limits.with_setting(row.limit_name, Setting(row.amount, pending))
+    return [by_currency[c] for c in sorted(by_currency)]
+
+
+def _exclusion(row: Row) -> Setting[datetime]:
+    pending = None
+    if row.pending:
+        until = _instant(row.pending_excluded_until) if row.pending_excluded_until else None
+        pending = Pending(until, _instant(row.pending_effective_at))
+    return Setting(_instant(row.excluded_until) if row.excluded_until else None, pending)
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text)

@@ -1,0 +1,81 @@
+"""LedgerAuditService (internal): the wallet's read side of the game service's full audit.
+
+Thin: each call reads through adapters/check.py (the functions `croupier ledger check` and
+`croupier audit` run on the store directly) in a worker thread, on one snapshot of the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import grpc
+from sqlalchemy import Connection, Engine
+
+from croupier.v1 import internal_pb2, internal_pb2_grpc, wallet_pb2
+from croupier_platform.auth import current_identity
+from croupier_platform.errors import InvalidArgument
+from croupier_platform.grpc_server import handles_errors
+
+from ..adapters.check import check_ledger, ledger_round_ids, round_ledgers, snapshot
+
+MAX_BATCH = 1_000
+T = TypeVar("T")
+
+
+def _read(engine: Engine, work: Callable[[Connection], T]) -> T:
+    with snapshot(engine) as connection:
+        return work(connection)
+
+
+class LedgerAuditServicer(internal_pb2_grpc.LedgerAuditServiceServicer):
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @handles_errors
+    async def CheckLedger(self, request: internal_pb2.CheckLedgerRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        report = await asyncio.to_thread(_read, self._engine, check_ledger)
+        return internal_pb2.CheckLedgerResponse(
+            accounts=report.accounts, entries=report.entries, rounds=report.rounds, problems=report.problems()
+        )
+
+    @handles_errors
+    async def ListRoundsTransactions(self, request: internal_pb2.ListRoundsTransactionsRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        if len(request.round_ids) > MAX_BATCH:
+            raise InvalidArgument(f"at most {MAX_BATCH} rounds a call, not {len(request.round_ids)}")
+        ids = list(request.round_ids)
+        found = await asyncio.to_thread(_read, self._engine, lambda c: round_ledgers(c, ids))
+        return internal_pb2.ListRoundsTransactionsResponse(
+            rounds=[
+                internal_pb2.RoundTransactions(
+                    round_id=round_id, player_id=player_id,
+                    transactions=[
+                        wallet_pb2.Transaction(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount,
+                                               currency=t.currency, round_id=round_id, occurred_at=t.occurred_at)
+                        for t in transfers
+                    ],
+                )  # fmt: skip
+                for round_id in ids
+                if (held := found.get(round_id)) is not None
+                for player_id, transfers in [held]
+            ]
+        )
+
+    @handles_errors
+    async def ListLedgerRounds(self, request: internal_pb2.ListLedgerRoundsRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        if not 1 <= request.limit <= MAX_BATCH:
+            raise InvalidArgument(f"limit must be from 1 to {MAX_BATCH}, not {request.limit}")
+        after = request.after_round_id or None
+        ids = await asyncio.to_thread(_read, self._engine, lambda c: ledger_round_ids(c, after, request.limit))
+        return internal_pb2.ListLedgerRoundsResponse(round_ids=ids)
+
+
+def register(server: grpc.aio.Server, engine: Engine) -> None:
+    internal_pb2_grpc.add_LedgerAuditServiceServicer_to_server(LedgerAuditServicer(engine), server)
+
+
+SERVICE_NAME = internal_pb2.DESCRIPTOR.services_by_name["LedgerAuditService"].full_name

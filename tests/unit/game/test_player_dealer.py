@@ -1,0 +1,163 @@
+"""war-p2p with a player in the dealer's seat (RULES.md §2), through the application layer with fakes:
+eligibility, pairing, confirmation, the bet cap, the seed's $300 example and the disconnection rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from croupier_platform.errors import FailedPrecondition, InvalidArgument
+from croupier_rules.games.war_p2p import dealer_cover, largest_commission, largest_covered_ante
+from croupier_rules.tables import table_for
+
+from .conftest import ALICE, BOB, Game
+
+TABLE = "war-p2p-iii-usd"  # RULES.md: a dealer needs 800 points and $420 here; antes $25-$350
+TABLE_III = table_for("war-p2p", {"table_type": "III", "dealer": "player"})
+
+
+def sit_dealer(game: Game, auto_confirm: bool = False, points: int = 800) -> str:
+    game.points.points[("bob", "USD")] = points
+    seat, _ = game.run(game.tables.join_table(BOB, TABLE, "dealer", "Bobby", auto_confirm))
+    return seat.seat_id
+
+
+def sit_player(game: Game) -> str:
+    seat, _ = game.run(game.tables.join_table(ALICE, TABLE, "player", "Al"))
+    return seat.seat_id
+
+
+def status(game: Game, who, seat_id: str):  # noqa: ANN001, ANN201
+    return game.run(game.tables.seat_status(who, seat_id))
+
+
+def test_a_dealer_needs_the_tables_points_and_balance(game: Game) -> None:
+    game.points.points[("bob", "USD")] = 799
+    with pytest.raises(FailedPrecondition, match=r"800 dealer points \(you have 799\)"):
+        game.run(game.tables.join_table(BOB, TABLE, "dealer"))
+    game.points.points[("bob", "USD")] = 800
+    game.wallet.balances[("bob", "USD")] = 41_999
+    with pytest.raises(FailedPrecondition, match=r"a balance of 42000 USD \(you have 41999\)"):
+        game.run(game.tables.join_table(BOB, TABLE, "dealer"))
+    game.wallet.balances[("bob", "USD")] = 42_000
+    seat, _ = game.run(game.tables.join_table(BOB, TABLE, "dealer"))
+    assert seat.role == "dealer"
+    # Points in play money open no real-money seat, and only war-p2p tables take a player as dealer.
+    with pytest.raises(FailedPrecondition, match="dealer points"):
+        game.run(game.tables.join_table(BOB, "war-p2p-iii-play", "dealer"))
+    with pytest.raises(InvalidArgument, match="only at war-p2p"):
+        game.run(game.tables.join_table(BOB, "casino-war-usd", "dealer"))
+
+
+def test_players_and_dealers_of_a_table_are_paired_longest_waiting_first(game: Game) -> None:
+    player_seat = sit_player(game)
+    assert status(game, ALICE, player_seat).opponent_nickname == "house"  # nobody deals to Alice yet
+    dealer_seat = sit_dealer(game)
+    mine, theirs = status(game, ALICE, player_seat), status(game, BOB, dealer_seat)
+    assert (mine.role, mine.opponent_nickname, mine.opponent_seat_id) == ("player", "Bobby", dealer_seat)
+    assert (theirs.role, theirs.opponent_nickname, theirs.opponent_seat_id) == ("dealer", "Al", player_seat)
+    # Another table type is another table: nobody there is paired with Bob.
+    other, _ = game.run(game.tables.join_table(ALICE, "war-p2p-ii-usd"))
+    assert status(game, ALICE, other.seat_id).opponent_nickname == "house"
+
+
+def test_the_dealer_confirms_each_round_unless_auto_confirm_is_on(game: Game) -> None:
+    dealer_seat, player_seat = sit_dealer(game), sit_player(game)
+    with pytest.raises(FailedPrecondition, match="Bobby has not confirmed the next round"):
+        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k1", ""))
+    assert game.wallet.available("alice") == 1_000_000  # nothing moved
+    game.run(game.tables.confirm_round(BOB, dealer_seat))
+    game.shuffler.stack("Kc", "2d")
+    view = game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k1", "")).round_id))
+    assert view.phase == "settled"
+    with pytest.raises(FailedPrecondition, match="not confirmed"):  # the confirmation was used up
+        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k2", ""))
+    game.run(game.tables.confirm_round(BOB, dealer_seat, auto_confirm=True))
+    for key in ("k2", "k3"):
+        game.shuffler.stack("Kc", "2d")
+        game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, key, "")).round_id))
+    with pytest.raises(FailedPrecondition, match="only a dealer confirms"):
+        game.run(game.tables.confirm_round(ALICE, player_seat))
+    with pytest.raises(FailedPrecondition, match="the player bets, the dealer confirms"):
+        game.run(game.tables.place_bets(BOB, dealer_seat, {"ante": 2500}, "k9", ""))
+
+
+def test_a_bet_the_dealer_cannot_cover_is_refused_naming_the_cap(game: Game) -> None:
+    sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    game.wallet.balances[("bob", "USD")] = 42_000
+    game.run(game.tables.join_table(BOB, TABLE, "dealer"))  # idempotent: the same seat
+    game.wallet.fund("bob", -20_000)  # the dealer's balance falls to $220 after sitting
+    cap = largest_covered_ante(22_000, TABLE_III)
+    assert dealer_cover(cap, TABLE_III) <= 22_000 < dealer_cover(cap + 1, TABLE_III)
+    assert status(game, ALICE, player_seat).max_ante == cap
+    with pytest.raises(FailedPrecondition, match=f"covers an ante of at most {cap} USD"):
+        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 30_000}, "k1", ""))
+    assert game.wallet.available("alice") == 1_000_000 and game.wallet.available("bob") == 22_000
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 20_000}, "k2", ""))
+    assert game.wallet.available("bob") == 22_000 - dealer_cover(20_000, TABLE_III)
+    assert view.phase == "dealing"
+
+
+def test_the_seeds_300_example_the_dealer_gains_294_75_after_commission(game: Game) -> None:
+    sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    game.shuffler.stack("9c", "Qd")
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 30_000}, "k1", ""))
+    assert game.wallet.available("bob") == 1_000_000 - dealer_cover(30_000, TABLE_III)  # $310.50 reserved
+    view = game.run(game.tables.deal(ALICE, view.round_id))
+    assert (view.phase, view.total_returned, view.commission, view.dealer_net) == ("settled", 0, 525, 29_475)
+    game.pump()
+    assert game.wallet.available("alice") == 1_000_000 - 30_000
+    # The wallet pays the dealer the table's $300; the commission service charges the $5.25 (its own test).
+    assert game.wallet.available("bob") == 1_000_000 + 30_000
+    assert largest_commission(30_000, TABLE_III) == 1050
+    seen_by_dealer = status(game, BOB, game.run(game.tables.join_table(BOB, TABLE, "dealer"))[0].seat_id)
+    assert (seen_by_dealer.last_round_result, seen_by_dealer.last_round_commission) == (29_475, 525)
+    assert status(game, ALICE, player_seat).last_round_result == -30_000
+    assert game.run(game.tables.get_round(BOB, view.round_id)).round_id == view.round_id  # the dealer sees it
+
+
+def test_a_player_gone_before_the_deal_gets_the_bet_back(game: Game) -> None:
+    sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", ""))
+    game.run(game.tables.leave_table(ALICE, player_seat))
+    game.pump()
+    voided = game.run(game.tables.get_round(ALICE, view.round_id))
+    assert voided.phase == "voided" and "before the deal" in voided.void_reason
+    assert game.wallet.available("alice") == 1_000_000 and game.wallet.available("bob") == 1_000_000
+
+
+def test_a_player_with_a_tie_pending_may_not_leave_the_keeper_surrenders_for_them(game: Game) -> None:
+    sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    game.shuffler.stack("7c", "7d")
+    view = game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", "")).round_id))
+    assert view.phase == "deciding"
+    with pytest.raises(FailedPrecondition, match="finish it before leaving"):
+        game.run(game.tables.leave_table(ALICE, player_seat))
+    # (The keeper's default action at war-p2p is surrender: test_keeper covers the timeout itself.)
+    assert TABLE_III.default_action == "surrender"
+
+
+def test_a_dealer_gone_after_confirming_the_round_goes_on(game: Game) -> None:
+    dealer_seat = sit_dealer(game)
+    player_seat = sit_player(game)
+    game.run(game.tables.confirm_round(BOB, dealer_seat))
+    game.shuffler.stack("Ac", "2d")
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", ""))
+    game.run(game.tables.leave_table(BOB, dealer_seat))
+    view = game.run(game.tables.deal(ALICE, view.round_id))
+    assert view.phase == "settled" and view.total_returned == 20_000 and view.dealer_net == -10_000 - 175
+    game.pump()
+    assert game.wallet.available("bob") == 1_000_000 - 10_000
+    assert status(game, ALICE, player_seat).opponent_nickname == "house"  # the next round is the house's
+
+
+def test_a_player_who_leaves_and_comes_back_is_paired_with_the_same_waiting_dealer(game: Game) -> None:
+    dealer_seat = sit_dealer(game, auto_confirm=True)
+    game.run(game.tables.leave_table(ALICE, sit_player(game)))
+    assert status(game, BOB, dealer_seat).opponent_nickname == ""  # waiting
+    player_seat = sit_player(game)
+    assert status(game, ALICE, player_seat).opponent_nickname == "Bobby"
+    assert status(game, BOB, dealer_seat).opponent_seat_id == player_seat

@@ -1,0 +1,35 @@
+"""The full audit's reads of the ledger (adapters/check.py): many rounds' transfers in one query, as
+ListRoundTransactions shows each round, and the rounds the wallet holds, page by page."""
+
+from __future__ import annotations
+
+from croupier_wallet.adapters.check import ledger_round_ids, round_ledgers, snapshot
+
+from .helpers import Wallet, settled, voided
+
+
+def test_round_ledgers_show_each_round_as_its_player_sees_it(wallet: Wallet) -> None:
+    app = wallet.app
+    for player in ("ann", "ben"):
+        app.top_up(player, 10_000, "PLAY", f"top-{player}")
+    app.reserve_stakes("r1:stakes:1", "ann", "r1", 500, "PLAY", {"ante": 500})
+    app.reserve_stakes("r2:stakes:1", "ben", "r2", 300, "PLAY", {"ante": 300})
+    app.reserve_stakes("r3:stakes:1", "ann", "r3", 200, "PLAY", {"ante": 200})
+    wallet.consumer.handle(settled("r1", {"ante": (500, 1000)}))
+    wallet.consumer.handle(voided("r2"))
+
+    with snapshot(wallet.engine) as connection:
+        found = round_ledgers(connection, ["r1", "r2", "r3", "unknown"])
+        pages = [ledger_round_ids(connection, None, 2), ledger_round_ids(connection, "r2", 2)]
+
+    for round_id in ("r1", "r2", "r3"):  # the same transfers, in the same order, as the one-round read
+        player, views = app.round_transactions(round_id)
+        assert found[round_id][0] == player
+        assert [(t.transaction_id, t.kind, t.status, t.amount) for t in found[round_id][1]] == [
+            (v.transaction_id, v.kind, v.status, v.amount) for v in views
+        ]
+    assert "unknown" not in found
+    assert [(t.kind, t.status, t.amount) for t in found["r1"][1]] == [("stake", "posted", -500), ("payout", "posted", 1000)]
+    assert [(t.kind, t.status) for t in found["r2"][1]] == [("stake", "voided")]
+    assert pages == [["r1", "r2"], ["r3"]]
+    assert wallet.check().rounds == 3

@@ -1,0 +1,107 @@
+"""SetLimits, GetLimits and LedgerService over a real grpc.aio server (tests/unit/wallet/test_grpc_service.py's
+harness): who may set and read what, the statuses of a bad request and of a refused stake."""
+
+from __future__ import annotations
+
+import grpc
+
+from croupier.v1 import wallet_pb2
+from croupier_platform.bus import ROUND_EVENTS
+
+from .helpers import settled
+from .test_grpc_service import Harness, run, status_of
+
+
+def limits(h: Harness, who: str, **fields) -> wallet_pb2.PlayerLimits:
+    async def call() -> wallet_pb2.PlayerLimits:
+        return (await h.wallet.SetLimits(wallet_pb2.SetLimitsRequest(**fields), metadata=h.auth(who))).limits
+
+    return call()
+
+
+def test_a_player_sets_their_own_limits_and_a_stake_over_one_is_failed_precondition(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 10_000, "t1")
+        view = await limits(h, "alice", currency="PLAY", max_stake=500, daily_loss=2_000)
+        play = next(c for c in view.currencies if c.currency == "PLAY")
+        assert (play.max_stake.amount, play.daily_loss.amount, play.daily_wager.amount) == (500, 2_000, 0)
+        assert view.cooling_off_seconds == 24 * 3600
+        before = await h.balance("alice")
+        code, details = await status_of(h.reserve("s1", "alice", "r1", 600))
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+        assert details == "stakes of 600 PLAY exceed the maximum single stake of 500 PLAY; stake at most 500 at a time"
+        assert await h.balance("alice") == before
+        raised = await limits(h, "alice", currency="PLAY", max_stake=0)  # a removal waits out the cooling-off
+        assert raised.currencies[0].max_stake.change_pending and raised.currencies[0].max_stake.amount == 500
+        fetched = await h.wallet.GetLimits(wallet_pb2.GetLimitsRequest(), metadata=h.auth("alice"))
+        assert fetched.limits == raised
+
+    run(tmp_path, scenario)
+
+
+def test_only_an_operator_may_name_another_player_and_their_change_holds_at_once(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 10_000, "t1")
+        code, details = await status_of(limits(h, "bob", player_id="alice", currency="PLAY", max_stake=1))
+        assert code == grpc.StatusCode.PERMISSION_DENIED and "own wallet" in details
+        code, _ = await status_of(h.wallet.GetLimits(wallet_pb2.GetLimitsRequest(player_id="alice"), metadata=h.auth("bob")))
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        await limits(h, "alice", self_excluded_until="2999-01-01T00:00:00Z")
+        view = await limits(h, "ops", player_id="alice", self_excluded_until="")  # operators: at once
+        assert view.player_id == "alice" and view.self_exclusion.until == "" and not view.self_exclusion.change_pending
+        await h.reserve("s1", "alice", "r1", 100)
+
+    run(tmp_path, scenario)
+
+
+def test_a_self_excluded_player_is_refused_with_the_date(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 10_000, "t1")
+        view = await limits(h, "alice", self_excluded_until="2999-01-01T00:00:00+00:00")
+        assert view.self_exclusion.until == "2999-01-01T00:00:00.000000+00:00"
+        code, details = await status_of(h.reserve("s1", "alice", "r1", 100))
+        assert code == grpc.StatusCode.FAILED_PRECONDITION and "self-excluded until 2999-01-01T00:00:00+00:00" in details
+
+    run(tmp_path, scenario)
+
+
+def test_bad_limits_are_invalid_argument_naming_the_field(tmp_path):
+    async def scenario(h: Harness) -> None:
+        for fields, expected in (
+            ({}, "name a limit to set"),
+            ({"max_stake": 5}, "currency is required with max_stake"),
+            ({"currency": "PLAY", "daily_wager": -1}, "daily_wager must be a whole number of minor units"),
+            ({"self_excluded_until": "next week"}, "self_excluded_until must be an ISO-8601 instant"),
+            ({"self_excluded_until": "2001-01-01T00:00:00Z"}, "is not in the future"),
+        ):
+            code, details = await status_of(limits(h, "alice", **fields))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and expected in details, (fields, details)
+
+    run(tmp_path, scenario)
+
+
+def test_the_ledger_reports_are_for_operators_only_and_name_the_round_table(tmp_path):
+    async def scenario(h: Harness) -> None:
+        await h.top_up("alice", 10_000, "t1")
+        request = wallet_pb2.GetHouseResultRequest(filter=wallet_pb2.LedgerFilter(currency="PLAY"))
+        code, _ = await status_of(h.ledger.GetHouseResult(request, metadata=h.auth("alice")))
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        code, _ = await status_of(h.ledger.GetCommissionTotals(wallet_pb2.GetCommissionTotalsRequest(), metadata=h.auth("game")))
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        bad = wallet_pb2.GetHouseResultRequest(filter=wallet_pb2.LedgerFilter(opened_from="soon"))
+        code, details = await status_of(h.ledger.GetHouseResult(bad, metadata=h.auth("ops")))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "opened_from" in details
+        report = await h.ledger.GetHouseResult(request, metadata=h.auth("ops"))
+        assert list(report.totals) == []
+        await h.reserve("s1", "alice", "r1", 400)  # no game or table named (an older caller)
+        h.module.app.reserve_stakes("s2", "alice", "r2", 100, "PLAY", {"ante": 100}, "casino-war", "casino-war-play")
+        for round_id, stake in (("r1", 400), ("r2", 100)):
+            await h.bus.publish(ROUND_EVENTS, round_id, settled(round_id, {"ante": (stake, 0)}))
+        report = await h.ledger.GetHouseResult(request, metadata=h.auth("ops"))
+        assert [(r.game, r.table_id, r.rounds, r.stakes, r.house_net) for r in report.by_table] == [
+            ("", "", 1, 400, 400), ("casino-war", "casino-war-play", 1, 100, 100)]  # fmt: skip
+        mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))
+        assert (mine.transactions[0].round_id, mine.transactions[0].game, mine.transactions[0].table_id) == (
+            "r2", "casino-war", "casino-war-play")  # fmt: skip
+
+    run(tmp_path, scenario)
