@@ -1,6 +1,7 @@
 """war-p2p with a player in the dealer's seat, end to end in both modes: a player earns dealer
 points, sits as dealer, is paired, confirms rounds; a session of rounds whose balances, commission
-and points equal a calculation by hand; the disconnection rules; the ledger sums to zero."""
+and points equal a calculation by hand, and which the full audit finds clean on both sides of each
+round; the disconnection rules; the ledger sums to zero."""
 
 from __future__ import annotations
 
@@ -104,6 +105,7 @@ def test_a_session_against_a_player_dealer_equals_the_hand_calculation(casino) -
     theirs = eventually(lambda: _status_with(seat_status(player, joined.seat_id), dealer_points=player_points))
     assert theirs.last_round_result == sum(r.net for r in view.results) and theirs.balance == FUNDS + player_net
     _ledger_sums_to_zero(casino)
+    _audits_clean(casino)
 
 
 def test_disconnections_before_the_deal_and_a_dealer_gone_after_confirming(casino) -> None:  # noqa: ANN001
@@ -132,6 +134,7 @@ def test_disconnections_before_the_deal_and_a_dealer_gone_after_confirming(casin
     assert dealer.wait_balance(dealer_start + view.dealer_net) == dealer_start + view.dealer_net
     assert seat_status(player, seat).opponent_nickname == "house"
     _ledger_sums_to_zero(casino)
+    _audits_clean(casino)  # the round voided before the deal too: the dealer at 0, nothing for the house
 
 
 def _settled_balance(who) -> int:  # noqa: ANN001
@@ -147,11 +150,28 @@ def _status_with(status, **expected):  # noqa: ANN001, ANN003, ANN201
     return status
 
 
+def _on_the_stores(casino, *command: str) -> tuple[subprocess.CompletedProcess, dict]:  # noqa: ANN001
+    """`croupier <command> --json` on the casino's stores, and its last line's JSON."""
+    done = subprocess.run([CROUPIER, *command, "--json", *casino.store_args], capture_output=True, text=True, timeout=300)
+    return done, json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _ledger_sums_to_zero(casino) -> None:  # noqa: ANN001
     def check() -> dict:
-        done = subprocess.run([CROUPIER, "ledger", "check", "--json", *casino.store_args], capture_output=True, text=True, timeout=60)
-        report = json.loads(done.stdout.strip().splitlines()[-1])
+        done, report = _on_the_stores(casino, "ledger", "check")
         assert done.returncode == 0 and set(report["sum"].values()) <= {0} and report["mismatches"] == [], done.stdout + done.stderr
         return report
 
     eventually(check)
+
+
+def _audits_clean(casino) -> None:  # noqa: ANN001
+    """`croupier audit`: every round replayed and its ledger checked, a player-dealer's side included (one
+    cover of the ante, the commission charged once, the dealer's net as settled); no violation, and no
+    note either once every commission is charged."""
+
+    def check() -> None:
+        done, report = _on_the_stores(casino, "audit")
+        assert done.returncode == 0 and report["violations"] == [] and report["rounds_with_notes"] == 0, done.stdout + done.stderr
+
+    eventually(check, 60)

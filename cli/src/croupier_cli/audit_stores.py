@@ -48,7 +48,7 @@ class DirectLedgerArchive:
         with snapshot(self._engine) as connection:
             found = round_ledgers(connection, round_ids)
         return {
-            round_id: [LedgerEntry(t.transaction_id, t.kind, t.status, t.amount, t.currency) for t in transfers]
+            round_id: [LedgerEntry(t.transaction_id, t.kind, t.status, t.amount, t.currency, t.player_id) for t in transfers]
             for round_id, (_, transfers) in found.items()
         }
 

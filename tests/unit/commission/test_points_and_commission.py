@@ -42,8 +42,12 @@ def opened(round_id: str, player: str, dealer: str | None, currency: str = "USD"
                                            "currency": currency, "table_id": "war-p2p-iii-usd"}, 1)  # fmt: skip
 
 
-def settled(round_id: str, stake: int, commission: int):  # noqa: ANN201
-    return event(round_id, "RoundSettled", {"results": {"ante": {"stake": stake, "returned": 0}}, "commission": commission}, 5)
+def settled(round_id: str, stake: int, commission: int, by_player: bool | None = None):  # noqa: ANN201
+    """RoundSettled of a lost ante; `by_player`: a player dealt it (dealer_net set), default when commission > 0."""
+    by_player = commission > 0 if by_player is None else by_player
+    payload = {"results": {"ante": {"stake": stake, "returned": 0}}, "commission": commission,
+               "dealer_net": stake - commission if by_player else None}  # fmt: skip
+    return event(round_id, "RoundSettled", payload, 5)
 
 
 @pytest.fixture
@@ -105,3 +109,13 @@ def test_a_failed_charge_records_nothing_so_the_redelivery_does_it_all(service) 
     wallet = FakeWallet()
     asyncio.run(round_events_handler(store, wallet)(once))
     assert wallet.charges == [("r1", 175)] and status(service, "bob").commission_total == 175
+
+
+def test_a_player_dealers_round_with_no_commission_still_releases_the_hold(service) -> None:  # noqa: ANN001
+    wallet = FakeWallet()
+    handle = round_events_handler(SqlEventStore(service), wallet)
+    asyncio.run(handle(opened("r1", "alice", "bob")))
+    asyncio.run(handle(settled("r1", 10_000, 0, by_player=True)))  # a table whose commission rate is 0
+    asyncio.run(handle(opened("r2", "alice", None)))
+    asyncio.run(handle(settled("r2", 10_000, 0)))  # the house dealt: nothing to charge or release
+    assert wallet.charges == [("r1", 0)]

@@ -1,6 +1,7 @@
 """Honest, simple fakes of the game's ports: a shuffler that commits real shoes (the top can be
 stacked), a dealer that deals only the next card of the cut shoe, and a wallet with balances,
-idempotent reservations and a consumer of the round events (pumped from the outbox by the test)."""
+idempotent reservations, a consumer of the round events (pumped from the outbox by the test) and
+the commission service's charge (called by the test), recording what the real wallet records."""
 
 from __future__ import annotations
 
@@ -86,6 +87,10 @@ class FakeDealer:
         return [self._cut[round_id][p] for p in positions], positions
 
 
+def hold_id(round_id: str) -> str:
+    return f"round:{round_id}:commission-hold"
+
+
 @dataclass
 class _Entry:
     transaction_id: str
@@ -127,11 +132,18 @@ class FakeWallet:
         self.replies[transaction_id] = Reservation(transaction_id, before, before - amount)
         return self.replies[transaction_id]
 
+    def _round(self, round_id: str) -> tuple[str, list[LedgerEntry]] | None:
+        """The round's player (whoever staked) and its entries, each marked with whose balance it changes;
+        None for a round without stakes (the wallet does not hold it)."""
+        mine = [e for e in self.entries if e.round_id == round_id]
+        stakes = [e for e in mine if e.kind == "stake"]
+        if not stakes:
+            return None
+        return stakes[0].player_id, [LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency, e.player_id) for e in mine]
+
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
-        return [
-            LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency)
-            for e in self.entries if e.round_id == round_id and e.kind != "cover"
-        ]  # fmt: skip
+        player, entries = self._round(round_id) or ("", [])
+        return [e for e in entries if e.player_id == player]  # the player's view: no dealer's transfers
 
     async def reserve_dealer_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
@@ -141,24 +153,34 @@ class FakeWallet:
         before = self.available(dealer_id, currency)
         if cover + commission_hold > before:
             raise StakesRefused(f"balance {before} {currency} cannot cover {cover + commission_hold}")
-        # The commission hold is left out: the commission service charges it, not this fake.
-        self.entries.append(_Entry(transaction_id, "cover", "pending", -cover, currency, round_id, dealer_id))
-        self.replies[transaction_id] = Reservation(transaction_id, before, before - cover)
+        self.entries.append(_Entry(f"cover:{transaction_id}", "cover", "pending", -cover, currency, round_id, dealer_id))
+        if commission_hold:
+            self.entries.append(_Entry(hold_id(round_id), "commission", "pending", -commission_hold, currency, round_id, dealer_id))
+        self.replies[transaction_id] = Reservation(transaction_id, before, before - cover - commission_hold)
         return self.replies[transaction_id]
+
+    def charge_commission(self, round_id: str, amount: int) -> bool:
+        """The commission service's ChargeCommission on a settled round: the hold released and the
+        commission posted (dealer -> house), once; False for a voided round (nothing charged)."""
+        hold = next(e for e in self.entries if e.transaction_id == hold_id(round_id))
+        charge = f"round:{round_id}:commission"
+        if any(e.transaction_id == charge for e in self.entries):
+            return True  # charged before: a redelivered settlement
+        mine = [e for e in self.entries if e.round_id == round_id]
+        if any(e.kind == "refund" or (e.kind == "stake" and e.status == "voided") for e in mine):
+            return False  # the round is voided
+        hold.status = "voided"
+        if amount:
+            self.entries.append(_Entry(charge, "commission", "posted", -amount, hold.currency, round_id, hold.player_id))
+            self.fund(hold.player_id, -amount, hold.currency)
+        return True
 
     async def available_balance(self, player_id: str, currency: str) -> int:
         return self.available(player_id, currency)
 
     # -- the audit's archive (the real wallet's LedgerAuditService)
     async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
-        found: dict[str, list[LedgerEntry]] = {}
-        for round_id in round_ids:
-            mine = [e for e in self.entries if e.round_id == round_id]
-            stakes = [e for e in mine if e.kind == "stake"]
-            if stakes:  # the round's player is whoever staked; a player-dealer's transfers are not theirs
-                found[round_id] = [LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency)
-                                   for e in mine if e.player_id == stakes[0].player_id]  # fmt: skip
-        return found
+        return {round_id: held[1] for round_id in round_ids if (held := self._round(round_id)) is not None}
 
     async def check_ledger(self) -> LedgerCheck:
         rounds = {e.round_id for e in self.entries if e.kind == "stake"}
@@ -183,20 +205,21 @@ class FakeWallet:
                 self.fund(e.player_id, e.amount, e.currency)
             if stakes and returned:
                 first = stakes[0]
-                self.entries.append(_Entry(f"{rid}:payout", "payout", "posted", returned, first.currency, rid, first.player_id))
+                self.entries.append(_Entry(f"round:{rid}:payout", "payout", "posted", returned, first.currency, rid, first.player_id))
                 self.fund(first.player_id, returned, first.currency)
-            if covers:  # a player-dealer takes what the table holds
-                held = -sum(e.amount for e in [*stakes, *covers])
+            held = -sum(e.amount for e in [*stakes, *covers])
+            if covers and held > returned:  # a player-dealer takes what the table holds (the hold waits for its charge)
                 dealer = covers[0]
-                self.entries.append(_Entry(f"{rid}:dealer", "payout", "posted", held - returned, dealer.currency, rid, dealer.player_id))
+                self.entries.append(_Entry(f"round:{rid}:dealer", "payout", "posted", held - returned, dealer.currency, rid,
+                                           dealer.player_id))  # fmt: skip
                 self.fund(dealer.player_id, held - returned, dealer.currency)
         elif envelope.event_type == "RoundVoided":
             for e in list(self.entries):
                 if e.round_id != rid:
                     continue
-                if e.kind in ("stake", "cover") and e.status == "pending":
+                if e.status == "pending":  # stakes, a cover, a commission hold: released
                     e.status = "voided"
-                elif e.kind in ("stake", "cover", "payout") and e.status == "posted":
+                elif e.kind in ("stake", "cover", "payout", "commission") and e.status == "posted":
                     kind = "refund" if e.kind in ("stake", "cover") else "reversal"
                     self.entries.append(_Entry(f"{e.transaction_id}:{kind}", kind, "posted", -e.amount, e.currency, rid, e.player_id))
                     self.fund(e.player_id, -e.amount, e.currency)

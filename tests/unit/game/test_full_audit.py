@@ -5,16 +5,18 @@ deleted from the end of a stream, which the hash chain alone cannot show."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import delete, select, update
 
 from croupier_game.adapters.sql import rounds_table
 from croupier_game.application.full_audit import AuditProgress, Violation
+from croupier_game.application.round_check import NOT_CHARGED
 from croupier_platform.db import events_table
 from croupier_platform.errors import PermissionDenied
 
-from .conftest import ALICE, OPERATOR, Game
+from .conftest import ALICE, BOB, OPERATOR, Game
 
 
 def war_round(game: Game, cards: list[str], key: str, *, deal: bool = True, table: str = "casino-war-usd") -> str:
@@ -175,3 +177,125 @@ def test_a_projection_row_without_its_stream_is_a_violation(sql_game: Game) -> N
     found = by_round(violations)
     assert first not in found
     assert found[second][0] == "the round projection holds the round at v5 (settled), but the log has no stream for it"
+
+
+# ---------------------------------------------------------------- war-p2p with a player in the dealer's seat
+
+P2P = "war-p2p-iii-usd"  # antes $25-$350, commission 1.75%
+
+
+def p2p_seat(game: Game) -> str:
+    """Bob in the dealer's seat (every round confirmed in advance), Alice paired with him."""
+    game.points.points[("bob", "USD")] = 800
+    game.run(game.tables.join_table(BOB, P2P, "dealer", "Bobby", True))
+    return game.run(game.tables.join_table(ALICE, P2P, "player", "Al"))[0].seat_id
+
+
+def p2p_round(game: Game, cards: list[str], key: str, *, deal: bool = True, charge: bool = True) -> str:
+    """A $300 round of Alice's against Bob, settled and applied by the wallet; `charge`: the commission
+    service has charged its commission too."""
+    game.shuffler.stack(*cards)
+    round_id = game.run(game.tables.place_bets(ALICE, p2p_seat(game), {"ante": 30_000}, key, "")).round_id
+    if deal:
+        view = game.run(game.tables.deal(ALICE, round_id))
+        assert view.phase == "settled"
+        game.pump()
+        if charge:
+            assert game.wallet.charge_commission(round_id, view.commission)
+    return round_id
+
+
+def entry(game: Game, transaction_id: str):  # noqa: ANN201
+    return next(e for e in game.wallet.entries if e.transaction_id == transaction_id)
+
+
+def test_a_player_dealers_rounds_audit_clean_and_a_commission_not_charged_yet_is_a_note(game: Game) -> None:
+    lost = p2p_round(game, ["9c", "Qd"], "lost")  # the seed's $300 example: the dealer nets $294.75
+    won = p2p_round(game, ["Kc", "2d"], "won")  # the dealer pays $300 and the commission
+    lagging = p2p_round(game, ["9c", "Qd"], "lagging", charge=False)
+    in_play = p2p_round(game, [], "in-play", deal=False)  # the cover and the hold reserved, nothing moved yet
+    assert game.wallet.available("bob") == 1_000_000 + 29_475 - 30_525 + 30_000 - 1_050 - 30_000 - 1_050
+
+    final, violations = audit(game)
+
+    assert violations == [] and final.rounds == 4
+    assert final.notes == 1  # the lagging commission
+    replay = game.run(game.audit.replay_round(OPERATOR, lagging))
+    assert replay.ok and replay.notes == [NOT_CHARGED]
+    assert json.loads(replay.report_json)["checks"]["wallet"] == "commission not charged yet"
+    for round_id in (lost, won, in_play):
+        replay = game.run(game.audit.replay_round(OPERATOR, round_id))
+        assert replay.ok and replay.notes == [], (round_id, replay.disagreements, replay.notes)
+    report = json.loads(game.run(game.audit.replay_round(OPERATOR, won)).report_json)
+    assert report["checks"]["wallet"] == "ok"
+    assert [(e["player_id"], e["kind"], e["status"], e["amount"]) for e in report["ledger"]] == [
+        ("alice", "stake", "posted", -30_000),
+        ("bob", "cover", "posted", -30_000),
+        ("bob", "commission", "voided", -1_050),  # the hold, released by the charge
+        ("alice", "payout", "posted", 60_000),
+        ("bob", "commission", "posted", -525),
+    ]  # the table's $600 all goes to Alice: no dealer's payout
+
+    game.wallet.charge_commission(lagging, 525)
+    assert audit(game)[0].notes == 0
+
+
+@pytest.mark.parametrize(
+    ("tamper", "problems"),
+    [
+        ("dealer payout", ["v5 RoundSettled: the wallet moved +28475 for the dealer after the commission, "
+                           "the round settled the dealer's net at +29475"]),
+        ("commission", ["v5 RoundSettled: the wallet charged the dealer 1525 commission, the round settled 525",
+                        "v5 RoundSettled: the wallet moved +28475 for the dealer after the commission, "
+                        "the round settled the dealer's net at +29475"]),
+        ("charged twice", ["v5 RoundSettled: wallet: the dealer's commission is charged 2 times; a round is charged once",
+                           "v5 RoundSettled: the wallet charged the dealer 1050 commission, the round settled 525",
+                           "v5 RoundSettled: the wallet moved +28950 for the dealer after the commission, "
+                           "the round settled the dealer's net at +29475"]),
+        ("cover", ["v2 BetsPlaced: wallet: the dealer's cover for the round is [31050], one cover of the ante (30000) was due"]),
+    ],
+)  # fmt: skip
+def test_a_tampered_dealers_transfer_is_named_by_the_audit_and_by_replay(game: Game, tamper: str, problems: list[str]) -> None:
+    clean = p2p_round(game, ["9c", "Qd"], "clean")
+    round_id = p2p_round(game, ["9c", "Qd"], "tampered")
+    if tamper == "dealer payout":  # $10 less paid to the dealer than the table held
+        entry(game, f"round:{round_id}:dealer").amount -= 1_000
+    elif tamper == "commission":  # $10 more charged than the round's commission
+        entry(game, f"round:{round_id}:commission").amount -= 1_000
+    elif tamper == "charged twice":
+        charged = entry(game, f"round:{round_id}:commission")
+        game.wallet.entries.append(replace(charged, transaction_id=f"{charged.transaction_id}-again"))
+    else:  # the hold reserved once more with the cover (and paid back with the dealer's payout): nets the same
+        entry(game, f"cover:{round_id}:cover").amount -= 1_050
+        entry(game, f"round:{round_id}:dealer").amount += 1_050
+
+    _, violations = audit(game)
+
+    assert by_round(violations) == {round_id: problems}
+    assert game.run(game.audit.replay_round(OPERATOR, round_id)).disagreements == problems
+    assert game.run(game.audit.replay_round(OPERATOR, clean)).ok
+
+
+def test_a_voided_player_dealer_round_leaves_the_dealer_and_the_house_nothing(game: Game) -> None:
+    before_deal = p2p_round(game, [], "before-deal", deal=False)
+    game.run(game.audit.void_round(OPERATOR, before_deal, "shoe malfunction"))
+    game.pump()
+    before_charge = p2p_round(game, ["9c", "Qd"], "before-charge", charge=False)
+    game.run(game.audit.void_round(OPERATOR, before_charge, "shoe malfunction"))
+    game.pump()
+    assert not game.wallet.charge_commission(before_charge, 525)  # nothing is charged for a voided round
+    charged = p2p_round(game, ["9c", "Qd"], "charged")
+    game.run(game.audit.void_round(OPERATOR, charged, "shoe malfunction"))
+    game.pump()  # the cover and the stake refunded, the dealer's payout and the commission reversed
+    assert game.wallet.available("alice") == game.wallet.available("bob") == 1_000_000
+
+    final, violations = audit(game)
+
+    assert violations == [] and final.notes == 0 and final.rounds == 3
+    # The commission's reversal lost: the house kept the commission, the dealer is short of it.
+    game.wallet.entries.remove(entry(game, f"round:{charged}:commission:reversal"))
+    _, violations = audit(game)
+    assert by_round(violations) == {charged: [
+        "v6 RoundVoided: the wallet left the dealer at -525 for the round, a void must leave every balance as before (0)",
+        "v6 RoundVoided: the house kept 525 commission from the round, a void leaves it nothing",
+    ]}  # fmt: skip

@@ -190,7 +190,8 @@ def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the
     view = svc.view(round_id)
     assert results(view) == {"ante": (1000, 0, "surrender")} and (view.commission, view.dealer_net) == (18, 1000 - 18)
     svc.pump()
-    assert svc.wallet.available("alice") == START - 1000 and svc.wallet.available("bob") == START + 1000
+    assert svc.wallet.charge_commission(round_id, view.commission)  # the commission service's part
+    assert svc.wallet.available("alice") == START - 1000 and svc.wallet.available("bob") == START + view.dealer_net
 
 
 def test_dueling_tie_with_both_bets_pending_surrenders_each(svc: Service) -> None:

@@ -108,9 +108,11 @@ def test_the_seeds_300_example_the_dealer_gains_294_75_after_commission(game: Ga
     assert (view.phase, view.total_returned, view.commission, view.dealer_net) == ("settled", 0, 525, 29_475)
     game.pump()
     assert game.wallet.available("alice") == 1_000_000 - 30_000
-    # The wallet pays the dealer the table's $300; the commission service charges the $5.25 (its own test).
-    assert game.wallet.available("bob") == 1_000_000 + 30_000
+    # The wallet pays the dealer the table's $300 and holds the $10.50 until the commission service charges the $5.25.
     assert largest_commission(30_000, TABLE_III) == 1050
+    assert game.wallet.available("bob") == 1_000_000 + 30_000 - 1050
+    assert game.wallet.charge_commission(view.round_id, view.commission)
+    assert game.wallet.available("bob") == 1_000_000 + 29_475
     seen_by_dealer = status(game, BOB, game.run(game.tables.join_table(BOB, TABLE, "dealer"))[0].seat_id)
     assert (seen_by_dealer.last_round_result, seen_by_dealer.last_round_commission) == (29_475, 525)
     assert status(game, ALICE, player_seat).last_round_result == -30_000
@@ -150,7 +152,8 @@ def test_a_dealer_gone_after_confirming_the_round_goes_on(game: Game) -> None:
     view = game.run(game.tables.deal(ALICE, view.round_id))
     assert view.phase == "settled" and view.total_returned == 20_000 and view.dealer_net == -10_000 - 175
     game.pump()
-    assert game.wallet.available("bob") == 1_000_000 - 10_000
+    game.wallet.charge_commission(view.round_id, view.commission)
+    assert game.wallet.available("bob") == 1_000_000 - 10_000 - 175
     assert status(game, ALICE, player_seat).opponent_nickname == "house"  # the next round is the house's
 
 

@@ -33,3 +33,28 @@ def test_round_ledgers_show_each_round_as_its_player_sees_it(wallet: Wallet) -> 
     assert [(t.kind, t.status) for t in found["r2"][1]] == [("stake", "voided")]
     assert pages == [["r1", "r2"], ["r3"]]
     assert wallet.check().rounds == 3
+
+
+def test_round_ledgers_mark_a_player_dealers_transfers_with_the_dealer(wallet: Wallet) -> None:
+    app = wallet.app
+    for player in ("ann", "bob"):
+        app.deposit(player, 100_000, "USD", f"deposit-{player}")
+    app.reserve_stakes("p1:stakes:1", "ann", "p1", 30_000, "USD", {"ante": 30_000})
+    app.reserve_cover("p1:cover", "bob", "p1", 30_000, 1_050, "USD")
+    wallet.consumer.handle(settled("p1", {"ante": (30_000, 0)}))
+    app.charge_commission("p1", 525)
+
+    with snapshot(wallet.engine) as connection:
+        player, transfers = round_ledgers(connection, ["p1"])["p1"]
+
+    # The player's view is the one-round read's, unchanged; the dealer's transfers come marked with the dealer.
+    _, views = app.round_transactions("p1")
+    assert [(t.transaction_id, t.amount) for t in transfers if t.player_id == "ann"] == [(v.transaction_id, v.amount) for v in views]
+    assert player == "ann" and {v.player_id for v in views} == {"ann"}
+    assert [(t.transaction_id, t.kind, t.status, t.amount) for t in transfers if t.player_id == "bob"] == [
+        ("cover:p1:cover", "cover", "posted", -30_000),
+        ("round:p1:commission-hold", "commission", "voided", -1_050),
+        ("round:p1:dealer", "payout", "posted", 60_000),
+        ("round:p1:commission", "commission", "posted", -525),
+    ]
+    assert {t.player_id for t in transfers} == {"ann", "bob"}  # the house's legs are nobody's view

@@ -161,3 +161,13 @@ def test_a_self_excluded_dealer_cannot_cover_a_round(wallet: Wallet) -> None:
     with pytest.raises(SelfExcluded):
         wallet.app.reserve_cover("r1:cover", "bob", "r1", 10_000, 350, "USD")
     assert wallet.snapshot() == before
+
+
+def test_a_zero_commission_releases_the_hold_and_charges_nothing(wallet: Wallet) -> None:
+    fund(wallet, "alice", "bob")
+    open_round(wallet, "r1", 10_000, 350)
+    wallet.consumer.handle(settled("r1", {"ante": (10_000, 0)}))
+    assert wallet.app.charge_commission("r1", 0) is None
+    assert wallet.app.charge_commission("r1", 0) is None  # again: nothing more
+    assert balance(wallet, "bob") == FUNDS + 10_000 and wallet.accounts().get(("house", "USD"), (0, 0)) == (0, 0)
+    assert wallet.check().ok

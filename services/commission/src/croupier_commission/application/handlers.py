@@ -39,10 +39,11 @@ class DealerStatus:
     commission_total: int = 0
 
 
-def commission_due(envelope: EventEnvelope) -> int:
-    """The commission a RoundSettled asks for (0 unless a player dealt the round)."""
-    if envelope.event_type != "RoundSettled":
-        return 0
+def commission_due(envelope: EventEnvelope) -> int | None:
+    """The commission a RoundSettled of a player-dealer's round asks for (maybe 0, which still
+    releases the dealer's hold); None for any other event or a round the house dealt."""
+    if envelope.event_type != "RoundSettled" or envelope.payload.get("dealer_net") is None:
+        return None
     return int(envelope.payload.get("commission") or 0)
 
 
@@ -82,7 +83,7 @@ def apply_round_event(connection: Connection, envelope: EventEnvelope) -> None:
     if row is None:
         return  # not a war-p2p round
     if envelope.event_type == "RoundSettled" and not row["settled"]:
-        _settled(connection, row, payload, commission_due(envelope))
+        _settled(connection, row, payload, commission_due(envelope) or 0)
     elif envelope.event_type == "RoundVoided" and not row["voided"]:
         _voided(connection, row)
 

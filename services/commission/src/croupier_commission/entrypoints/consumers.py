@@ -28,7 +28,7 @@ def round_events_handler(store: SqlEventStore, wallet: Wallet):
     async def on_message(envelope: EventEnvelope) -> None:
         if envelope.event_type not in HANDLED:
             return
-        if commission := commission_due(envelope):
+        if (commission := commission_due(envelope)) is not None:
             await wallet.charge_commission(envelope.stream_id, commission)
         await asyncio.to_thread(handle, envelope)
 

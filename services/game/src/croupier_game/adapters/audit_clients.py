@@ -38,7 +38,7 @@ class GrpcLedgerArchive(_AuditClient):
     async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
         reply = await self._call("ListRoundsTransactions", internal_pb2.ListRoundsTransactionsRequest(round_ids=list(round_ids)))
         return {
-            r.round_id: [LedgerEntry(t.transaction_id, t.kind, t.status, t.amount, t.currency) for t in r.transactions]
+            r.round_id: [LedgerEntry(t.transaction_id, t.kind, t.status, t.amount, t.currency, t.player_id) for t in r.transactions]
             for r in reply.rounds
         }
 

@@ -141,7 +141,8 @@ class GrpcStakes(_Client):
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
         reply = await self._call("ListRoundTransactions", internal_pb2.ListRoundTransactionsRequest(round_id=round_id))
         return [
-            LedgerEntry(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount, currency=t.currency)
+            LedgerEntry(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount, currency=t.currency,
+                        player_id=reply.player_id)
             for t in reply.transactions
         ]
 

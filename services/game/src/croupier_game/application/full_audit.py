@@ -28,7 +28,7 @@ from croupier_platform.events import EventRecord
 
 from ..domain.round import STREAM_TYPE
 from .ports import GameStore, GameUnitOfWork, LedgerArchive, LedgerCheck, RoundRow, ShoeArchive
-from .round_check import Finding, Replay, RoundCheck
+from .round_check import Finding, Replay, RoundCheck, moved
 
 DEFAULT_PAGE = 500
 T = TypeVar("T")
@@ -212,7 +212,8 @@ async def _transactions(ledger: LedgerArchive, round_ids: list[str]) -> tuple[di
 async def _rounds_missing_from_log(store: GameStore, ledger: LedgerArchive, page: int, run: Runner) -> AsyncIterator[Violation]:
     """Rounds the wallet holds and the log does not. The wallet settles or refunds a round only on its
     RoundSettled or RoundVoided event, so money moved for a round the log lacks means its stream was
-    deleted. Stakes only reserved are a PlaceBets under way (or one that failed after the reservation)."""
+    deleted. Stakes (and a dealer's cover) only reserved are a PlaceBets under way (or one that failed after
+    the reservation)."""
     after: str | None = None
     while ids := await ledger.round_ids(after, page):
         after = ids[-1]
@@ -222,8 +223,7 @@ async def _rounds_missing_from_log(store: GameStore, ledger: LedgerArchive, page
             continue
         entries = await ledger.rounds_transactions(missing)
         for round_id in missing:
-            moved = [e for e in entries.get(round_id, []) if e.kind != "stake" or e.status != "pending"]
-            if moved:
-                kinds = ", ".join(sorted({f"{e.kind} ({e.status})" for e in moved}))
+            if done := moved(entries.get(round_id, [])):
+                kinds = ", ".join(sorted({f"{e.kind} ({e.status})" for e in done}))
                 yield Violation(round_id, None, f"the wallet moved money for the round ({kinds}), but the log has no "
                                                 "stream for it (its events were deleted?)")  # fmt: skip

@@ -161,10 +161,11 @@ class Reservation:
 @dataclass(frozen=True)
 class LedgerEntry:
     transaction_id: str
-    kind: str  # stake, payout, refund, reversal, commission, …
+    kind: str  # stake, payout, refund, reversal, cover, commission, …
     status: str  # pending, posted, voided
-    amount: int  # signed change to the player's balance
+    amount: int  # signed change to player_id's balance
     currency: str
+    player_id: str  # whose balance: the round's player or, at war-p2p, its player-dealer
 
 
 class StakesRefused(FailedPrecondition):
@@ -200,7 +201,8 @@ class Stakes(Protocol):
     async def reserve_dealer_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
     ) -> Reservation:
-        """A player-dealer's cover and commission hold; raises StakesRefused when the wallet refuses."""
+        """A player-dealer's cover (the player's largest win: the ante) and commission hold (the largest
+        commission); raises StakesRefused when the wallet refuses."""
 
     async def available_balance(self, player_id: str, currency: str) -> int:
         """What the player can stake now in this currency."""
@@ -231,7 +233,8 @@ class ShoeArchive(Protocol):
 
 class LedgerArchive(Protocol):
     async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
-        """Each round's transactions touching its player, oldest first; rounds the wallet does not hold are left out."""
+        """Each round's transactions touching its player or its player-dealer (each entry's player_id says whose),
+        oldest first; rounds the wallet does not hold are left out."""
 
     async def check_ledger(self) -> LedgerCheck: ...
 

@@ -7,7 +7,9 @@ append, so a head below it means the last events were deleted, which the chain a
 `finish(revealed, entries)` completes it with what the shuffler reveals and the wallet holds:
 the revealed shoe against its commitment, the cut, every dealt card the next of the cut shoe, the
 rules re-run on the recorded commands, and the wallet's transfers for the round (each stake once,
-one payout, the player's net equal to the settlement, a void leaving the player at 0).
+one payout, the player's net equal to the settlement, a void leaving the player at 0; with a
+player-dealer also the dealer's: one cover of the ante, the commission charged once and the dealer's
+net as RoundSettled says, a void leaving the dealer at 0 and the house nothing).
 
 Nothing here does I/O: the callers fetch (one round at a time for ReplayRound, in pages for the
 audit) and this decides. Each payload is parsed and validated in one pass from its stored text
@@ -18,7 +20,7 @@ read is named by its version.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -37,6 +39,18 @@ from ..domain.timeline import describe_step
 from .ports import LedgerEntry, RevealedShoe, RoundRow
 
 NOT_APPLIED = "wallet has not applied the {what} yet"
+NOT_CHARGED = "commission not charged yet: the wallet still holds the dealer's commission hold"
+
+
+def moved(entries: Iterable[LedgerEntry]) -> list[LedgerEntry]:
+    """What the wallet moved for a round: its transfers less the reservations still pending (stakes, a
+    player-dealer's cover and commission hold), which a PlaceBets under way makes before its events."""
+    return [e for e in entries if e.status != "pending"]
+
+
+def _net(entries: Iterable[LedgerEntry]) -> int:
+    """The signed changes still standing (a released reservation counts nothing)."""
+    return sum(e.amount for e in entries if e.status != "voided")
 
 
 @dataclass(frozen=True)
@@ -217,8 +231,8 @@ class RoundCheck:
         ledger_problem: str | None = None,
     ) -> Replay:
         """`revealed`: the shuffler's shoe (None: not revealed, `shoe_problem` says why if known);
-        `entries`: the wallet's transfers touching the round's player (None: not available, see
-        `ledger_problem`; an empty list: the wallet holds nothing for the round)."""
+        `entries`: the wallet's transfers touching the round's player or its player-dealer (None: not
+        available, see `ledger_problem`; an empty list: the wallet holds nothing for the round)."""
         replay = self.replay
         if self.opened is None or self.table is None:
             return replay
@@ -353,15 +367,40 @@ class RoundCheck:
         return state
 
     def _check_ledger(self, state: RoundState, entries: list[LedgerEntry]) -> None:
-        """Each stake debited once, one payout at most, the player's net as the log says; a void at 0."""
+        """The player's transfers (`_check_player`) and, at war-p2p with a player-dealer, the dealer's
+        (`_check_dealer`); a transfer changing anyone else's balance is a violation."""
         if self.detailed:
             self.replay.report["ledger"] = [e.__dict__ for e in entries]
+        assert self.opened is not None
+        opened = self.opened[1]
         before = len(self.replay.findings)
         last = {type(e).__name__: v for v, e in self.rules}
+        if strangers := sorted({e.player_id for e in entries} - {opened.player_id, opened.dealer_player_id}):
+            self.say(None, f"wallet: transfers of the round change the balance of {', '.join(strangers)}, "
+                           "who neither plays nor deals it")  # fmt: skip
+        if state.phase not in OVER_PHASES:
+            # The wallet acts only on a RoundSettled or RoundVoided of the log: money moved for a round
+            # whose log has neither means the log lost its end.
+            if closed := sorted({f"{e.kind} {e.status}" for e in moved(entries)}):
+                self.say(self.head + 1, f"missing: the wallet moved the round's money ({', '.join(closed)}), but its log "
+                                        f"ends {state.phase} at v{self.head}")  # fmt: skip
+        mine = [e for e in entries if e.player_id == opened.player_id]
+        if waiting := self._check_player(state, mine, last):
+            self.replay.notes.append(NOT_APPLIED.format(what=waiting))
+            self.checks["wallet"] = f"{waiting} not applied yet"
+            return
+        charged = True
+        if opened.dealer_player_id is not None:
+            dealers = [e for e in entries if e.player_id == opened.dealer_player_id]
+            charged = self._check_dealer(state, dealers, last)
+        if len(self.replay.findings) > before:
+            self.checks["wallet"] = "failed"
+        else:
+            self.checks["wallet"] = "ok" if charged else "commission not charged yet"
 
-        def total(kind: str, *, live: bool = True) -> int:
-            return sum(abs(e.amount) for e in entries if e.kind == kind and (not live or e.status != "voided"))
-
+    def _check_player(self, state: RoundState, entries: list[LedgerEntry], last: dict[str, int]) -> str | None:
+        """Each stake debited once, one payout at most, the player's net as the log says; a void at 0.
+        Returns what the wallet has not applied yet ("settlement", "void"; None: nothing)."""
         # Each stake step of the log (the bets, then each decision that added stakes) is one stake transfer.
         steps = sorted([sum(e.bets.values()) for _, e in self.rules if isinstance(e, BetsPlaced)]
                        + [sum(e.added.values()) for _, e in self.rules if isinstance(e, DecisionMade) and e.added])  # fmt: skip
@@ -372,31 +411,63 @@ class RoundCheck:
         if (payouts := sum(1 for e in entries if e.kind == "payout")) > 1:
             self.say(None, f"wallet: {payouts} payouts to the player for the round; a round pays once")
         pending = any(e.kind == "stake" and e.status == "pending" for e in entries)
-        # The player's net over the round: the signed changes still standing (a released stake counts nothing).
-        net = sum(e.amount for e in entries if e.status != "voided")
+        net = _net(entries)
         staked = state.total_staked
         if state.phase == "settled":
             assert state.settlement is not None
             returned = sum(r.returned for r in state.settlement.results.values())
-            if pending and not total("payout"):
-                self.replay.notes.append(NOT_APPLIED.format(what="settlement"))
-                self.checks["wallet"] = "settlement not applied yet"
-                return
+            if pending and not any(e.kind == "payout" and e.status != "voided" for e in entries):
+                return "settlement"
             if net != returned - staked:
                 self.say(last.get("RoundSettled"), f"the wallet moved {net:+} for the player, "
                                                    f"the round returns {returned} of {staked} staked ({returned - staked:+})")  # fmt: skip
         elif state.phase == "voided":
             if pending:
-                self.replay.notes.append(NOT_APPLIED.format(what="void"))
-                self.checks["wallet"] = "void not applied yet"
-                return
+                return "void"
             if net != 0:
                 self.say(last.get("RoundVoided"), f"the wallet left the player at {net:+} for the round, "
                                                   "a void must leave every balance as before (0)")  # fmt: skip
-        elif state.phase not in OVER_PHASES:
-            # The wallet acts only on a RoundSettled or RoundVoided of the log: money moved for a round
-            # whose log has neither means the log lost its end.
-            if closed := sorted({f"{e.kind} {e.status}" for e in entries if e.kind != "stake" or e.status != "pending"}):
-                self.say(self.head + 1, f"missing: the wallet moved the round's money ({', '.join(closed)}), but its log "
-                                        f"ends {state.phase} at v{self.head}")  # fmt: skip
-        self.checks["wallet"] = "ok" if len(self.replay.findings) == before else "failed"
+        return None
+
+    def _check_dealer(self, state: RoundState, entries: list[LedgerEntry], last: dict[str, int]) -> bool:
+        """A player-dealer's transfers: one cover of the ante (the player's largest win). Settled: the
+        commission charged once, as RoundSettled says, and the dealer's net (the payout back less the
+        cover and the commission) RoundSettled's dealer_net; while the commission hold is still pending
+        (the commission service behind) a note, and the dealer's net the player's reversed.
+        Voided: the dealer at 0 and nothing for the house. False when the commission is not charged yet."""
+        ante = next((e.bets.get("ante", 0) for _, e in self.rules if isinstance(e, BetsPlaced)), 0)
+        covers = [abs(e.amount) for e in entries if e.kind == "cover"]
+        if covers != [ante] and (covers or state.phase != "voided"):  # voided with no cover: the dealer's balance refused it
+            self.say(last.get("BetsPlaced"), f"wallet: the dealer's cover for the round is {covers or 'nothing'}, "
+                                             f"one cover of the ante ({ante}) was due")  # fmt: skip
+        hold = [e for e in entries if e.kind == "commission" and e.status == "pending"]
+        charges = [e for e in entries if e.kind == "commission" and e.status == "posted"]
+        # What the house keeps: the commission charged, less its reversal (the wallet's id for it is "<id>:reversal").
+        charged = {e.transaction_id for e in charges}
+        house = -sum(e.amount for e in entries if e.status == "posted" and e.transaction_id.removesuffix(":reversal") in charged)
+        net = _net(e for e in entries if e not in hold)
+        if state.phase == "settled":
+            assert state.settlement is not None
+            settled, settlement = last.get("RoundSettled"), state.settlement
+            if len(charges) > 1:
+                self.say(settled, f"wallet: the dealer's commission is charged {len(charges)} times; a round is charged once")
+            if hold:
+                self.replay.notes.append(NOT_CHARGED)
+                if net != (owed := -sum(r.net for r in settlement.results.values())):
+                    self.say(settled, f"the wallet moved {net:+} for the dealer before the commission, "
+                                      f"the round's player nets {-owed:+} (the dealer {owed:+})")  # fmt: skip
+                return False
+            if house != settlement.commission:
+                self.say(settled, f"the wallet charged the dealer {house} commission, the round settled {settlement.commission}")
+            if settlement.dealer_net is None:
+                self.say(settled, "a player dealt the round, but it settled no dealer's net")
+            elif net != settlement.dealer_net:
+                self.say(settled, f"the wallet moved {net:+} for the dealer after the commission, "
+                                  f"the round settled the dealer's net at {settlement.dealer_net:+}")  # fmt: skip
+        elif state.phase == "voided":
+            if left := _net(entries):
+                self.say(last.get("RoundVoided"), f"the wallet left the dealer at {left:+} for the round, "
+                                                  "a void must leave every balance as before (0)")  # fmt: skip
+            if house:
+                self.say(last.get("RoundVoided"), f"the house kept {house} commission from the round, a void leaves it nothing")
+        return True

@@ -15,7 +15,7 @@ from croupier_rules.decider import PHASE_TEXT
 from croupier_rules.deciders import decider_for
 from croupier_rules.errors import RuleError
 from croupier_rules.events import BetsPlaced, CardsDealt, DecisionMade, RoundEvent
-from croupier_rules.games.war_p2p import dealer_cover, largest_commission
+from croupier_rules.games.war_p2p import largest_commission
 
 from ..domain.catalogue import Catalogue, TableEntry
 from ..domain.round import (
@@ -272,9 +272,10 @@ class TableUseCases:
         if dealer is not None:
             ante = placed.bets["ante"]
             try:
+                # The cover is the player's largest win (the ante); with the hold, dealer_cover() in all.
                 await self._stakes.reserve_dealer_cover(
-                    f"{round_id}:cover", dealer.player_id, round_id, dealer_cover(ante, config),  # type: ignore[arg-type]
-                    largest_commission(ante, config), entry.currency,  # type: ignore[arg-type]
+                    f"{round_id}:cover", dealer.player_id, round_id, ante, largest_commission(ante, config),  # type: ignore[arg-type]
+                    entry.currency,
                 )  # fmt: skip
             except StakesRefused as exc:  # the dealer's balance fell meanwhile: the round is voided below
                 not_covered = f"the dealer can no longer cover this bet ({exc})"

@@ -129,37 +129,41 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
 
 
 class RoundTransfer(NamedTuple):
-    """A transfer of a round as its player sees it (WalletApp.round_transactions' view)."""
+    """A transfer of a round as the player whose balance it changes sees it: the round's player
+    (WalletApp.round_transactions' view) or, at war-p2p, the round's player-dealer."""
 
     transaction_id: str
     kind: str
     status: str
-    amount: int  # signed change to the player's balance (reserved, for a pending stake)
+    amount: int  # signed change to player_id's balance (reserved, for a pending stake or cover)
     currency: str
     occurred_at: str
+    player_id: str
 
 
 def round_ledgers(conn: Connection, round_ids: Sequence[str]) -> dict[str, tuple[str, list[RoundTransfer]]]:
-    """Many rounds' player and transfers touching the player, oldest first, in one query; the rounds
-    the wallet does not hold are left out."""
+    """Many rounds' player and transfers touching the player or a player-dealer (the player a
+    transfer is recorded for: the dealer's cover, commission and payout), oldest first, in one
+    query; the rounds the wallet does not hold are left out."""
     if not round_ids:
         return {}
     t = transfers_table.c
     query = (
-        select(t.round_id, rounds_table.c.player_id, t.transfer_id, t.kind, t.status, t.amount, t.currency, t.debit_account,
-               t.credit_account, t.occurred_at)  # fmt: skip
+        select(t.round_id, rounds_table.c.player_id, t.player_id, t.transfer_id, t.kind, t.status, t.amount, t.currency,
+               t.debit_account, t.credit_account, t.occurred_at)  # fmt: skip
         .join(rounds_table, rounds_table.c.round_id == t.round_id)
         .where(t.round_id.in_(list(round_ids)))
         .order_by(t.round_id, t.seq)
     )
     found: dict[str, tuple[str, list[RoundTransfer]]] = {}
-    for round_id, player_id, transfer_id, kind, status, amount, currency, debit, credit, occurred_at in conn.execute(query):
-        account = player_account(player_id)
+    for round_id, player_id, party, transfer_id, kind, status, amount, currency, debit, credit, occurred_at in conn.execute(query):
+        whose = player_id if player_account(player_id) in (debit, credit) else party
+        account = player_account(whose)
         if account not in (debit, credit):
-            continue  # the house's and a player-dealer's legs of the round
+            continue  # the house's legs of a settlement
         signed = amount if credit == account else -amount
         found.setdefault(round_id, (player_id, []))[1].append(
-            RoundTransfer(transfer_id, kind, status, signed, currency, occurred_at)
+            RoundTransfer(transfer_id, kind, status, signed, currency, occurred_at, whose)
         )
     if missing := [r for r in round_ids if r not in found]:  # held, but no transfer touches the player
         held = select(rounds_table.c.round_id, rounds_table.c.player_id).where(rounds_table.c.round_id.in_(missing))

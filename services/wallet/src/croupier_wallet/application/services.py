@@ -74,6 +74,7 @@ class TransactionView:
     currency: str
     round_id: str
     occurred_at: str
+    player_id: str  # the player whose balance `amount` is
     game: str = ""  # of its round, where it has one
     table_id: str = ""
 
@@ -90,7 +91,7 @@ def _view(transfer: Transfer, player_id: str, round_: Round | None = None) -> Tr
     return TransactionView(
         transaction_id=r.id, kind=r.kind.value, status=transfer.status.value,
         amount=transfer.signed_amount_for(player_account(player_id)), currency=r.currency,
-        round_id=r.round_id or "", occurred_at=transfer.occurred_at,
+        round_id=r.round_id or "", occurred_at=transfer.occurred_at, player_id=player_id,
         game=round_.game if round_ else "", table_id=round_.table_id if round_ else "",
     )  # fmt: skip
 

@@ -54,7 +54,8 @@ class LedgerAuditServicer(internal_pb2_grpc.LedgerAuditServiceServicer):
                     round_id=round_id, player_id=player_id,
                     transactions=[
                         wallet_pb2.Transaction(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount,
-                                               currency=t.currency, round_id=round_id, occurred_at=t.occurred_at)
+                                               currency=t.currency, round_id=round_id, occurred_at=t.occurred_at,
+                                               player_id=t.player_id)
                         for t in transfers
                     ],
                 )  # fmt: skip

@@ -28,7 +28,7 @@ def _transaction(view: TransactionView) -> wallet_pb2.Transaction:
     return wallet_pb2.Transaction(
         transaction_id=view.transaction_id, kind=view.kind, status=view.status, amount=view.amount,
         currency=view.currency, round_id=view.round_id, occurred_at=view.occurred_at, game=view.game,
-        table_id=view.table_id,
+        table_id=view.table_id, player_id=view.player_id,
     )  # fmt: skip
 
 
