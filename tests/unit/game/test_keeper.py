@@ -194,6 +194,18 @@ def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the
     assert svc.wallet.available("alice") == START - 1000 and svc.wallet.available("bob") == START + view.dealer_net
 
 
+def test_a_player_gone_before_the_deal_against_a_player_dealer_is_refunded_after_the_timeout(svc: Service) -> None:
+    svc.wallet.fund("bob", START, "USD")
+    svc.run(svc.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
+    round_id = svc.open_round("war-p2p-i-usd", {"ante": 1000}, [], deal=False)
+    svc.clock.advance(30)
+    assert not svc.keep().acted  # the table's decision timeout, not yet passed
+    svc.clock.advance(0.5)
+    assert svc.keep().voided == [round_id]
+    svc.pump()
+    assert svc.wallet.available("alice") == START and svc.wallet.available("bob") == START
+
+
 def test_dueling_tie_with_both_bets_pending_surrenders_each(svc: Service) -> None:
     round_id = svc.open_round("dueling-for-dollars-usd", {"player": 1000, "dealer": 600}, ["9c", "9d"])
     assert svc.view(round_id).pending_bets == ["player", "dealer"]

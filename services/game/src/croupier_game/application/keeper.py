@@ -11,7 +11,9 @@ each round's own stream:
   causation_id ("keeper") says who decided;
 - a round waiting for cards (betting, dealing) with no progress for `stuck_after_s` (the dealer
   unreachable after the stakes were taken, the player gone before Deal) is voided with every stake
-  refunded, through `AuditUseCases.void_as_system` (the path of AuditService.VoidRound).
+  refunded, through `AuditUseCases.void_as_system` (the path of AuditService.VoidRound); against a
+  player-dealer, a round never dealt is voided after the table's decision timeout already (the
+  player is gone before the deal, RULES.md §2, and the dealer's cover is freed);
 
 Nothing lives only in memory: the deadlines come from the store, so a restarted service (or
 another replica) resumes where the last keeper stopped; the cache below only spares reading the
@@ -167,9 +169,13 @@ class Keeper:
     def _due_of(self, round_: Round) -> _Due:
         if round_.is_over:
             return _Due(round_.version, _NEVER, IDLE)
+        timeout = timedelta(seconds=round_.table.decision_timeout_s)
         if round_.state.phase == "deciding":
-            timeout = timedelta(seconds=round_.table.decision_timeout_s)
             return _Due(round_.version, pending_since(round_) + timeout, DECIDE)
+        if round_.opened.dealer_player_id and round_.state.phase == "dealing" and not round_.cards_dealt:
+            # RULES.md §2: a player gone after betting, before the deal, gets the bet back; a
+            # player-dealer's cover is not held longer than a decision would be.
+            return _Due(round_.version, last_progress(round_) + timeout, VOID)
         return _Due(round_.version, last_progress(round_) + timedelta(seconds=self.stuck_after_s), VOID)
 
     async def _act(self, round_id: str, now: datetime, done: KeeperPass) -> _Due | None:
