@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from croupier_platform.auth import Identity
 from croupier_platform.errors import InvalidArgument, NotFound
-from croupier_rules.commands import VoidRound
 
 from ..domain.round import Round
 from .full_audit import DEFAULT_PAGE, AuditProgress, check_one, run_audit
@@ -65,8 +64,7 @@ class AuditUseCases:
         round_id = round_.round_id
         if (done := round_.state.void) is not None:
             return VoidResult(round_id, False, dict(done.refunds), done.reason)
-        _, events = round_.decider.execute(round_.state, VoidRound(reason=reason))
-        voided = (await self._book.append(round_, events, causation_id=causation_id)).state.void
+        voided = (await self._book.void(round_, reason, causation_id)).state.void
         assert voided is not None
         return VoidResult(round_id, True, dict(voided.refunds), voided.reason)
 
