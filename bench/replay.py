@@ -1,6 +1,6 @@
-"""Benchmark: the full audit's replay and verification of every round, in one process.
+"""Benchmark: the full audit's replay and verification of every round, in one process and in N.
 
-    .venv/bin/python bench/replay.py [--rounds 20000] [--seed 1] [--profile]
+    .venv/bin/python bench/replay.py [--rounds 20000] [--seed 1] [--jobs N] [--profile]
 
 Generates N rounds of the five games (house-dealt tables) straight through the rules library
 and the services' own stores, with no gRPC: seeded shoes committed as the shuffler commits them,
@@ -10,19 +10,21 @@ settled or voided by the wallet's own use cases and consumer, so the ledger is t
 The three SQLite stores (game, shuffler, wallet) live in a temporary directory (/dev/shm when
 there is one, so the generation is not held up by fsync).
 
-Then it times, in this one process:
+Then it times, on the same stores:
   - the audit: `croupier audit`'s path (run_audit on the stores: hash chains, commitments, cuts,
     every card, the rules re-run, each round's transfers, the whole ledger), best of --repeat;
+  - the same audit as `croupier audit --jobs N` runs it (N worker processes, started within the
+    timing; default N: the machine's cores), which must find exactly what the one process found;
   - a baseline in the same run: plain reading of the same events from the same store (one query,
     every column) and json.loads of each payload.
 It prints rounds/s and events/s of each and the audit's share of the baseline's speed, and a last
-JSON line. --profile adds a cProfile of one audit run (the top functions by own time).
+JSON line (the one-process figure is the headline; `replay_rounds_per_s_parallel` and `replay_jobs`
+for --jobs). --profile adds a cProfile of one audit run (the top functions by own time).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import io
 import json
@@ -40,9 +42,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine, event
 
-from croupier_cli.audit_stores import open_stores, store_urls
+from croupier_cli.audit_stores import audit_steps, store_urls
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
-from croupier_game.application.full_audit import AuditProgress, run_audit
+from croupier_game.application.full_audit import DEFAULT_PAGE, AuditProgress, Violation
 from croupier_game.application.ports import RoundRow
 from croupier_game.application.tables import stake_transaction_id
 from croupier_game.config import DEFAULT_TABLES_FILE
@@ -205,16 +207,12 @@ def generate(directory: Path, rounds: int, seed: int) -> None:
         engine.dispose()
 
 
-def audit_once(directory: Path) -> AuditProgress:
-    async def run() -> AuditProgress:
-        with open_stores(store_urls(directory, None)) as stores:
-            final = None
-            async for step in run_audit(stores.game, stores.shoes, stores.ledger, threaded=False):
-                final = step
-            assert final is not None
-            return final
-
-    return asyncio.run(run())
+def audit_once(directory: Path, jobs: int = 1) -> tuple[AuditProgress, list[Violation]]:
+    """`croupier audit --data DIR [--jobs N]`'s path: its last step and every violation found."""
+    violations: list[Violation] = []
+    for step in audit_steps(store_urls(directory, None), page=DEFAULT_PAGE, jobs=jobs):
+        violations += step.violations
+    return step, violations
 
 
 def baseline_once(directory: Path) -> tuple[int, int]:
@@ -255,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3, help="best of N timed runs")
-    ap.add_argument("--profile", action="store_true", help="cProfile one audit run")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes of the parallel audit (default: the cores)")
+    ap.add_argument("--profile", action="store_true", help="cProfile one audit run (in one process)")
     args = ap.parse_args(argv)
 
     with workspace() as directory:
@@ -263,19 +262,25 @@ def main(argv: list[str] | None = None) -> int:
         generate(directory, args.rounds, args.seed)
         print(f"generated {args.rounds:,} rounds in {time.perf_counter() - started:.1f} s")
 
-        seconds, final = timed(lambda: audit_once(directory), args.repeat)
-        if final.violations:
-            for v in final.violations[:10]:
+        seconds, (final, violations) = timed(lambda: audit_once(directory), args.repeat)
+        if violations:
+            for v in violations[:10]:
                 print(f"VIOLATION {v}", file=sys.stderr)
-            print(f"the audit of generated rounds found {len(final.violations)} violation(s)", file=sys.stderr)
+            print(f"the audit of generated rounds found {len(violations)} violation(s)", file=sys.stderr)
             return 1
+        parallel_seconds, (parallel, parallel_violations) = timed(lambda: audit_once(directory, args.jobs), args.repeat)
+        same = (parallel.rounds, parallel.events, parallel.notes, parallel.ledger, parallel_violations)
+        assert same == (final.rounds, final.events, final.notes, final.ledger, []), "--jobs found otherwise than one process"
         base_seconds, (base_rounds, base_events) = timed(lambda: baseline_once(directory), args.repeat)
         assert (base_rounds, base_events) == (final.rounds, final.events), ((base_rounds, base_events), (final.rounds, final.events))
 
         rate, events_rate = final.rounds / seconds, final.events / seconds
+        parallel_rate = parallel.rounds / parallel_seconds
         base_rate = base_rounds / base_seconds
         print(f"audit    {final.rounds:,} rounds, {final.events:,} events in {seconds:.2f} s: "
               f"{rate:,.0f} rounds/s, {events_rate:,.0f} events/s (ledger: {final.ledger.entries:,} entries)")  # fmt: skip
+        print(f"audit --jobs {args.jobs}: the same in {parallel_seconds:.2f} s (workers' start included): "
+              f"{parallel_rate:,.0f} rounds/s, {parallel_rate / rate:.2f}x one process")  # fmt: skip
         print(f"baseline read + json.loads of the same events in {base_seconds:.2f} s: {base_rate:,.0f} rounds/s, "
               f"{base_events / base_seconds:,.0f} events/s")  # fmt: skip
         print(f"the audit runs at {rate / base_rate:.2f}x the baseline's speed; goal 20,000 rounds/s "
@@ -293,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
             "replay_events_per_s": round(events_rate),
             "replay_baseline_rounds_per_s": round(base_rate),
             "replay_ratio_to_baseline": round(rate / base_rate, 3),
+            "replay_rounds_per_s_parallel": round(parallel_rate),
+            "replay_jobs": args.jobs,
         }))  # fmt: skip
     return 0
 

@@ -67,6 +67,7 @@ def test_a_clean_casino_audits_clean_on_the_stores_and_over_the_api(casino):
     assert code == 0, report
     assert report["violations"] == [] and report["rounds"] >= 3 and report["events"] > report["rounds"]
     assert set(report) >= {"rounds", "events", "violations", "seconds"}
+    assert {**audit_json(*casino.store_args, "--jobs", "2", "--page", "1")[1], "seconds": 0} == {**report, "seconds": 0}
 
     steps = audit_over_grpc(operator)
     assert steps[-1].done and not any(s.done for s in steps[:-1])
@@ -117,6 +118,25 @@ def test_a_changed_card_is_named_by_the_api_audit_and_replay(casino):
     assert [v for s in audit_over_grpc(operator) for v in s.violations] == []
 
 
+def edit(db: sqlite3.Connection, round_id: str, version: int, change) -> None:  # noqa: ANN001
+    """A stored payload changed behind the game service's back (an embedded game.db)."""
+    (stored,) = db.execute("SELECT payload FROM events WHERE stream_id = ? AND version = ?", (round_id, version)).fetchone()
+    payload = json.loads(stored)
+    change(payload)
+    db.execute("UPDATE events SET payload = ? WHERE stream_id = ? AND version = ?", (json.dumps(payload), round_id, version))
+
+
+def edit_card(db: sqlite3.Connection, round_id: str, position: int) -> None:
+    """The card dealt at `position` of a Casino War round's CardsDealt (v4) made another."""
+    edit(db, round_id, 4, lambda p: p["cards"][position].update(card="Ac" if p["cards"][position]["card"] != "Ac" else "Kc"))
+
+
+def delete_last_event(db: sqlite3.Connection, round_id: str) -> int:
+    (head,) = db.execute("SELECT max(version) FROM events WHERE stream_id = ?", (round_id,)).fetchone()
+    db.execute("DELETE FROM events WHERE stream_id = ? AND version = ?", (round_id, head))
+    return head
+
+
 def test_the_cli_audit_and_replay_name_each_changed_or_deleted_event(tmp_path):
     """Embedded, on a casino of its own: a card and an amount changed, an event deleted from the middle
     of a stream and one from its end (which no hash link shows: the round projection and the wallet do)."""
@@ -132,17 +152,10 @@ def test_the_cli_audit_and_replay_name_each_changed_or_deleted_event(tmp_path):
         assert code == 0 and report["violations"] == [], report
 
         with sqlite3.connect(casino.store_args[1] + "/game.db") as db:
-            def edit(round_id: str, version: int, change) -> None:  # noqa: ANN001
-                (stored,) = db.execute("SELECT payload FROM events WHERE stream_id = ? AND version = ?", (round_id, version)).fetchone()
-                payload = json.loads(stored)
-                change(payload)
-                db.execute("UPDATE events SET payload = ? WHERE stream_id = ? AND version = ?", (json.dumps(payload), round_id, version))
-
-            edit(card, 4, lambda p: p["cards"][1].update(card="Ac" if p["cards"][1]["card"] != "Ac" else "Kc"))
-            edit(amount, 2, lambda p: p["bets"].update(ante=p["bets"]["ante"] * 10))  # BetsPlaced
+            edit_card(db, card, 1)
+            edit(db, amount, 2, lambda p: p["bets"].update(ante=p["bets"]["ante"] * 10))  # BetsPlaced
             db.execute("DELETE FROM events WHERE stream_id = ? AND version = 3", (middle,))  # ShoeCommitted
-            (head,) = db.execute("SELECT max(version) FROM events WHERE stream_id = ?", (last,)).fetchone()
-            db.execute("DELETE FROM events WHERE stream_id = ? AND version = ?", (last, head))  # the RoundVoided
+            head = delete_last_event(db, last)  # the RoundVoided
 
         code, report = audit_json(*casino.store_args)
         assert code == 1
@@ -171,5 +184,47 @@ def test_the_cli_audit_and_replay_name_each_changed_or_deleted_event(tmp_path):
         assert done.returncode == 1
         assert done.stdout.count("VIOLATION ") == len(report["violations"])
         assert f"{report['rounds']} rounds, {report['events']} events" in done.stdout
+    finally:
+        casino.close()
+
+
+def test_an_audit_split_over_processes_reports_exactly_what_one_process_reports(tmp_path):
+    """`croupier audit --jobs N` on a tampered embedded casino: the same rounds, events, notes, ledger and
+    violations, in the same order, as in one process, whatever the page (one page per worker task)."""
+    casino = start_embedded(tmp_path)
+    try:
+        operator = casino.player("auditor", role="operator")
+        players = [casino.player() for _ in range(3)]
+        rounds = [play_rounds(player) for player in players]
+        for player, played in zip(players, rounds):
+            operator.call(operator.audit.VoidRound, audit_pb2.VoidRoundRequest(round_id=played["voided"], reason="reader fault"))
+            wait_settled(player)
+        with sqlite3.connect(casino.store_args[1] + "/game.db") as db:
+            edit_card(db, rounds[0]["war"], 0)
+            delete_last_event(db, rounds[1]["voided"])  # its RoundVoided: the projection and the wallet disagree
+            db.execute("DELETE FROM events WHERE stream_id = ?", (rounds[1]["holdem"],))  # the projection row stays
+            gone = rounds[2]["war"]  # paid by the wallet, the stream and its projection row deleted
+            db.execute("DELETE FROM events WHERE stream_id = ?", (gone,))
+            db.execute("DELETE FROM game_rounds WHERE round_id = ?", (gone,))
+
+        def without_seconds(*args: str) -> dict:
+            code, report = audit_json(*casino.store_args, *args)
+            assert code == 1, report
+            return {k: v for k, v in report.items() if k != "seconds"}
+
+        for page, jobs in (("4", "0"), ("1", "2")):  # 0: one per core
+            alone = without_seconds("--page", page)
+            assert without_seconds("--page", page, "--jobs", jobs) == alone, page
+        assert {v["round_id"] for v in alone["violations"]} == {rounds[0]["war"], rounds[1]["voided"], rounds[1]["holdem"], gone}
+        assert alone["rounds"] == 7 and alone["ledger"]["entries"] > 0
+
+        human = run_cli("audit", *casino.store_args, "--jobs", "2", "--page", "1")
+        assert human.returncode == 1
+        assert [line for line in human.stdout.splitlines() if line.startswith("VIOLATION ")] == [
+            f"VIOLATION round {v['round_id']}" + (f" {v['event']}" if v["event"] else "") + f": {v['problem']}"
+            for v in alone["violations"]
+        ]
+        refused = run_cli("audit", "--target", casino.game_target, "--jobs", "2")
+        assert refused.returncode == 2 and "--jobs" in refused.stderr
     finally:
         casino.close()

@@ -3,10 +3,9 @@ or on a running server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -66,23 +65,28 @@ def audit(
     target: Annotated[Optional[str], typer.Option(help="a running server HOST:PORT instead (AuditService.AuditAll, operator token)")] = None,
     page: Annotated[int, typer.Option(help="rounds per page read from the log", min=1, max=1000)] = 500,
     as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line: rounds, events, violations, seconds")] = False,
+    jobs: Annotated[int, typer.Option(help="processes auditing the stores' pages in parallel (0: one per core)", min=0)] = 1,
 ) -> None:
     """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation.
 
-    Reads the stores directly (--data DIR, --database-url URL), which is the fast way, or asks a running
-    server with --target. The progress bar goes to stderr, so --json's stdout holds the JSON line only.
+    Reads the stores directly (--data DIR, --database-url URL), which is the fast way (--jobs N: N
+    processes), or asks a running server with --target. The progress bar goes to stderr, so --json's
+    stdout holds the JSON line only.
     """
     if target:
+        if jobs != 1:
+            err.print("[red]--jobs splits an audit of the stores; a server's AuditAll runs in one process[/red]")
+            raise typer.Exit(2)
         steps: Iterable = _over_grpc(target, page)
     else:
-        from .audit_stores import StoreMissing, store_urls
+        from .audit_stores import StoreMissing, audit_steps, store_urls
 
         try:
             urls = store_urls(data, database_url or (None if data else os.environ.get("DATABASE_URL")))
         except StoreMissing as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(2) from None
-        steps = _on_stores(urls, page)
+        steps = audit_steps(urls, page=page, jobs=jobs or os.cpu_count() or 1)
     violations: list = []
     final = None
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TextColumn("rounds"), TimeElapsedColumn(),
@@ -117,29 +121,6 @@ def audit(
             print(f"{final.notes} round(s) still in play or not yet applied by the wallet (not violations)")
         print("audit clean: every invariant holds" if not violations else f"{len(violations)} violation(s)")
     raise typer.Exit(1 if violations else 0)
-
-
-def _on_stores(urls: dict[str, str], page: int) -> Iterator:
-    """run_audit straight on the stores, stepped from this (synchronous) command."""
-    from croupier_game.application.full_audit import run_audit
-
-    from .audit_stores import open_stores
-
-    with open_stores(urls) as stores:
-        yield from _drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False))
-
-
-def _drain(steps: AsyncIterator) -> Iterator:
-    loop = asyncio.new_event_loop()
-    try:
-        while True:
-            try:
-                yield loop.run_until_complete(anext(steps))
-            except StopAsyncIteration:
-                return
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
 
 
 def _over_grpc(target: str, page: int) -> Iterator:

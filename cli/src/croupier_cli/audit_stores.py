@@ -1,19 +1,25 @@
 """The full audit's sources read straight from the services' stores (embedded SQLite files or the
 distributed PostgreSQL schemas): the game's log through its own store, the shuffler's shoes and the
 wallet's ledger through their own adapters. `croupier audit` and bench/replay.py run the game's
-`run_audit` on these (inline: the command's only work); the AuditService's AuditAll runs it on the
-same ports over gRPC."""
+`run_audit` on these (`audit_steps`: inline, the command's only work, or a page at a time in worker
+processes with --jobs); the AuditService's AuditAll runs it on the same ports over gRPC."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+import asyncio
+import multiprocessing
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from multiprocessing.util import Finalize
 from pathlib import Path
 
 from sqlalchemy import Engine
 
 from croupier_game.adapters.sql import SqlGameStore
+from croupier_game.application.full_audit import AuditProgress, audit_shares, check_whole_ledger, run_audit
 from croupier_game.application.ports import LedgerCheck, LedgerEntry, RevealedShoe
 from croupier_platform.db import make_engine
 from croupier_platform.settings import database_url_for
@@ -97,3 +103,72 @@ def open_stores(urls: dict[str, str]) -> Iterator[AuditStores]:
     finally:
         for engine in engines.values():
             engine.dispose()
+
+
+def audit_steps(urls: dict[str, str], *, page: int, jobs: int = 1) -> Iterator[AuditProgress]:
+    """`run_audit` on the stores, stepped from a synchronous caller. With `jobs` > 1 the log is cut into
+    pages (`audit_shares`) that `jobs` worker processes audit, each on engines of its own, in page order;
+    their steps are merged here in that order and the ledger as a whole is checked here, once: the same
+    violations in the same order and the same counts as in one process."""
+    started = time.perf_counter()
+    with open_stores(urls) as stores:
+        if jobs > 1:
+            total, shares = audit_shares(stores.game, page)
+            if len(shares) > 1:
+                yield from _in_processes(stores, urls, page, min(jobs, len(shares)), total, shares, started)
+                return
+        yield from _drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False))
+
+
+def _in_processes(
+    stores: AuditStores, urls: dict[str, str], page: int, jobs: int, total: int,
+    shares: list[tuple[str | None, str | None]], started: float,
+) -> Iterator[AuditProgress]:  # fmt: skip
+    merged = AuditProgress(total=total)
+    # spawn: each worker starts clean and opens engines of its own (no connection crosses a fork). A
+    # process pool, not multiprocessing.Pool: a worker that dies fails the audit instead of being replaced.
+    pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _open_worker_stores, (urls,))
+    try:
+        for share in pool.map(_audit_share, [(after, until, page) for after, until in shares]):
+            merged.rounds += share.rounds
+            merged.events += share.events
+            merged.notes += share.notes
+            merged.held += share.held
+            yield replace(merged, violations=share.violations, seconds=time.perf_counter() - started)
+    finally:
+        pool.shutdown(cancel_futures=True)  # on a failure, the pages not started yet are dropped
+    ledger, violations = asyncio.run(check_whole_ledger(stores.game, stores.ledger, held=merged.held, page=page, threaded=False))
+    yield replace(merged, violations=violations, ledger=ledger, done=True, seconds=time.perf_counter() - started)
+
+
+_worker_stores: AuditStores | None = None
+
+
+def _open_worker_stores(urls: dict[str, str]) -> None:
+    global _worker_stores  # noqa: PLW0603 - one set of engines per worker process, for all its pages
+    stack = ExitStack()
+    _worker_stores = stack.enter_context(open_stores(urls))
+    Finalize(None, stack.close, exitpriority=10)  # run as the worker exits: connections closed, not dropped
+
+
+def _audit_share(task: tuple[str | None, str | None, int]) -> AuditProgress:
+    """A worker's page: `run_audit` over one share, without the ledger part; its steps in one."""
+    after, until, page = task
+    assert _worker_stores is not None
+    stores = _worker_stores
+    steps = list(_drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False,
+                                  after=after, until=until, whole=False)))  # fmt: skip
+    return replace(steps[-1], violations=[v for step in steps for v in step.violations])
+
+
+def _drain(steps: AsyncIterator[AuditProgress]) -> Iterator[AuditProgress]:
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(anext(steps))
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from croupier_game.adapters.sql import rounds_table
-from croupier_game.application.full_audit import AuditProgress, Violation
+from croupier_game.application.full_audit import AuditProgress, Violation, audit_shares, check_whole_ledger, run_audit
 from croupier_game.application.round_check import NOT_CHARGED
 from croupier_platform.db import events_table
 from croupier_platform.errors import PermissionDenied
@@ -177,6 +177,57 @@ def test_a_projection_row_without_its_stream_is_a_violation(sql_game: Game) -> N
     found = by_round(violations)
     assert first not in found
     assert found[second][0] == "the round projection holds the round at v5 (settled), but the log has no stream for it"
+
+
+def audit_in_shares(game: Game, page: int) -> tuple[AuditProgress, list[Violation], int]:
+    """As `croupier audit --jobs N` runs it, here in one process: `run_audit` over each share of
+    `audit_shares` without the ledger part, then the ledger as a whole once. Also: how many shares."""
+
+    async def run() -> tuple[AuditProgress, list[Violation], int]:
+        total, shares = audit_shares(game.store, page)
+        found: list[Violation] = []
+        merged = AuditProgress(total=total)
+        for after, until in shares:
+            async for step in run_audit(game.store, game.shuffler, game.wallet, page=page, after=after, until=until, whole=False):
+                found += step.violations
+            assert step.done
+            merged.rounds, merged.events = merged.rounds + step.rounds, merged.events + step.events
+            merged.notes, merged.held = merged.notes + step.notes, merged.held + step.held
+        merged.ledger, rest = await check_whole_ledger(game.store, game.wallet, held=merged.held, page=page)
+        return merged, found + rest, len(shares)
+
+    return game.run(run())
+
+
+@pytest.mark.parametrize("page", [1, 2, 3])
+def test_the_audit_cut_into_page_shares_finds_what_the_whole_audit_finds_in_the_same_order(sql_game: Game, page: int) -> None:
+    game = sql_game
+    card = war_round(game, ["Ac", "2d"], "card")
+    war_round(game, ["Kc", "2d"], "clean")
+    middle = war_round(game, ["Qc", "2d"], "middle")
+    last = war_round(game, [], "last", deal=False)
+    game.pump()
+    game.run(game.audit.void_round(OPERATOR, last, "reader malfunction"))
+    orphan = war_round(game, ["Jc", "2d"], "orphan")
+    gone = war_round(game, ["Tc", "2d"], "gone")
+    game.pump()
+    war_round(game, ["9c", "2d"], "lagging")  # a note: the wallet is not told
+    edit_payload(game, card, 4, lambda p: p["cards"][0].update(card="Kd"))
+    delete_events(game, middle, 3)
+    delete_events(game, last, 4)
+    delete_events(game, orphan, 1, 2, 3, 4, 5)  # the projection row stays
+    with game.store.events._engine.begin() as c:  # noqa: SLF001 - the stream and its projection row
+        c.execute(delete(events_table).where(events_table.c.stream_id == gone))
+        c.execute(delete(rounds_table).where(rounds_table.c.round_id == gone))
+
+    whole, violations = audit(game, page)
+    merged, found, shares = audit_in_shares(game, page)
+
+    assert shares == 5 // page + 1  # five streams left: one share per page, the last open-ended
+    assert {v.round_id for v in violations} == {card, middle, last, orphan, gone}
+    assert found == violations  # the same findings in the same order
+    assert (merged.rounds, merged.events, merged.notes, merged.total) == (whole.rounds, whole.events, whole.notes, whole.total)
+    assert (merged.held, merged.ledger) == (whole.held, whole.ledger) and whole.notes == 1
 
 
 # ---------------------------------------------------------------- war-p2p with a player in the dealer's seat

@@ -238,6 +238,19 @@ class EventStoreContract(ABC):
         ]
         assert done == []
 
+    def test_stream_marks_end_each_full_page_and_read_streams_stops_at_one(self, store: EventStore) -> None:
+        for stream_id in ("round-e", "round-c", "round-a", "round-d", "round-b"):
+            append_round(store, stream_id, 2)
+        store.append("ledger-1", 0, [new_event(1)], stream_type="ledger")
+        with store.unit_of_work() as uow:
+            marks = uow.events.stream_marks("round", 2)
+            every = uow.events.stream_marks("round", 1)
+            share = uow.events.read_streams("round", "round-a", 10, "round-d")
+
+        assert marks == ["round-b", "round-d"]  # the last of each full page of 2, as read_streams pages
+        assert every == ["round-a", "round-b", "round-c", "round-d", "round-e"]
+        assert [s[0].stream_id for s in share] == ["round-b", "round-c", "round-d"]  # (after, upto]
+
     # -------------------------------------------------------------- global order
 
     def test_read_all_returns_every_stream_in_commit_order(self, store: EventStore) -> None:

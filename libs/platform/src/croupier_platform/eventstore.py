@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Engine, Row, insert, literal, select, text, tuple_
+from sqlalchemy import Connection, Engine, Row, func, insert, literal, select, text, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
@@ -115,10 +115,17 @@ class EventLog(ABC):
         """The stream as stored (payloads as their stored JSON text), in version order: for audits."""
 
     @abstractmethod
-    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
-        """Up to `limit` whole streams of `stream_type` whose ids sort after `after_stream_id` (None: from
-        the first), in stream id order (the store's own collation), each in version order: an audit's
-        pages, a few queries per page whatever the page holds."""
+    def read_streams(
+        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
+    ) -> list[list[EventRecord]]:
+        """Up to `limit` whole streams of `stream_type` whose ids sort after `after_stream_id` and up to
+        `upto_stream_id` (None: unbounded), in stream id order (the store's own collation), each in version
+        order: an audit's pages, a few queries per page whatever the page holds."""
+
+    @abstractmethod
+    def stream_marks(self, stream_type: str, every: int) -> list[str]:
+        """The id of every `every`-th stream of `stream_type` in read_streams' order: the last stream of
+        each full page of `every`, where an audit split over processes cuts the log into the same pages."""
 
     @abstractmethod
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
@@ -169,9 +176,15 @@ class EventStore(EventLog):
         with self.unit_of_work() as uow:
             return uow.events.read_stream_records(stream_id)
 
-    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
+    def read_streams(
+        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
+    ) -> list[list[EventRecord]]:
         with self.unit_of_work() as uow:
-            return uow.events.read_streams(stream_type, after_stream_id, limit)
+            return uow.events.read_streams(stream_type, after_stream_id, limit, upto_stream_id)
+
+    def stream_marks(self, stream_type: str, every: int) -> list[str]:
+        with self.unit_of_work() as uow:
+            return uow.events.stream_marks(stream_type, every)
 
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         with self.unit_of_work() as uow:
@@ -273,13 +286,21 @@ class _MemoryEventLog(EventLog):
     def read_stream_records(self, stream_id: str) -> list[EventRecord]:
         return [_record(e) for e in self._state.streams.get(stream_id, [])]
 
-    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
-        ids = sorted(
+    def read_streams(
+        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
+    ) -> list[list[EventRecord]]:
+        ids = [
             stream_id
-            for stream_id, stream in self._state.streams.items()
-            if stream and stream[0].stream_type == stream_type and (after_stream_id is None or stream_id > after_stream_id)
-        )
+            for stream_id in self._stream_ids(stream_type)
+            if (after_stream_id is None or stream_id > after_stream_id) and (upto_stream_id is None or stream_id <= upto_stream_id)
+        ]
         return [self.read_stream_records(stream_id) for stream_id in ids[:limit]]
+
+    def stream_marks(self, stream_type: str, every: int) -> list[str]:
+        return self._stream_ids(stream_type)[every - 1 :: every]
+
+    def _stream_ids(self, stream_type: str) -> list[str]:
+        return sorted(stream_id for stream_id, stream in self._state.streams.items() if stream and stream[0].stream_type == stream_type)
 
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         return {i for i in stream_ids if self._state.streams.get(i)}
@@ -411,11 +432,15 @@ class _SqlEventLog(EventLog):
         query = _RECORD_QUERY.where(events_table.c.stream_id == stream_id).order_by(events_table.c.version)
         return [EventRecord._make(row) for row in self._connection.execute(query)]
 
-    def read_streams(self, stream_type: str, after_stream_id: str | None, limit: int) -> list[list[EventRecord]]:
+    def read_streams(
+        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
+    ) -> list[list[EventRecord]]:
         of_type = events_table.c.stream_type == stream_type
         ids = select(events_table.c.stream_id).where(of_type).distinct().order_by(events_table.c.stream_id).limit(limit)
         if after_stream_id is not None:
             ids = ids.where(events_table.c.stream_id > after_stream_id)
+        if upto_stream_id is not None:
+            ids = ids.where(events_table.c.stream_id <= upto_stream_id)
         found = list(self._connection.execute(ids).scalars())
         if not found:
             return []
@@ -432,6 +457,13 @@ class _SqlEventLog(EventLog):
                 current = record.stream_id
             streams[-1].append(record)
         return streams
+
+    def stream_marks(self, stream_type: str, every: int) -> list[str]:
+        # One pass over the (stream_id, version) index: only every `every`-th id leaves the database.
+        ids = select(events_table.c.stream_id).where(events_table.c.stream_type == stream_type).distinct().subquery()
+        numbered = select(ids.c.stream_id, func.row_number().over(order_by=ids.c.stream_id).label("n")).subquery()
+        query = select(numbered.c.stream_id).where(numbered.c.n % every == 0).order_by(numbered.c.stream_id)
+        return list(self._connection.execute(query).scalars())
 
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         query = select(events_table.c.stream_id).where(events_table.c.stream_id.in_(list(stream_ids))).distinct()

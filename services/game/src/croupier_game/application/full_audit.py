@@ -13,7 +13,9 @@ of its entries), projection rows whose stream is gone, and rounds the wallet hol
 does not (settled or refunded money for a round the log lacks: its stream was deleted).
 
 `run_audit` is what both the operator's `croupier audit` (straight on the stores) and the
-AuditService's AuditAll (over the services) run.
+AuditService's AuditAll (over the services) run. `croupier audit --jobs N` splits the log at page
+boundaries (`audit_shares`) and runs `run_audit` over each share in its own process without the
+ledger part (`whole=False`), then `check_whole_ledger` once: the same pages, so the same findings.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class AuditProgress:
     done: bool = False
     seconds: float = 0.0
     ledger: LedgerCheck | None = None  # on the last step
+    held: int = 0  # rounds checked so far that the wallet holds transactions for
 
 
 @dataclass
@@ -72,6 +75,7 @@ class _Page:
     streams: list[list[EventRecord]]
     projection: dict[str, RoundRow]
     orphans: list[RoundRow]  # projection rows of the page's id range without a stream
+    last: bool  # the share's last page (its projection sweep went to the share's end)
 
 
 async def _threaded(work: Callable[..., T], *args: Any) -> T:
@@ -108,20 +112,23 @@ async def check_one(
 
 
 async def run_audit(
-    store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, *, page: int = DEFAULT_PAGE, threaded: bool = True
-) -> AsyncIterator[AuditProgress]:
+    store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, *, page: int = DEFAULT_PAGE, threaded: bool = True,
+    after: str | None = None, until: str | None = None, whole: bool = True,
+) -> AsyncIterator[AuditProgress]:  # fmt: skip
     """Yields after each page (the violations found in it) and once more at the end (done, the ledger).
     `threaded`: the store reads and the checks run in worker threads, so that a server's event loop keeps
-    serving meanwhile; a command of its own runs them inline."""
+    serving meanwhile; a command of its own runs them inline.
+    One share of an audit split over processes (`audit_shares`): only the streams whose ids sort in
+    (`after`, `until`] (None: unbounded), and with `whole=False` neither the count nor the ledger as a whole,
+    which the caller checks once for all the shares (`check_whole_ledger`, with the shares' `held` added up)."""
     run: Runner = _threaded if threaded else _inline
     started = time.perf_counter()
-    total = await run(_in_uow, store, lambda uow: uow.rounds.count())
+    total = await run(_in_uow, store, lambda uow: uow.rounds.count()) if whole else 0
     rounds = events = notes = 0
     held_by_wallet = 0  # audited rounds the wallet holds transactions for
-    after: str | None = None
     while True:
-        last = after
-        current = await run(_in_uow, store, lambda uow: _read_page(uow, last, page))
+        start = after
+        current = await run(_in_uow, store, lambda uow: _read_page(uow, start, page, until))
         step = AuditProgress(total=total, violations=[
             Violation(row.round_id, None, f"the round projection holds the round at v{row.version} ({row.phase}), "
                                           "but the log has no stream for it")
@@ -142,26 +149,50 @@ async def run_audit(
             rounds += len(checks)
             events += sum(len(s) for s in current.streams)
             notes += step.notes
-        if len(current.streams) < page:  # the last page (its projection sweep went to the end)
+        step.rounds, step.events, step.notes, step.held = rounds, events, notes, held_by_wallet
+        if current.last:
             break
-        step.rounds, step.events, step.seconds = rounds, events, time.perf_counter() - started
+        step.seconds = time.perf_counter() - started
         yield step
         after = current.streams[-1][0].stream_id
 
-    # The ledger as a whole, and the rounds it holds that the log does not.
     final = step
+    if whole:
+        final.ledger, found = await check_whole_ledger(store, ledger, held=held_by_wallet, page=page, threaded=threaded)
+        final.violations += found
+    final.done = True
+    final.seconds = time.perf_counter() - started
+    yield final
+
+
+async def check_whole_ledger(
+    store: GameStore, ledger: LedgerArchive, *, held: int, page: int = DEFAULT_PAGE, threaded: bool = True
+) -> tuple[LedgerCheck | None, list[Violation]]:
+    """The ledger as a whole (None: it could not be checked), and the rounds it holds that the log does not;
+    `held`: how many of the audited rounds the wallet holds transactions for (only when the ledger holds
+    more is the log searched for the rest)."""
     try:
         checked = await ledger.check_ledger()
     except Exception as exc:  # noqa: BLE001 - reported as a violation, never a stack trace
-        final.violations.append(Violation(None, None, f"the wallet's ledger could not be checked ({exc})"))
-    else:
-        final.ledger = checked
-        final.violations += [Violation(None, None, f"ledger: {problem}") for problem in checked.problems]
-        if checked.rounds > held_by_wallet:
-            final.violations += [v async for v in _rounds_missing_from_log(store, ledger, page, run)]
-    final.rounds, final.events, final.notes, final.done = rounds, events, notes, True
-    final.seconds = time.perf_counter() - started
-    yield final
+        return None, [Violation(None, None, f"the wallet's ledger could not be checked ({exc})")]
+    violations = [Violation(None, None, f"ledger: {problem}") for problem in checked.problems]
+    if checked.rounds > held:
+        run: Runner = _threaded if threaded else _inline
+        violations += [v async for v in _rounds_missing_from_log(store, ledger, page, run)]
+    return checked, violations
+
+
+def audit_shares(store: GameStore, page: int = DEFAULT_PAGE) -> tuple[int, list[tuple[str | None, str | None]]]:
+    """The rounds to check (the progress bar's length) and the log cut at every `page`-th stream id into
+    (after, until] shares for `run_audit`, one page each: each share is then read as the one whole audit
+    reads that page, so the shares' steps in this order are the whole audit's. The last share is open-ended
+    (the projection's rows after the last stream, and streams appended meanwhile)."""
+
+    def read(uow: GameUnitOfWork) -> tuple[int, list[str]]:
+        return uow.rounds.count(), uow.events.stream_marks(STREAM_TYPE, page)
+
+    total, marks = _in_uow(store, read)
+    return total, list(zip([None, *marks], [*marks, None]))
 
 
 def _in_uow(store: GameStore, work: Any) -> Any:
@@ -169,12 +200,13 @@ def _in_uow(store: GameStore, work: Any) -> Any:
         return work(uow)
 
 
-def _read_page(uow: GameUnitOfWork, after: str | None, limit: int) -> _Page:
-    streams = uow.events.read_streams(STREAM_TYPE, after, limit)
-    upto = streams[-1][0].stream_id if len(streams) == limit else None  # the last page sweeps the rest
+def _read_page(uow: GameUnitOfWork, after: str | None, limit: int, until: str | None) -> _Page:
+    streams = uow.events.read_streams(STREAM_TYPE, after, limit, until)
+    last = len(streams) < limit or (until is not None and streams[-1][0].stream_id == until)
+    upto = until if last else streams[-1][0].stream_id  # the last page sweeps the rest of the share
     rows = uow.rounds.in_range(after, upto)
     have = {s[0].stream_id for s in streams}
-    return _Page(streams, {r.round_id: r for r in rows}, [r for r in rows if r.round_id not in have])
+    return _Page(streams, {r.round_id: r for r in rows}, [r for r in rows if r.round_id not in have], last)
 
 
 def _open_checks(page: _Page) -> list[RoundCheck]:
