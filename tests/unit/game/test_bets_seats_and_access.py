@@ -187,3 +187,27 @@ def test_deal_and_decide_retried_after_a_lost_reply_return_the_round(game: Game)
     assert game.wallet.available("alice") == 1_000_000 - 1000  # the raise was reserved once
     with pytest.raises(RuleError):  # another choice at that version is not a retry
         game.run(game.tables.decide(ALICE, placed.round_id, "surrender", "", dealt.version))
+
+
+def test_a_service_failing_after_the_stakes_were_reserved_voids_the_round_and_the_seat_moves_on(game: Game) -> None:
+    from croupier_platform.errors import Unavailable
+
+    seat = game.seat("casino-war-usd")
+    first = game.run(game.tables.seat_status(ALICE, seat)).next_round_id
+    cut = game.dealer.cut_shoe
+
+    async def unreachable(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise Unavailable("the dealer service is unavailable")
+
+    game.dealer.cut_shoe = unreachable  # type: ignore[method-assign]
+    with pytest.raises(Unavailable, match="was voided and its stakes are returned"):
+        game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    game.pump()
+    assert game.run(game.tables.get_round(ALICE, first)).phase == "voided"
+    assert game.wallet.available("alice") == 1_000_000
+    replay = game.run(game.audit.replay_round(OPERATOR, first))  # a round voided before any shoe audits clean
+    assert replay.ok and replay.notes == ["voided before a shoe was committed: no cards to check"], replay.disagreements
+    # The seat has a new next round: another bet, of another amount, goes through.
+    game.dealer.cut_shoe = cut  # type: ignore[method-assign]
+    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 1000}, "key-2", ""))
+    assert view.round_id != first and view.phase == "dealing"

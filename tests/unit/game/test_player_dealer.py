@@ -164,3 +164,22 @@ def test_a_player_who_leaves_and_comes_back_is_paired_with_the_same_waiting_deal
     player_seat = sit_player(game)
     assert status(game, ALICE, player_seat).opponent_nickname == "Bobby"
     assert status(game, BOB, dealer_seat).opponent_seat_id == player_seat
+
+
+def test_a_dealer_who_can_no_longer_cover_voids_the_round_and_the_next_bet_fits(game: Game) -> None:
+    sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    real_cap = game.tables._checks.bet_cap  # the cap read before the dealer's balance fell (a race)
+
+    async def stale_cap(*args):  # noqa: ANN002, ANN202
+        return 35_000
+
+    game.tables._checks.bet_cap = stale_cap  # type: ignore[method-assign]
+    game.wallet.balances[("bob", "USD")] = 5_000
+    with pytest.raises(FailedPrecondition, match="can no longer cover this bet"):
+        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", ""))
+    game.pump()
+    assert game.wallet.available("alice") == 1_000_000
+    game.tables._checks.bet_cap = real_cap  # type: ignore[method-assign]
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2_500}, "k2", ""))
+    assert view.phase == "dealing"

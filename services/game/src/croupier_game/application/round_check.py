@@ -241,7 +241,12 @@ class RoundCheck:
         # 3. The shoe: revealed, matching its commitment, a proper shoe, the cut recomputed.
         cut: tuple[tuple[str, ...], int] | None = None
         if self.shoe is None:
-            self.say(None, "the stream has no ShoeCommitted event: the cards cannot be checked")
+            kinds = {type(e).__name__ for _, e in self.rules}
+            if "RoundVoided" in kinds and "CardsDealt" not in kinds:
+                # PlaceBets whose shuffler or dealer failed after the stakes were reserved: voided at once.
+                replay.notes.append("voided before a shoe was committed: no cards to check")
+            else:
+                self.say(None, "the stream has no ShoeCommitted event: the cards cannot be checked")
         else:
             if shoe_problem:
                 replay.notes.append(shoe_problem)

@@ -279,8 +279,18 @@ class TableUseCases:
                 )  # fmt: skip
             except StakesRefused as exc:  # the dealer's balance fell meanwhile: the round is voided below
                 not_covered = f"the dealer can no longer cover this bet ({exc})"
-        shoe = await self._book.shuffler.new_shoe(entry.config.decks, round_id)
-        offset = await self._dealer.cut_shoe(shoe.shoe_id, round_id, shoe.commitment, cut_seed)
+        # Money is reserved from here on: should the shuffler or the dealer fail now, the round is
+        # opened and voided at once (below), so the wallet releases it and the seat moves on.
+        unreachable: ServiceError | None = None
+        committed: ShoeCommitted | None = None
+        try:
+            shoe = await self._book.shuffler.new_shoe(entry.config.decks, round_id)
+            offset = await self._dealer.cut_shoe(shoe.shoe_id, round_id, shoe.commitment, cut_seed)
+            committed = ShoeCommitted(
+                shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size, cut_seed=cut_seed, cut_offset=offset
+            )
+        except ServiceError as exc:
+            unreachable = exc
         at = self._book.now()
         opened = RoundOpened(
             round_id=round_id, table_id=entry.table_id, seat_id=seat.seat_id, player_id=actor.subject,
@@ -288,23 +298,21 @@ class TableUseCases:
             balance_before=reservation.available_before,
             dealer_player_id=dealer.player_id if dealer else None, dealer_seat_id=dealer.seat_id if dealer else None,
         )  # fmt: skip
-        committed = ShoeCommitted(
-            shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size, cut_seed=cut_seed, cut_offset=offset
-        )
         new_events = [
             new_event(ROUND_OPENED, opened.model_dump(mode="json"), at, round_id),
             rules_event(placed, at, round_id),
-            new_event(SHOE_COMMITTED, committed.model_dump(mode="json"), at, round_id),
         ]
+        if committed is not None:
+            new_events.append(new_event(SHOE_COMMITTED, committed.model_dump(mode="json"), at, round_id))
 
         def append(uow: GameUnitOfWork) -> tuple[Round, str | None]:
-            # A concurrent retry of the same key opened the round meanwhile: the round id follows from
-            # the key, so the append at version 0 below raises ConcurrencyConflict and the retry reads it.
+            # A concurrent call for the same seat opened the round meanwhile: both took the seat's next
+            # round id, so the append at version 0 below raises ConcurrencyConflict and the retry reads it.
             current = uow.seats.get(seat.seat_id)
             busy = open_round(uow, current) if current is not None else None
             # The seat changed while the stakes were reserved: open the round and void it at once,
             # so the wallet releases the stakes through the same events as any void.
-            refused = not_covered
+            refused = not_covered or (f"the round could not start ({unreachable})" if unreachable else None)
             events = list(new_events)
             if current is None or current.player_id != actor.subject:
                 refused = f"seat {seat.seat_id} was left while the bets were placed"
@@ -320,8 +328,10 @@ class TableUseCases:
                 RoundRow(round_id=round_id, player_id=actor.subject, table_id=entry.table_id, seat_id=seat.seat_id,
                          phase=round_.state.phase, version=round_.version)
             )  # fmt: skip
+            if current is not None and current.next_round_id == round_id:  # the seat's next round is used up
+                uow.seats.update(replace(current, next_round_id=new_round_id(),
+                                         last_round_id=round_id if refused is None else current.last_round_id))  # fmt: skip
             if refused is None:
-                uow.seats.update(replace(current, last_round_id=round_id, next_round_id=new_round_id()))
                 # The dealer's confirmation is used up; a dealer who left after confirming: the round goes on.
                 if dealer is not None and (dealing := uow.seats.get(dealer.seat_id)) is not None:
                     uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
@@ -331,6 +341,8 @@ class TableUseCases:
         self._book.remember(round_)
         self._book.committed()
         await self._commit_next_shoe(seat.seat_id)
+        if unreachable is not None:
+            raise type(unreachable)(f"{refused}; round {round_id} was voided and its stakes are returned: place the bets again")
         if refused is not None:
             raise FailedPrecondition(f"{refused}; round {round_id} was voided and its stakes are returned")
         return await self._book.view(actor, round_)
