@@ -10,7 +10,7 @@ in one transaction with its tracking row, so a redelivered event changes nothing
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from sqlalchemy import Connection, insert, select, update
@@ -47,15 +47,18 @@ def commission_due(envelope: EventEnvelope) -> int | None:
     return int(envelope.payload.get("commission") or 0)
 
 
-def _status(connection: Connection, player_id: str, currency: str) -> DealerStatus:
+def _row(connection: Connection, player_id: str, currency: str) -> DealerStatus | None:
     query = select(dealer_points).where(dealer_points.c.player_id == player_id, dealer_points.c.currency == currency)
     row = connection.execute(query).mappings().first()
-    if row is None:
-        connection.execute(
-            insert(dealer_points).values(player_id=player_id, currency=currency, points=0, last_commission=0, commission_total=0)
-        )
-        return DealerStatus(player_id, currency)
-    return DealerStatus(**row)
+    return DealerStatus(**row) if row else None
+
+
+def _status(connection: Connection, player_id: str, currency: str) -> DealerStatus:
+    """The player's row, created (at zero) on first use."""
+    if (status := _row(connection, player_id, currency)) is not None:
+        return status
+    connection.execute(insert(dealer_points).values(**vars(DealerStatus(player_id, currency))))
+    return DealerStatus(player_id, currency)
 
 
 def _save(connection: Connection, status: DealerStatus) -> None:
@@ -92,13 +95,14 @@ def _settled(connection: Connection, row, payload: dict, commission: int) -> Non
     staked = sum(result["stake"] for result in payload["results"].values())
     player = _status(connection, row["player_id"], row["currency"])
     gained = points_for_bet(staked)
-    _save(connection, DealerStatus(player.player_id, player.currency, player.points + gained, player.last_commission, player.commission_total))
+    _save(connection, replace(player, points=player.points + gained))
     lost = 0
     if row["dealer_id"]:
         dealer = _status(connection, row["dealer_id"], row["currency"])
         remaining = after_dealing(dealer.points, staked)
         lost = dealer.points - remaining
-        _save(connection, DealerStatus(dealer.player_id, dealer.currency, remaining, commission, dealer.commission_total + commission))
+        _save(connection, replace(dealer, points=remaining, last_commission=commission,
+                                  commission_total=dealer.commission_total + commission))  # fmt: skip
     connection.execute(
         update(p2p_rounds).where(p2p_rounds.c.round_id == row["round_id"]).values(
             settled=True, staked=staked, commission=commission, player_points_delta=gained, dealer_points_delta=-lost
@@ -110,16 +114,13 @@ def _voided(connection: Connection, row) -> None:  # noqa: ANN001
     """A void after the settlement takes back its points and commission (the wallet reverses the money)."""
     if row["settled"]:
         player = _status(connection, row["player_id"], row["currency"])
-        _save(connection, DealerStatus(player.player_id, player.currency, max(0, player.points - row["player_points_delta"]),
-                                       player.last_commission, player.commission_total))  # fmt: skip
+        _save(connection, replace(player, points=max(0, player.points - row["player_points_delta"])))
         if row["dealer_id"]:
             dealer = _status(connection, row["dealer_id"], row["currency"])
-            _save(connection, DealerStatus(dealer.player_id, dealer.currency, dealer.points - row["dealer_points_delta"],
-                                           0, dealer.commission_total - row["commission"]))  # fmt: skip
+            _save(connection, replace(dealer, points=dealer.points - row["dealer_points_delta"], last_commission=0,
+                                      commission_total=dealer.commission_total - row["commission"]))  # fmt: skip
     connection.execute(update(p2p_rounds).where(p2p_rounds.c.round_id == row["round_id"]).values(voided=True))
 
 
 def dealer_status(connection: Connection, player_id: str, currency: str) -> DealerStatus:
-    query = select(dealer_points).where(dealer_points.c.player_id == player_id, dealer_points.c.currency == currency)
-    row = connection.execute(query).mappings().first()
-    return DealerStatus(**row) if row else DealerStatus(player_id, currency)
+    return _row(connection, player_id, currency) or DealerStatus(player_id, currency)

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from croupier_platform.errors import FailedPrecondition, InvalidArgument
 from croupier_rules.games.war_p2p import largest_covered_ante
@@ -83,12 +83,6 @@ def dealt_by_player(config: TableConfig) -> WarP2PTable:
     return config.model_copy(update={"dealer": "player"})
 
 
-@dataclass(frozen=True)
-class Eligibility:
-    points: int
-    available: int
-
-
 class DealerChecks:
     """What sitting and betting against a player-dealer need from the commission service and the wallet."""
 
@@ -96,7 +90,8 @@ class DealerChecks:
         self._stakes = stakes
         self._points = points
 
-    async def eligible(self, player_id: str, entry: TableEntry) -> Eligibility:
+    async def eligible(self, player_id: str, entry: TableEntry) -> None:
+        """Refuses (FailedPrecondition, naming what is missing) a player who may not deal at this table."""
         table = entry.config
         assert isinstance(table, WarP2PTable)
         points, _ = await self._points.dealer_status(player_id, entry.currency)
@@ -111,7 +106,6 @@ class DealerChecks:
                 f"to deal at a type {table.table_type} table you need {' and '.join(missing)}; "
                 "dealer points come from betting as a player at war-p2p tables, one per whole unit"
             )
-        return Eligibility(points, available)
 
     async def bet_cap(self, dealer_id: str, config: TableConfig, currency: str) -> int:
         """The largest ante this dealer covers now."""
@@ -120,6 +114,3 @@ class DealerChecks:
 
     async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
         return await self._points.dealer_status(player_id, currency)
-
-    async def available(self, player_id: str, currency: str) -> int:
-        return await self._stakes.available_balance(player_id, currency)

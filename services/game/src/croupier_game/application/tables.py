@@ -113,7 +113,7 @@ class TableUseCases:
             if seat is not None:
                 if seat.role != role:
                     raise FailedPrecondition(f"you already sit at {table_id} as {seat.role}; leave that seat first (LeaveTable)")
-                return seat
+                return self._with_next_round(uow, seat)
             seat = Seat(
                 seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
                 nickname=nickname or actor.subject, auto_confirm=auto_confirm and role == DEALER, joined_at=at,
@@ -126,7 +126,7 @@ class TableUseCases:
             seat = await self._book.in_transaction(work)
         except DuplicateRow:  # a concurrent join of the same player took the seat first
             seat = await self._book.in_transaction(work)
-        await self._commit_next_shoe(seat.seat_id)
+        await self._commit_next_shoe(seat)
         return seat, entry
 
     async def leave_table(self, actor: Identity, seat_id: str) -> None:
@@ -194,7 +194,7 @@ class TableUseCases:
             last_round_id=seat.last_round_id or "", last_round_phase=last.state.phase if last else "",
             last_round_result=result, last_round_commission=round_commission or 0,
             dealer_points=points, commission_paid_last_round=last_commission if seat.role == DEALER else 0,
-            currency=entry.currency, balance=await self._checks.available(actor.subject, entry.currency),
+            currency=entry.currency, balance=await self._stakes.available_balance(actor.subject, entry.currency),
             max_ante=max_ante, auto_confirm=seat.auto_confirm,
             next_round_id=seat.next_round_id, next_commitment=next_commitment,
             confirmed=seat.auto_confirm or seat.confirmed or bool(partner and (partner.auto_confirm or partner.confirmed)),
@@ -305,7 +305,7 @@ class TableUseCases:
         if committed is not None:
             new_events.append(new_event(SHOE_COMMITTED, committed.model_dump(mode="json"), at, round_id))
 
-        def append(uow: GameUnitOfWork) -> tuple[Round, str | None]:
+        def append(uow: GameUnitOfWork) -> tuple[Round, str | None, Seat | None]:
             # A concurrent call for the same seat opened the round meanwhile: both took the seat's next
             # round id, so the append at version 0 below raises ConcurrencyConflict and the retry reads it.
             current = uow.seats.get(seat.seat_id)
@@ -329,18 +329,20 @@ class TableUseCases:
                          phase=round_.state.phase, version=round_.version)
             )  # fmt: skip
             if current is not None and current.next_round_id == round_id:  # the seat's next round is used up
-                uow.seats.update(replace(current, next_round_id=new_round_id(),
-                                         last_round_id=round_id if refused is None else current.last_round_id))  # fmt: skip
+                current = replace(current, next_round_id=new_round_id(),
+                                  last_round_id=round_id if refused is None else current.last_round_id)  # fmt: skip
+                uow.seats.update(current)
             if refused is None:
                 # The dealer's confirmation is used up; a dealer who left after confirming: the round goes on.
                 if dealer is not None and (dealing := uow.seats.get(dealer.seat_id)) is not None:
                     uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
-            return round_, refused
+            return round_, refused, current
 
-        round_, refused = await self._book.in_transaction(append)
+        round_, refused, seat_now = await self._book.in_transaction(append)
         self._book.remember(round_)
         self._book.committed()
-        await self._commit_next_shoe(seat.seat_id)
+        if seat_now is not None:
+            await self._commit_next_shoe(seat_now)
         if unreachable is not None:
             raise type(unreachable)(f"{refused}; round {round_id} was voided and its stakes are returned: place the bets again")
         if refused is not None:
@@ -476,20 +478,15 @@ class TableUseCases:
         """The committed shoe of the seat's next round (drawn now if it was not yet: idempotent per round id)."""
         return await self._book.shuffler.new_shoe(self._catalogue.get(seat.table_id).config.decks, seat.next_round_id)
 
-    async def _commit_next_shoe(self, seat_id: str) -> None:
+    async def _commit_next_shoe(self, seat: Seat) -> None:
         """Draw the next round's shoe at once, so its commitment is there before the player bets; should
         the shuffler be away, GetSeatStatus or PlaceBets draws it later (the same shoe either way)."""
-
-        def read(uow: GameUnitOfWork) -> Seat | None:
-            seat = uow.seats.get(seat_id)
-            return self._with_next_round(uow, seat) if seat is not None and seat.role == PLAYER else None
-
-        if (seat := await self._book.in_transaction(read)) is None:
+        if seat.role != PLAYER or not seat.next_round_id:
             return
         try:
             await self._next_shoe(seat)
         except ServiceError as exc:
-            logger.warning("seat %s: the next round's shoe is not committed yet (%s)", seat_id, exc)
+            logger.warning("seat %s: the next round's shoe is not committed yet (%s)", seat.seat_id, exc)
 
     @staticmethod
     def _own_seat(uow: GameUnitOfWork, actor: Identity, seat_id: str) -> Seat:

@@ -190,7 +190,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         player_id, views = await asyncio.to_thread(self._app.round_transactions, request.round_id)
         return internal_pb2.ListRoundTransactionsResponse(player_id=player_id, transactions=[_transaction(v) for v in views])
 
-
     @handles_errors
     @translated
     async def ReserveDealerCover(self, request: internal_pb2.ReserveDealerCoverRequest, context: grpc.aio.ServicerContext):
