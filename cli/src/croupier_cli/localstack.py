@@ -81,8 +81,12 @@ class ServiceProcesses:
     processes: dict[str, list[subprocess.Popen]] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, workdir: Path, replicas: dict[str, int] | None = None) -> ServiceProcesses:
-        infra = infra_env()
+    def start(
+        cls, workdir: Path, replicas: dict[str, int] | None = None, infra: dict[str, str] | None = None
+    ) -> ServiceProcesses:
+        """`infra`: KAFKA_BOOTSTRAP_SERVERS and DATABASE_URL of servers of the caller's own (a chaos
+        test kills them); by default those scripts/infra.sh started."""
+        infra = infra or infra_env()
         name = f"croupier_e2e_{secrets.token_hex(4)}"
         url = create_database(infra["DATABASE_URL"], name)
         secret = secrets.token_bytes(32)

@@ -1,0 +1,283 @@
+"""Hostile clients against a real embedded server: requests generated from the proto descriptors
+for every RPC it serves (public and internal) under every kind of credential, concurrency storms on
+every decision of every game, and random play — then the books must be clean.
+
+What must hold: no INTERNAL or UNKNOWN status and no hang (DEADLINE_EXCEEDED) for anything a
+client can send; status messages stay short whatever the input; afterwards the ledger sums to
+zero, the audit is clean, and each player's reserved money equals the stakes of their open rounds.
+The sizes are bounded for `make test`; HOSTILE_EXAMPLES raises the generated-request count.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+
+import grpc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from croupier.v1 import audit_pb2, internal_pb2, table_pb2, wallet_pb2
+from croupier_platform.auth import TokenAuthority
+from tests.proto_strategies import Pools, message_strategy, rpcs_of
+
+from .conftest import Casino, Player, start_embedded
+from .test_audit import audit_json, run_cli
+
+pytestmark = pytest.mark.e2e
+
+NEVER = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EXCEEDED}
+CALL_TIMEOUT_S = 20
+MAX_DETAILS = 2048  # a status message is for a person: it never carries a request back whole
+OPEN_PHASES = ("betting", "dealing", "deciding")
+# Valid identities more often than forged ones, so most requests get past authentication.
+WEIGHTED_CREDENTIALS = ("mallory", "mallory", "mallory", "trudy", "trudy", "operator", "operator", "none", "garbage",
+                        "basic", "expired", "other-secret", "two-headers", "huge")  # fmt: skip
+EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "300"))
+
+RPCS = rpcs_of([
+    *table_pb2.DESCRIPTOR.services_by_name.values(), *wallet_pb2.DESCRIPTOR.services_by_name.values(),
+    *audit_pb2.DESCRIPTOR.services_by_name.values(), *internal_pb2.DESCRIPTOR.services_by_name.values(),
+])  # fmt: skip
+
+
+def _status(call) -> tuple[grpc.StatusCode, str]:  # noqa: ANN001
+    try:
+        call()
+    except grpc.RpcError as error:
+        return error.code(), error.details() or ""
+    return grpc.StatusCode.OK, ""
+
+
+def _assert_fine(code: grpc.StatusCode, details: str, what: str) -> None:
+    assert code not in NEVER, f"{what} answered {code.name}: {details[:300]}"
+    assert len(details) <= MAX_DETAILS, f"{what} answered a {len(details)}-character message"
+
+
+@pytest.fixture(scope="module")
+def casino(tmp_path_factory):
+    casino = start_embedded(tmp_path_factory.mktemp("hostile"))
+    yield casino
+    casino.close()
+
+
+@pytest.fixture(scope="module")
+def tables(casino: Casino) -> list[table_pb2.TableInfo]:
+    someone = casino.player()
+    return [t for t in someone.call(someone.tables.ListTables, table_pb2.ListTablesRequest()).tables if t.currency == "PLAY"]
+
+
+def _credentials(casino: Casino, mallory: Player, trudy: Player, operator: Player) -> dict[str, tuple]:
+    now = int(time.time())
+    stranger = TokenAuthority("a-secret-that-is-not-the-servers-0123456789")
+    return {
+        "mallory": mallory._meta(),
+        "trudy": trudy._meta(),
+        "operator": operator._meta(),
+        "none": (),
+        "garbage": (("authorization", "Bearer not.a.token"),),
+        "basic": (("authorization", "Basic bWFsbG9yeTpwYXNz"),),
+        "expired": (("authorization", f"Bearer {casino.authority.mint('mallory', 'player', now - 7200, 60)}"),),
+        "other-secret": (("authorization", f"Bearer {stranger.mint('mallory', 'operator', now, 600)}"),),
+        "two-headers": (*trudy._meta(), *operator._meta()),
+        "huge": (("authorization", "Bearer " + "A" * 6000),),
+    }
+
+
+def _smallest_bet(table: table_pb2.TableInfo, times: int = 1) -> dict[str, int]:
+    """The table's first bet (the ante, or Dueling's player bet) at `times` its minimum."""
+    name = table.bets[0]
+    return {name: min(table.limits[name].min * times, table.limits[name].max)}
+
+
+def _seen(pools: Pools, view) -> None:  # noqa: ANN001 - a RoundView
+    pools.add("round_id", view.round_id)
+    pools.add("seat_id", view.seat_id)
+    pools.add("shoe_id", view.shoe_id)
+
+
+@pytest.fixture(scope="module")
+def session(casino: Casino, tables) -> tuple[Pools, dict[str, tuple], list[Player]]:
+    """Two fuzzing players who each played a round at every table, and the values they saw."""
+    mallory, trudy = casino.player("mallory"), casino.player("trudy")
+    operator = casino.player("fuzz-operator", role="operator")
+    pools = Pools()
+    pools.add("currency", "PLAY", "EUR", "USD", "play", "XXX")
+    pools.add("player_id", mallory.name, trudy.name, "nobody")
+    pools.add("choice", "war", "surrender", "raise", "call", "fold", "battle", "duel", "")
+    pools.add("bet", "ante", "tie", "call", "aa_bonus", "player", "dealer", "")
+    pools.add("role", "player", "dealer", "operator", "house")
+    pools.add("game", *{t.game for t in tables})
+    for player in (mallory, trudy):
+        player.top_up(5_000_000)
+        for table in tables:
+            pools.add("table_id", table.table_id)
+            pools.add("key", *table.bets)  # map keys of PlaceBets.bets
+            if table.dealer == "player":
+                continue
+            seat = player.seat(table.table_id)
+            pools.add("seat_id", seat)
+            view = player.place(seat, _smallest_bet(table))
+            _seen(pools, view)
+            pools.add("idempotency_key", str(uuid.uuid4()))
+    return pools, _credentials(casino, mallory, trudy, operator), [mallory, trudy]
+
+
+def test_generated_requests_to_every_rpc_never_answer_internal_or_hang(casino: Casino, session) -> None:
+    pools, credentials, _ = session
+    codes: Counter[tuple[str, str]] = Counter()
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(data=st.data())
+    def call_anything(data: st.DataObject) -> None:
+        rpc = data.draw(st.sampled_from(RPCS), label="rpc")
+        who = data.draw(st.sampled_from(WEIGHTED_CREDENTIALS), label="credentials")
+        request = data.draw(
+            st.one_of(message_strategy(rpc.method.input_type, pools), st.binary(max_size=64)), label="request"
+        )
+        channel = casino.wallet_channel if rpc.service.endswith(("WalletService", "LedgerService")) else casino.channel
+        code, details = _status(lambda: rpc.call(channel, request, credentials[who], CALL_TIMEOUT_S))
+        codes[(rpc.method.name, code.name)] += 1
+        _assert_fine(code, details, f"{rpc.path} as {who}")
+
+    call_anything()
+    # The requests got somewhere: some calls succeeded, and not every refusal was authentication.
+    assert any(code == "OK" for _, code in codes), codes
+    assert sum(n for (_, code), n in codes.items() if code not in ("UNAUTHENTICATED", "PERMISSION_DENIED")) > EXAMPLES // 4
+
+
+def _finish(player: Player, view):  # noqa: ANN001
+    """Play a round to its end with the first choice offered."""
+    for _ in range(10):
+        if view.phase == "dealing":
+            view = player.deal(view.round_id)
+        elif view.phase == "deciding":
+            view = player.decide(view.round_id, view.options[0], view.pending_bets[0] if view.pending_bets else "")
+        else:
+            return view
+    raise AssertionError(f"round {view.round_id} did not finish: {view.phase}")
+
+
+def _storm(calls: list) -> list[tuple[grpc.StatusCode, str]]:
+    """All calls at once, released together."""
+    barrier = threading.Barrier(len(calls))
+    results: list[tuple[grpc.StatusCode, str]] = [(grpc.StatusCode.OK, "")] * len(calls)
+
+    def run(index: int, call) -> None:  # noqa: ANN001
+        barrier.wait()
+        results[index] = _status(call)
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=CALL_TIMEOUT_S * 2)
+    assert not any(thread.is_alive() for thread in threads), "a storm call hung"
+    return results
+
+
+STORM_ROUNDS = int(os.environ.get("HOSTILE_STORM_ROUNDS", "6"))
+
+
+def test_storms_on_every_decision_of_every_game_leave_no_money_behind(casino: Casino, tables) -> None:
+    rng = random.Random(7)
+    players = []
+    for table in tables:
+        if table.dealer == "player":
+            continue
+        player = casino.player()
+        player.top_up(2_000_000)
+        players.append(player)
+        seat = player.seat(table.table_id)
+        for _ in range(STORM_ROUNDS):
+            view = player.place(seat, _smallest_bet(table, rng.choice((1, 2))))
+            view = player.deal(view.round_id)
+            while view.phase == "deciding":
+                bet = view.pending_bets[0] if view.pending_bets else ""
+                calls = [
+                    (lambda c=choice: player.decide(view.round_id, c, bet)) for choice in view.options for _ in range(2)
+                ]
+                calls.append(lambda: player.call(player.tables.LeaveTable, table_pb2.LeaveTableRequest(seat_id=seat)))
+                for code, details in _storm(calls):
+                    _assert_fine(code, details, f"a decision storm at {table.table_id}")
+                view = player.get_round(view.round_id)
+            _finish(player, view)
+            # The seat may have been left by the storm's LeaveTable once the round was over.
+            seat = player.seat(table.table_id)
+    _assert_books_clean(casino, players)
+
+
+def test_random_concurrent_play_and_double_sends_keep_the_books(casino: Casino, tables) -> None:
+    playable = [t for t in tables if t.dealer != "player"]
+
+    def play(seed: int, player: Player) -> None:
+        rng = random.Random(seed)
+        for _ in range(8):
+            table = rng.choice(playable)
+            seat = player.seat(table.table_id)
+            key = str(uuid.uuid4())
+            bets = _smallest_bet(table, rng.choice((1, 1, 2, 5)))
+            placed = _storm([lambda: player.place(seat, bets, key), lambda: player.place(seat, bets, key)])
+            for code, details in placed:
+                _assert_fine(code, details, "a double PlaceBets")
+            view = player.get_round(player.place(seat, bets, key).round_id)
+            while view.phase in ("dealing", "deciding"):
+                if view.phase == "dealing":
+                    view = player.deal(view.round_id)
+                else:
+                    choice = rng.choice(list(view.options))
+                    view = player.decide(view.round_id, choice, view.pending_bets[0] if view.pending_bets else "")
+
+    players = [casino.player() for _ in range(4)]
+    for player in players:
+        player.top_up(2_000_000)
+    threads = [threading.Thread(target=play, args=(i, p)) for i, p in enumerate(players)]
+    errors: list[BaseException] = []
+    for thread in threads:
+        thread.run = (lambda f: lambda: _capture(f, errors))(thread.run)  # type: ignore[method-assign]
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors[0]
+    _assert_books_clean(casino, players)
+
+
+def _capture(run, errors: list[BaseException]) -> None:  # noqa: ANN001
+    try:
+        run()
+    except BaseException as error:  # noqa: BLE001 - reported by the test's thread
+        errors.append(error)
+
+
+def test_after_the_hostile_session_the_books_are_clean(casino: Casino, session) -> None:
+    """Runs after the generated requests (file order): whatever they did, nothing is left behind."""
+    _, _, fuzzers = session
+    _assert_books_clean(casino, fuzzers)
+
+
+def _reserved(player: Player) -> int:
+    balances = player.call(player.wallet.GetBalances, wallet_pb2.GetBalancesRequest()).balances
+    return sum(b.reserved for b in balances if b.currency == "PLAY")
+
+
+def _open_stakes(player: Player) -> int:
+    rounds = player.call(player.tables.ListRounds, table_pb2.ListRoundsRequest(limit=100)).rounds
+    return sum(r.total_staked for r in rounds if r.phase in OPEN_PHASES and r.currency == "PLAY")
+
+
+def _assert_books_clean(casino: Casino, players: list[Player]) -> None:
+    deadline = time.monotonic() + 20
+    while any(_reserved(p) != _open_stakes(p) for p in players) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for player in players:
+        assert _reserved(player) == _open_stakes(player), f"{player.name}: reserved money that no open round staked"
+    ledger = run_cli("ledger", "check", *casino.store_args)
+    assert ledger.returncode == 0, ledger.stdout + ledger.stderr
+    code, report = audit_json(*casino.store_args)
+    assert code == 0, report
