@@ -39,11 +39,29 @@ class Unavailable(ServiceError):
     status = grpc.StatusCode.UNAVAILABLE
 
 
+# Messages echo what the client sent; a status rides in HTTP/2 trailers, and a long one breaks the reply.
+MAX_STATUS_MESSAGE_CHARS = 512
+
+
 def status_for(error: Exception) -> tuple[grpc.StatusCode, str] | None:
     """The status and message for a known error; None for a bug (reported as INTERNAL, without details)."""
+    mapped = _status_for(error)
+    return None if mapped is None else (mapped[0], bounded(mapped[1]))
+
+
+def bounded(message: str, limit: int = MAX_STATUS_MESSAGE_CHARS) -> str:
+    """`message` cut to `limit` characters, saying how much was cut."""
+    if len(message) <= limit:
+        return message
+    cut = f"... ({len(message) - limit} more characters)"
+    return message[: limit - len(cut)] + cut
+
+
+def _status_for(error: Exception) -> tuple[grpc.StatusCode, str] | None:
     from croupier_rules.errors import InvalidInput, RuleError
 
     from .eventstore import ConcurrencyConflict
+    from .faults import transient_cause
 
     if isinstance(error, ServiceError):
         return error.status, str(error)
@@ -55,4 +73,7 @@ def status_for(error: Exception) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.ABORTED, f"the round changed meanwhile, try again ({error})"
     if isinstance(error, grpc.aio.AioRpcError):
         return error.code(), error.details() or error.code().name
+    if (cause := transient_cause(error)) is not None:
+        # An outage, never INTERNAL: UNAVAILABLE is the status a gRPC client's retry policy retries.
+        return grpc.StatusCode.UNAVAILABLE, f"{cause}; the call may be retried"
     return None

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -13,7 +14,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from .auth import Identity, TokenAuthority, reset_identity, set_identity
-from .errors import Unauthenticated, status_for
+from .errors import Unauthenticated, bounded, status_for
+from .logs import RateLimitedLog
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +23,10 @@ PUBLIC_METHOD_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Verifies the bearer token of every call but health and reflection; the identity rides a contextvar."""
+    """Verifies the bearer token of every call but health and reflection; the identity rides a contextvar.
+
+    A request that does not parse answers INVALID_ARGUMENT (after the token check), not UNKNOWN with
+    a traceback per call: the deserializer is wrapped to hand the failure to the handler."""
 
     def __init__(self, authority: TokenAuthority, clock: Callable[[], float] = time.time) -> None:
         self._authority = authority
@@ -29,43 +34,90 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming:
+            # Client-streaming calls: the API has none (reflection's are public); refused rather than served unauthenticated.
+            return handler if handler is None or _is_public(handler_call_details.method) else None
         method = handler_call_details.method
-        if handler is None or method.startswith(PUBLIC_METHOD_PREFIXES):
-            return handler
-        metadata = dict(handler_call_details.invocation_metadata or ())
+        public = _is_public(method)
+        metadata = tuple(handler_call_details.invocation_metadata or ())
         authority, clock = self._authority, self._clock
 
-        async def verified(context: grpc.aio.ServicerContext) -> Any:
-            header = metadata.get("authorization", "")
-            try:
-                if not header.lower().startswith("bearer "):
-                    raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)")
-                return authority.verify(header[7:].strip(), int(clock()))
-            except Unauthenticated as exc:
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        async def admitted(request: Any, context: grpc.aio.ServicerContext) -> Identity | None:
+            """The caller's identity (None on a public method) once the token and the request are good."""
+            identity = None
+            if not public:
+                try:
+                    identity = authority.verify(_bearer_token(metadata), int(clock()))
+                except Unauthenticated as exc:
+                    _refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
+                    await context.abort(grpc.StatusCode.UNAUTHENTICATED, bounded(str(exc)))
+            if isinstance(request, _Malformed):
+                _refusals.warning("malformed", "refused malformed requests, e.g. %s from %s: %s", method, context.peer(), request.error)
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bounded(f"the request is not a valid {request.expected} message ({request.error})"))
+            return identity
 
-        serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+        serializers = {
+            "request_deserializer": _tolerant(handler.request_deserializer),
+            "response_serializer": handler.response_serializer,
+        }
         if (inner := handler.unary_unary) is not None:
 
             async def authenticated(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                with _acting_as(await verified(context)):
+                with _acting_as(await admitted(request, context)):
                     return await inner(request, context)
 
             return grpc.unary_unary_rpc_method_handler(authenticated, **serializers)
-        if (inner_stream := handler.unary_stream) is not None:
 
-            async def authenticated_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                with _acting_as(await verified(context)):
-                    async for message in inner_stream(request, context):
-                        yield message
+        inner_stream = handler.unary_stream
 
-            return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
-        # Client-streaming calls: the API has none; refused rather than served unauthenticated.
+        async def authenticated_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            with _acting_as(await admitted(request, context)):
+                async for message in inner_stream(request, context):
+                    yield message
+
+        return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
+
+
+_refusals = RateLimitedLog(logger, interval_s=10.0)
+
+
+def _is_public(method: str) -> bool:
+    return method.startswith(PUBLIC_METHOD_PREFIXES)
+
+
+def _bearer_token(metadata: tuple[tuple[str, Any], ...]) -> str:
+    headers = [value for key, value in metadata if key == "authorization"]
+    if len(headers) > 1:
+        # Proxies and servers disagree on which of several wins: refuse rather than pick one.
+        raise Unauthenticated(f"{len(headers)} 'authorization' headers; send exactly one 'authorization: Bearer <token>'")
+    header = headers[0] if headers and isinstance(headers[0], str) else ""
+    if not header.lower().startswith("bearer "):
+        raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)")
+    return header[7:].strip()
+
+
+@dataclass(frozen=True)
+class _Malformed:
+    expected: str
+    error: str
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
         return None
+
+    def deserialize(raw: bytes) -> Any:
+        try:
+            return deserializer(raw)
+        except Exception as exc:  # noqa: BLE001 - any parse failure is the client's
+            expected = getattr(getattr(deserializer, "__self__", None), "DESCRIPTOR", None)
+            return _Malformed(expected.full_name if expected else "request", bounded(f"{type(exc).__name__}: {exc}", 200))
+
+    return deserialize
 
 
 @contextmanager
-def _acting_as(identity: Identity) -> Iterator[None]:
+def _acting_as(identity: Identity | None) -> Iterator[None]:
     token = set_identity(identity)
     try:
         yield
@@ -78,6 +130,8 @@ def _status_of(exc: Exception, where: str) -> tuple[grpc.StatusCode, str]:
     if mapped is None:
         logger.exception("unexpected error in %s", where)
         return grpc.StatusCode.INTERNAL, "internal error; the operation was not applied"
+    if mapped[0] == grpc.StatusCode.UNAVAILABLE:
+        _refusals.warning(f"unavailable {where}", "%s answered UNAVAILABLE: %s", where, mapped[1])
     return mapped
 
 
@@ -116,15 +170,30 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
     return wrapper
 
 
+# A health entry of its own, NOT_SERVING while this process's consumer groups have dead letters
+# not replayed: an operator's alert, not a probe's reason to restart a pod ("" is left as it is).
+DEAD_LETTERS_HEALTH = "croupier.deadletters"
+
+
 async def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.aio.HealthServicer:
-    """grpc.health.v1 (every service and "" SERVING) and reflection, so grpcurl and probes work."""
+    """grpc.health.v1 (every service, DEAD_LETTERS_HEALTH and "" SERVING) and reflection, so grpcurl and probes work."""
     names = list(service_names)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in [*names, ""]:
+    for name in [*names, DEAD_LETTERS_HEALTH, ""]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     return health_servicer
+
+
+def dead_letter_health(health_servicer: health.aio.HealthServicer) -> Callable[[bool], Awaitable[None]]:
+    """The `on_change` of a DeadLetterWatch: DEAD_LETTERS_HEALTH SERVING when clear, else NOT_SERVING."""
+
+    async def set_status(clear: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if clear else health_pb2.HealthCheckResponse.NOT_SERVING
+        await health_servicer.set(DEAD_LETTERS_HEALTH, status)
+
+    return set_status
 
 
 class BearerToken(grpc.AuthMetadataPlugin):

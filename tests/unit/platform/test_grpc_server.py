@@ -1,0 +1,154 @@
+"""The platform's gRPC edge on a real grpc.aio server on 127.0.0.1:0: the AuthInterceptor and the
+one error mapping (handles_errors), with a tiny servicer whose use case fails as told."""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import grpc
+import psycopg
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from croupier.v1 import wallet_pb2
+from croupier_platform.auth import TokenAuthority, current_identity
+from croupier_platform.errors import MAX_STATUS_MESSAGE_CHARS, NotFound
+from croupier_platform.grpc_server import AuthInterceptor, call_metadata, handles_errors
+
+SECRET = b"grpc-edge-tests-secret-0123456789abcdef"
+METHOD = "/test.Edge/GetBalances"
+
+
+class Servicer:
+    def __init__(self, use_case: Callable[[str], Any]) -> None:
+        self.use_case = use_case
+
+    @handles_errors
+    async def GetBalances(self, request: wallet_pb2.GetBalancesRequest, context: grpc.aio.ServicerContext) -> Any:
+        self.use_case(request.player_id)
+        return wallet_pb2.GetBalancesResponse()
+
+
+@asynccontextmanager
+async def edge(use_case: Callable[[str], Any] = lambda _: None) -> AsyncIterator[tuple[grpc.aio.Channel, str]]:
+    authority = TokenAuthority(SECRET)
+    servicer = Servicer(use_case)
+    handler = grpc.unary_unary_rpc_method_handler(
+        servicer.GetBalances,
+        request_deserializer=wallet_pb2.GetBalancesRequest.FromString,
+        response_serializer=wallet_pb2.GetBalancesResponse.SerializeToString,
+    )
+    server = grpc.aio.server(interceptors=[AuthInterceptor(authority)])
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Edge", {"GetBalances": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield channel, authority.mint("alice", "player", 1_700_000_000, 10**9)
+    finally:
+        await server.stop(None)
+
+
+async def call(channel: grpc.aio.Channel, request: bytes, metadata: tuple = ()) -> grpc.aio.AioRpcError:
+    method = channel.unary_unary(METHOD)  # raw bytes: what a hostile client can send
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await method(request, metadata=metadata, timeout=10)
+    return caught.value
+
+
+def request(player_id: str = "alice") -> bytes:
+    return wallet_pb2.GetBalancesRequest(player_id=player_id).SerializeToString()
+
+
+def test_a_database_outage_answers_unavailable_saying_it_may_be_retried() -> None:
+    def database_down(_: str) -> None:
+        raise OperationalError("SELECT ...", {}, psycopg.OperationalError("connection failed"))
+
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge(database_down) as (channel, token):
+            return await call(channel, request(), call_metadata(token))
+
+    error = asyncio.run(scenario())
+
+    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    assert error.details() == "the database is unavailable; the call may be retried"
+
+
+def test_a_bug_still_answers_internal_without_details() -> None:
+    def bug(_: str) -> None:
+        raise KeyError("oops")
+
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge(bug) as (channel, token):
+            return await call(channel, request(), call_metadata(token))
+
+    error = asyncio.run(scenario())
+
+    assert error.code() == grpc.StatusCode.INTERNAL
+    assert "oops" not in (error.details() or "")
+
+
+def test_an_echoed_10_kb_id_is_cut_short_and_the_reply_arrives() -> None:
+    def not_found(player_id: str) -> None:
+        raise NotFound(f"no player {player_id!r}")
+
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge(not_found) as (channel, token):
+            return await call(channel, request("x" * 10_000), call_metadata(token))
+
+    error = asyncio.run(scenario())
+
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    details = error.details() or ""
+    assert details.startswith("no player 'xxx") and len(details) <= MAX_STATUS_MESSAGE_CHARS
+    assert details.endswith("more characters)")
+
+
+def test_a_malformed_request_without_a_token_is_unauthenticated_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> list[grpc.aio.AioRpcError]:
+        async with edge() as (channel, _):
+            return [await call(channel, b"\xff\xff\xff\x0f") for _ in range(5)]
+
+    with caplog.at_level(logging.INFO):
+        errors = asyncio.run(scenario())
+
+    assert {e.code() for e in errors} == {grpc.StatusCode.UNAUTHENTICATED}
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 1 and lines[0].exc_info is None  # one line, no traceback
+    assert "unauthenticated" in lines[0].getMessage()
+
+
+def test_a_malformed_request_with_a_token_is_an_invalid_argument() -> None:
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge() as (channel, token):
+            return await call(channel, b"\xff\xff\xff\x0f", call_metadata(token))
+
+    error = asyncio.run(scenario())
+
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a valid croupier.v1.GetBalancesRequest message" in (error.details() or "")
+
+
+def test_two_authorization_headers_are_refused() -> None:
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge() as (channel, token):
+            return await call(channel, request(), call_metadata(token) * 2)
+
+    error = asyncio.run(scenario())
+
+    assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert "send exactly one 'authorization" in (error.details() or "")
+
+
+def test_one_valid_token_is_served_as_its_player() -> None:
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        async with edge(lambda _: seen.append(current_identity().subject)) as (channel, token):
+            await channel.unary_unary(METHOD)(request(), metadata=call_metadata(token), timeout=10)
+
+    asyncio.run(scenario())
+
+    assert seen == ["alice"]
