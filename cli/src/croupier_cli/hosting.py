@@ -17,11 +17,13 @@ import grpc
 
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.bus import Bus
-from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection
+from croupier_platform.deadletters import DeadLetterWatch
+from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection, dead_letter_health
 from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
 
 SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
 GRACE_S = 5.0
+DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S = 30.0
 
 
 @dataclass
@@ -38,7 +40,9 @@ class Host:
     modules: list[ServiceModule] = field(default_factory=list)
     server_interceptors: list = field(default_factory=list)
     client_interceptors: list = field(default_factory=list)
+    dead_letter_check_interval_s: float = DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S
     _server: grpc.aio.Server | None = None
+    _dead_letter_watch: DeadLetterWatch | None = None
     _channels: list[grpc.aio.Channel] = field(default_factory=list)
     _health: object | None = None
 
@@ -77,11 +81,17 @@ class Host:
             self.modules.append(module)
         self._health = await add_health_and_reflection(self._server, names)
         await self.bus.start()
+        self._dead_letter_watch = DeadLetterWatch(
+            self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
+        )
+        self._dead_letter_watch.start()
         await self._server.start()
         for module in self.modules:
             await module.start()
 
     async def stop(self) -> None:
+        if self._dead_letter_watch is not None:
+            await self._dead_letter_watch.stop()
         if self._health is not None:
             await self._health.enter_graceful_shutdown()  # type: ignore[attr-defined]
         if self._server is not None:

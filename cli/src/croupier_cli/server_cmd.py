@@ -50,10 +50,11 @@ def serve(
 
 
 def kafka_bus(settings, service: str):
-    from croupier_platform.bus import PrefixedBus
+    from croupier_platform.bus import PrefixedBus, RetryPolicy
     from croupier_platform.kafka_bus import KafkaBus
 
-    bus = KafkaBus(settings.kafka_bootstrap_servers, client_id=f"croupier-{service}")
+    retry = RetryPolicy(max_s=settings.consumer_retry_max_backoff_s)
+    bus = KafkaBus(settings.kafka_bootstrap_servers, client_id=f"croupier-{service}", retry=retry)
     return PrefixedBus(bus, settings.kafka_topic_prefix) if settings.kafka_topic_prefix else bus
 
 
@@ -88,6 +89,7 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         tables_file=tables or (Path(settings.croupier_tables) if settings.croupier_tables else None),
         server_interceptors=server_interceptors,
         client_interceptors=client_interceptors,
+        dead_letter_check_interval_s=settings.dead_letter_check_interval_s,
     )
 
 

@@ -18,7 +18,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 from croupier_platform.kafka_bus import DEFAULT_PARTITIONS, KafkaBus
-from tests.unit.platform.test_bus_contract import BusContract, envelope, eventually, recorder
+from tests.unit.platform.test_bus_contract import FAST_RETRY, BusContract, envelope, eventually, recorder
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +52,10 @@ class NamespacedBus(Bus):
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
         await self.inner.publish(self.topic(topic), key, envelope)
 
+    async def pending_dead_letters(self) -> dict[str, int]:
+        pending = await self.inner.pending_dead_letters()
+        return {group.removeprefix(f"{self.namespace}."): n for group, n in pending.items()}
+
 
 @pytest.fixture
 def namespace() -> str:
@@ -59,7 +63,8 @@ def namespace() -> str:
 
 
 def kafka_bus(servers: str, namespace: str, max_attempts: int = BusContract.MAX_ATTEMPTS) -> NamespacedBus:
-    return NamespacedBus(KafkaBus(servers, client_id="croupier-tests", max_attempts=max_attempts), namespace)
+    bus = KafkaBus(servers, client_id="croupier-tests", max_attempts=max_attempts, retry=FAST_RETRY)
+    return NamespacedBus(bus, namespace)
 
 
 class TestKafkaBus(BusContract):

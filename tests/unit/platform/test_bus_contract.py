@@ -9,12 +9,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
 
+import psycopg
 import pytest
+from sqlalchemy.exc import OperationalError
 
-from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, InProcessBus, dead_letter_topic
+from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, InProcessBus, RetryPolicy, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 
 TIMEOUT_SECONDS = 5.0
+# Transient failures are retried for as long as they last; in tests, quickly.
+FAST_RETRY = RetryPolicy(initial_s=0.01, max_s=0.05)
 
 
 def envelope(stream_id: str, version: int = 1) -> EventEnvelope:
@@ -50,7 +54,8 @@ class BusContract(ABC):
     @pytest.fixture
     @abstractmethod
     def bus(self) -> Bus:
-        """A bus, not yet started, that tries a failing handler MAX_ATTEMPTS times."""
+        """A bus, not yet started, that tries a failing handler MAX_ATTEMPTS times and retries a
+        transient failure with FAST_RETRY."""
 
     def test_every_group_gets_every_message(self, bus: Bus) -> None:
         wallet: list[EventEnvelope] = []
@@ -163,11 +168,91 @@ class BusContract(ABC):
         assert handled == [message]
         assert dead == []
 
+    def test_a_transient_failure_is_retried_past_max_attempts_and_applied_once(self, bus: Bus) -> None:
+        applied: list[EventEnvelope] = []
+        dead: list[EventEnvelope] = []
+        calls: list[str] = []
+        outage_tries = self.MAX_ATTEMPTS + 3  # more than would dead-letter a poison message
+        first, second = envelope("round-1", version=1), envelope("round-1", version=2)
+
+        async def database_restarting(received: EventEnvelope) -> None:
+            calls.append(received.event_id)
+            if calls.count(first.event_id) <= outage_tries:
+                raise OperationalError("INSERT INTO tracking ...", {}, psycopg.OperationalError("connection failed"))
+            applied.append(received)
+
+        async def scenario() -> dict[str, int]:
+            bus.subscribe(ROUND_EVENTS, "wallet", database_restarting)
+            bus.subscribe(dead_letter_topic(ROUND_EVENTS), "operators", recorder(dead))
+            await bus.start()
+            publishing = asyncio.gather(*(bus.publish(ROUND_EVENTS, m.stream_id, m) for m in (first, second)))
+            await eventually(lambda: len(applied) == 2)
+            await publishing
+            await asyncio.sleep(0.2)  # room for a duplicate or a dead letter to (wrongly) show up
+            pending = await bus.pending_dead_letters()
+            await bus.stop()
+            return pending
+
+        pending = asyncio.run(scenario())
+
+        # Held the key: the second waited for the first, through every transient failure.
+        assert calls == [first.event_id] * (outage_tries + 1) + [second.event_id]
+        assert applied == [first, second]
+        assert dead == []
+        assert pending == {}
+
+    def test_a_poison_message_is_dead_lettered_after_max_attempts_and_the_next_is_handled(self, bus: Bus) -> None:
+        attempts: list[EventEnvelope] = []
+        handled: list[EventEnvelope] = []
+        dead: list[EventEnvelope] = []
+        poison, after_it = envelope("round-1", version=1), envelope("round-1", version=2)
+
+        async def refuses_the_poison(received: EventEnvelope) -> None:
+            if received.event_id == poison.event_id:
+                attempts.append(received)
+                raise ValueError("the settlement disagrees with the reserved stakes")
+            handled.append(received)
+
+        async def scenario() -> dict[str, int]:
+            bus.subscribe(ROUND_EVENTS, "wallet", refuses_the_poison)
+            bus.subscribe(dead_letter_topic(ROUND_EVENTS), "operators", recorder(dead))
+            await bus.start()
+            for message in (poison, after_it):
+                await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            await eventually(lambda: handled == [after_it] and dead == [poison])
+            pending = await bus.pending_dead_letters()
+            await bus.stop()
+            return pending
+
+        pending = asyncio.run(scenario())
+
+        assert attempts == [poison] * self.MAX_ATTEMPTS
+        assert pending == {"wallet": 1}  # the operators' group reads the letters; it has none of its own
+
 
 class TestInProcessBus(BusContract):
     @pytest.fixture
     def bus(self) -> Bus:
-        return InProcessBus(max_attempts=self.MAX_ATTEMPTS)
+        return InProcessBus(max_attempts=self.MAX_ATTEMPTS, retry=FAST_RETRY)
+
+    def test_a_stop_during_an_outage_makes_publish_fail_so_the_outbox_keeps_the_message(self, bus: Bus) -> None:
+        message = envelope("round-1")
+
+        async def database_down(_: EventEnvelope) -> None:
+            raise ConnectionRefusedError("connection failed")
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", database_down)
+            await bus.start()
+            publishing = asyncio.ensure_future(bus.publish(ROUND_EVENTS, message.stream_id, message))
+            await asyncio.sleep(0.1)
+            assert not publishing.done()  # still retrying: transient is never dead-lettered
+            await bus.stop()
+            with pytest.raises(ConnectionRefusedError):
+                await asyncio.wait_for(publishing, timeout=1)
+
+        asyncio.run(scenario())
+        assert asyncio.run(bus.pending_dead_letters()) == {}
 
     def test_publish_returns_once_every_group_has_handled_the_message(self, bus: Bus) -> None:
         handled: list[EventEnvelope] = []

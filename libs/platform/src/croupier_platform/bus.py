@@ -1,16 +1,26 @@
 """Publish/subscribe port (Kafka next) and the in-process bus used in embedded mode and tests.
 
 Delivery is at-least-once everywhere, so every consumer must be idempotent by event id.
+
+A failing handler, on every bus: a transient failure (croupier_platform.faults: the database or
+a peer down, a timeout, a conflict) is retried with capped exponential backoff for as long as it
+takes, and nothing after the message in its partition (in-process: its member) is handled first;
+it never counts toward the dead letter. Any other failure is tried `max_attempts` times in all,
+then the message goes to `dead_letter_topic(topic)` and the partition moves on.
 """
 
 import asyncio
 import logging
+import random
 import zlib
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from croupier_platform.events import EventEnvelope
+from croupier_platform.faults import transient_cause
+from croupier_platform.logs import RateLimitedLog
 
 ROUND_EVENTS = "croupier.round-events"
 LEDGER_EVENTS = "croupier.ledger-events"
@@ -25,10 +35,30 @@ TOPIC_BY_STREAM_TYPE = {
 }
 
 DEFAULT_MAX_ATTEMPTS = 3
+# While a transient failure lasts, one WARNING per group and topic this often, not one per try.
+RETRY_LOG_INTERVAL_S = 10.0
 
 Handler = Callable[[EventEnvelope], Awaitable[None]]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait before retrying a transient failure: exponential from `initial_s`, capped
+    at `max_s`, with jitter (half to all of it) so consumers recovering together do not retry in step."""
+
+    initial_s: float = 0.1
+    max_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.initial_s <= self.max_s:
+            raise ValueError("a retry policy needs 0 < initial_s <= max_s")
+
+    def delay(self, failures: int) -> float:
+        """The wait after the `failures`-th transient failure in a row (1, 2, ...)."""
+        ceiling = min(self.max_s, self.initial_s * 2 ** min(max(failures, 1) - 1, 32))
+        return ceiling * random.uniform(0.5, 1.0)
 
 
 def topic_for_stream(stream_type: str) -> str:
@@ -59,6 +89,11 @@ class Subscriber(ABC):
     @abstractmethod
     async def stop(self) -> None: ...
 
+    @abstractmethod
+    async def pending_dead_letters(self) -> dict[str, int]:
+        """How many dead letters of this subscriber's groups are not replayed yet, by group
+        (groups with none left out)."""
+
 
 class Bus(Publisher, Subscriber):
     """Both halves, as one broker connection provides them."""
@@ -74,16 +109,22 @@ class _Member:
 class InProcessBus(Bus):
     """Delivers inside `publish`, so a message counts as published only once every group has
     handled it or dead-lettered it; the outbox then marks it, and a crash before that republishes.
+    A transient failure keeps `publish` waiting (retrying) until it passes or the bus stops; a stop
+    makes `publish` raise, so the outbox keeps the message.
 
     Subscribe before `start`, publish after it, as with a broker.
     """
 
-    def __init__(self, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+    def __init__(self, max_attempts: int = DEFAULT_MAX_ATTEMPTS, retry: RetryPolicy | None = None) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self._max_attempts = max_attempts
+        self._retry = retry or RetryPolicy()
+        self._retrying = RateLimitedLog(logger, RETRY_LOG_INTERVAL_S)
         self._groups: dict[str, dict[str, list[_Member]]] = {}
         self._running = False
+        # Groups of the dead letters since start; nothing replays them in process, so they stay.
+        self._dead_letters: Counter[str] = Counter()
 
     def subscribe(self, topic: str, group: str, handler: Handler) -> None:
         if self._running:
@@ -96,6 +137,10 @@ class InProcessBus(Bus):
     async def stop(self) -> None:
         self._running = False
 
+    async def pending_dead_letters(self) -> dict[str, int]:
+        subscribed = {group for groups in self._groups.values() for group in groups}
+        return {group: n for group, n in self._dead_letters.items() if group in subscribed}
+
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
         if not self._running:
             raise RuntimeError("the bus is not running: publish after start()")
@@ -106,23 +151,38 @@ class InProcessBus(Bus):
                 await self._deliver(topic, group, key, envelope, member.handler)
 
     async def _deliver(self, topic: str, group: str, key: str, envelope: EventEnvelope, handler: Handler) -> None:
-        for attempt in range(1, self._max_attempts + 1):
+        attempts = transient = 0
+        while True:
             try:
                 # A fresh copy each time, as each Kafka consumer decodes its own: a handler that edits
                 # the payload cannot reach another group, a retry, or the dead letter.
                 await handler(envelope.model_copy(deep=True))
                 return
-            except Exception:
-                logger.warning(
-                    "group %s failed on event %s of %s (attempt %d of %d)",
-                    group,
-                    envelope.event_id,
-                    topic,
-                    attempt,
-                    self._max_attempts,
-                    exc_info=True,
-                )
-        logger.error("event %s of %s dead-lettered by group %s", envelope.event_id, topic, group)
+            except Exception as error:
+                if (cause := transient_cause(error)) is not None:
+                    if not self._running:
+                        raise  # stopped while waiting out an outage: the publisher keeps the message
+                    transient += 1
+                    self._retrying.warning(
+                        f"{group} {topic}",
+                        "group %s cannot handle event %s of %s yet (%s; %d tries); retrying, later events wait",
+                        group, envelope.event_id, topic, cause, transient,
+                    )  # fmt: skip
+                    await asyncio.sleep(self._retry.delay(transient))
+                    continue
+                attempts += 1
+                if attempts < self._max_attempts:
+                    logger.warning(
+                        "group %s failed on event %s of %s (attempt %d of %d)",
+                        group, envelope.event_id, topic, attempts, self._max_attempts, exc_info=True,
+                    )  # fmt: skip
+                    continue
+                logger.error(
+                    "event %s of %s dead-lettered by group %s after %d attempts: %s: %s",
+                    envelope.event_id, topic, group, attempts, type(error).__name__, error,
+                )  # fmt: skip
+                break
+        self._dead_letters[group] += 1
         await self.publish(dead_letter_topic(topic), key, envelope)
 
 
@@ -145,3 +205,6 @@ class PrefixedBus(Bus):
 
     async def stop(self) -> None:
         await self._inner.stop()
+
+    async def pending_dead_letters(self) -> dict[str, int]:
+        return await self._inner.pending_dead_letters()

@@ -8,12 +8,16 @@ Consuming: each group is a Kafka consumer group, and every subscriber is one con
 handles one message at a time. Every subscriber has an explicit `AckPolicy.NACK_ON_ERROR`:
 
 - the handler returned: the offset is committed (synchronously, before the next message);
-- the handler raised, attempts left: the message is nacked, which on Kafka seeks the consumer
-  back to its offset, so the same message is read again, and nothing after it in that partition
-  is handled first;
+- the handler failed transiently (croupier_platform.faults): the consumer waits a backoff inside
+  the handler (capped well below aiokafka's max_poll_interval, cut short by `stop`), then nacks,
+  which on Kafka seeks back to the message's offset: it is read again, nothing after it in that
+  partition is handled first, and this repeats for as long as the failure lasts. Such failures
+  never count toward the dead letter;
+- the handler raised anything else, attempts left: nacked (read again) at once;
 - the handler raised for the `max_attempts`-th time: the message goes to
   `dead_letter_topic(topic)` with headers naming the group, the attempts and the error, and only
-  once the broker has that is the offset committed, so the partition moves on;
+  once the broker has that is the offset committed, so the partition moves on
+  (croupier_platform.deadletters lists and replays them);
 - a value that is not an envelope at all goes to the dead letter at once: no retry can fix it;
 - anything else (the dead-letter publish failing, a stop in mid-handler) leaves the offset
   uncommitted, and the message comes back: delivery is at-least-once, consumers are idempotent.
@@ -44,27 +48,34 @@ from croupier_platform.bus import (
     COMMISSION_EVENTS,
     DEFAULT_MAX_ATTEMPTS,
     LEDGER_EVENTS,
+    RETRY_LOG_INTERVAL_S,
     ROUND_EVENTS,
     SHOE_REVEALS,
     Bus,
     Handler,
+    RetryPolicy,
     dead_letter_topic,
 )
+from croupier_platform.deadletters import (
+    DLQ_ATTEMPTS_HEADER,
+    DLQ_ERROR_HEADER,
+    DLQ_GROUP_HEADER,
+    DLQ_SOURCE_HEADER,
+    EVENT_ID_HEADER,
+    EVENT_TYPE_HEADER,
+    KafkaDeadLetters,
+)
 from croupier_platform.events import EventEnvelope
+from croupier_platform.faults import transient_cause
+from croupier_platform.logs import RateLimitedLog
 
 DEFAULT_PARTITIONS = 4
 KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, COMMISSION_EVENTS, SHOE_REVEALS)
 
-# Headers on every message: enough to route, filter or inspect it without decoding the value.
-EVENT_ID_HEADER = "event_id"
-EVENT_TYPE_HEADER = "event_type"
+# Headers on every message: enough to route, filter or inspect it without decoding the value
+# (with EVENT_ID_HEADER and EVENT_TYPE_HEADER; a dead letter adds the DLQ_* ones).
 STREAM_TYPE_HEADER = "stream_type"
 SCHEMA_VERSION_HEADER = "schema_version"
-# Added on a dead letter, next to the original message's own headers.
-DLQ_GROUP_HEADER = "dlq_group"
-DLQ_ATTEMPTS_HEADER = "dlq_attempts"
-DLQ_ERROR_HEADER = "dlq_error"
-DLQ_SOURCE_HEADER = "dlq_source"  # topic/partition/offset the message was read from
 TRACE_HEADERS = ("traceparent", "tracestate")  # W3C trace context
 
 _MAX_ERROR_HEADER_CHARS = 1000
@@ -73,6 +84,9 @@ _MAX_ERROR_HEADER_CHARS = 1000
 _HEARTBEAT_INTERVAL_MS = 1000
 # How long `start` waits for every consumer to get its partitions; a slow group only logs.
 DEFAULT_READY_TIMEOUT_SECONDS = 30.0
+# A transient backoff is slept inside the handler: it must stay far below max.poll.interval.ms
+# (aiokafka's default 300 s), or the group would evict a consumer that is only waiting.
+MAX_IN_HANDLER_BACKOFF_S = 30.0
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +120,9 @@ class _Subscription:
 
 @dataclass
 class _Failures:
-    count: int
-    last_error: str
+    count: int = 0  # failures that count toward the dead letter
+    transient: int = 0  # transient failures in a row (the backoff's exponent)
+    last_error: str = ""
 
 
 @dataclass
@@ -140,9 +155,15 @@ class KafkaBus(Bus):
         *,
         partitions: int = DEFAULT_PARTITIONS,
         ready_timeout: float = DEFAULT_READY_TIMEOUT_SECONDS,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        self._retry = retry or RetryPolicy()
+        if self._retry.max_s > MAX_IN_HANDLER_BACKOFF_S:
+            raise ValueError(f"a Kafka consumer backs off inside the handler: at most {MAX_IN_HANDLER_BACKOFF_S:.0f} s")
+        self._retrying = RateLimitedLog(logger, RETRY_LOG_INTERVAL_S)
+        self._stopping = asyncio.Event()
         self._bootstrap_servers = bootstrap_servers
         self._client_id = client_id
         self._max_attempts = max_attempts
@@ -178,6 +199,7 @@ class KafkaBus(Bus):
         )
         states = [self._register(broker, subscription) for subscription in self._subscriptions]
         self._send_lock = asyncio.Lock()  # bound to this event loop
+        self._stopping = asyncio.Event()
         try:
             await broker.start()
         except BaseException:
@@ -188,8 +210,14 @@ class KafkaBus(Bus):
 
     async def stop(self) -> None:
         broker, self._broker = self._broker, None
+        self._stopping.set()  # a handler waiting out an outage nacks now, rather than hold the stop
         if broker is not None:
             await broker.stop()
+
+    async def pending_dead_letters(self) -> dict[str, int]:
+        groups = {s.group for s in self._subscriptions}
+        dead_letters = KafkaDeadLetters(self._bootstrap_servers, {dead_letter_topic(s.topic) for s in self._subscriptions})
+        return await asyncio.to_thread(dead_letters.pending_by_group, groups)
 
     # -- Publisher ----------------------------------------------------------------------------
 
@@ -247,24 +275,29 @@ class KafkaBus(Bus):
                 logger.error("group %s cannot decode %s/%d@%d", subscription.group, *where, exc_info=True)
                 await self._dead_letter(broker, subscription.group, message, where, 1, _describe(error))
                 return
-            failures = state.failures.get(where)
-            if failures is None or failures.count < self._max_attempts:
+            failures = state.failures.setdefault(where, _Failures())
+            if failures.count < self._max_attempts:
                 try:
                     with _consumer_span(message.headers, record.topic, subscription.group, envelope.event_id):
                         await subscription.handler(envelope)
                 except Exception as error:
-                    failures = _Failures((failures.count if failures else 0) + 1, _describe(error))
-                    state.failures[where] = failures
+                    if (cause := transient_cause(error)) is not None:
+                        failures.transient += 1
+                        self._retrying.warning(
+                            f"{subscription.group} {record.topic}",
+                            "group %s cannot handle event %s of %s/%d@%d yet (%s; %d tries); retrying, the partition waits",
+                            subscription.group, envelope.event_id, *where, cause, failures.transient,
+                        )  # fmt: skip
+                        await self._back_off(self._retry.delay(failures.transient))
+                        raise NackMessage() from error  # seek back: the same message, later
+                    failures.count += 1
+                    failures.last_error = _describe(error)
                     if failures.count < self._max_attempts:
                         logger.warning(
                             "group %s failed on event %s of %s (attempt %d of %d); reading it again",
-                            subscription.group,
-                            envelope.event_id,
-                            record.topic,
-                            failures.count,
-                            self._max_attempts,
+                            subscription.group, envelope.event_id, record.topic, failures.count, self._max_attempts,
                             exc_info=True,
-                        )
+                        )  # fmt: skip
                         raise NackMessage() from error  # seek back to this offset
                 else:
                     state.failures.pop(where, None)
@@ -282,6 +315,13 @@ class KafkaBus(Bus):
             state.failures.pop(where, None)
 
         return consume
+
+    async def _back_off(self, delay: float) -> None:
+        try:
+            async with asyncio.timeout(delay):
+                await self._stopping.wait()
+        except TimeoutError:
+            pass
 
     async def _dead_letter(
         self, broker: KafkaBroker, group: str, message: Any, where: tuple[str, int, int], attempts: int, error: str

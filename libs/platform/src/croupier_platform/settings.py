@@ -34,6 +34,11 @@ class ServiceSettings(BaseSettings):
     croupier_tables: str | None = None
     # Namespaces the topics on a shared broker (each test run its own); empty in production.
     kafka_topic_prefix: str = ""
+    # A consumer waits out a transient failure (database or peer down) with a backoff up to this,
+    # then reads the message again; slept inside the handler, so well under max.poll.interval.ms.
+    consumer_retry_max_backoff_s: float = Field(default=5.0, ge=0.1, le=30)
+    # How often the dead-letter topics are read for the croupier.deadletters health entry.
+    dead_letter_check_interval_s: float = Field(default=30.0, ge=1)
 
     @field_validator("croupier_token_secret")
     @classmethod
