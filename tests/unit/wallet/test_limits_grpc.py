@@ -105,3 +105,20 @@ def test_the_ledger_reports_are_for_operators_only_and_name_the_round_table(tmp_
             "r2", "casino-war", "casino-war-play")  # fmt: skip
 
     run(tmp_path, scenario)
+
+
+def test_out_of_range_instants_are_invalid_argument_saying_the_range(tmp_path):
+    allowed = "must be from 1970-01-01T00:00:00+00:00 to before 9000-01-01T00:00:00+00:00"
+
+    async def scenario(h: Harness) -> None:
+        for until in ("9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59+00:00", "1969-12-31T23:59:59Z"):
+            code, details = await status_of(limits(h, "alice", self_excluded_until=until))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and f"self_excluded_until {allowed}" in details, details
+        for filter_ in (wallet_pb2.LedgerFilter(opened_from="0001-01-01T00:00:00+14:00"),
+                        wallet_pb2.LedgerFilter(opened_before="9999-12-31T23:59:59-23:59")):  # fmt: skip
+            for call in (h.ledger.GetHouseResult(wallet_pb2.GetHouseResultRequest(filter=filter_), metadata=h.auth("ops")),
+                         h.ledger.GetCommissionTotals(wallet_pb2.GetCommissionTotalsRequest(filter=filter_), metadata=h.auth("ops"))):  # fmt: skip
+                code, details = await status_of(call)
+                assert code == grpc.StatusCode.INVALID_ARGUMENT and allowed in details, details
+
+    run(tmp_path, scenario)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from .errors import InsufficientFunds, InvalidTransfer
@@ -30,6 +30,10 @@ PLAYER_PREFIX = "player:"
 # Far below int64 so that no sum of amounts a test or a casino can produce overflows BIGINT.
 MAX_AMOUNT = 10**15
 MAX_ID_LENGTH = 200
+# Instants a client may send: far enough from datetime's ends that converting an offset or adding a
+# cooling-off period cannot overflow.
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_INSTANT = datetime(9000, 1, 1, tzinfo=UTC)
 _CURRENCY = re.compile(r"^(PLAY|[A-Z]{3})$")
 
 
@@ -82,6 +86,12 @@ def parse_instant(text: str, what: str) -> datetime:
         moment = None
     if moment is None or moment.tzinfo is None:
         raise InvalidTransfer(f"{what} must be an ISO-8601 instant with its offset, such as 2026-06-01T00:00:00Z; not {text!r}")
+    try:
+        in_range = EARLIEST_INSTANT <= moment < LATEST_INSTANT
+    except OverflowError:  # "9999-12-31T23:59:59-23:59" is past datetime's end in UTC
+        in_range = False
+    if not in_range:
+        raise InvalidTransfer(f"{what} must be from {EARLIEST_INSTANT.isoformat()} to before {LATEST_INSTANT.isoformat()}; not {text!r}")
     return moment
 
 
