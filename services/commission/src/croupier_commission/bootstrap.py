@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
@@ -9,6 +10,7 @@ import grpc
 from croupier.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import ROUND_EVENTS, Bus
 from croupier_platform.db import create_schema, make_engine
+from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.runtime import ServiceContext
 
@@ -23,6 +25,7 @@ class CommissionModule:
     store: SqlEventStore
     servicer: CommissionServicer
     wallet: GrpcWallet
+    handler: Callable[[EventEnvelope], Awaitable[bool]]
     name: str = "commission"
 
     @property
@@ -33,7 +36,7 @@ class CommissionModule:
         internal_pb2_grpc.add_CommissionServiceServicer_to_server(self.servicer, server)
 
     def subscribe(self, bus: Bus) -> None:
-        bus.subscribe(ROUND_EVENTS, "commission", round_events_handler(self.store, self.wallet))
+        bus.subscribe(ROUND_EVENTS, "commission", self.handler)
 
     async def start(self) -> None:
         return None
@@ -49,4 +52,6 @@ def bootstrap(ctx: ServiceContext) -> CommissionModule:
     create_schema(engine)
     metadata.create_all(engine)
     wallet = GrpcWallet(ctx.channels["wallet"], ctx.service_token)
-    return CommissionModule(store=SqlEventStore(engine), servicer=CommissionServicer(engine), wallet=wallet)
+    store = SqlEventStore(engine)
+    handler = round_events_handler(store, wallet)  # the bus's and ApplyRoundEvent's (the reconciler's re-drive)
+    return CommissionModule(store=store, servicer=CommissionServicer(engine, handler), wallet=wallet, handler=handler)

@@ -43,12 +43,14 @@ class ShufflerModule:
             new_id=lambda: str(uuid.uuid4()),
         )
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay")
+        # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
+        self._on_round_event = consumers.round_event_handler(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
 
     def register(self, server: grpc.aio.Server) -> None:
-        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler), server)
+        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler, self._on_round_event), server)
 
     def subscribe(self, bus: Bus) -> None:
-        consumers.subscribe(bus, self.shuffler, self._uow_factory, on_commit=self._relay.wake)
+        consumers.subscribe(bus, self._on_round_event)
 
     async def start(self) -> None:
         self._relay.start()

@@ -17,7 +17,7 @@ from croupier_platform.runtime import ServiceContext
 from .adapters.repository import SqlWalletUnitOfWorkFactory
 from .adapters.tables import wallet_metadata
 from .application.services import WalletApp
-from .config import LimitsSettings
+from .config import LimitsSettings, ReservationSettings
 from .entrypoints import audit_server, grpc_server
 from .entrypoints.consumers import RoundEventsConsumer
 
@@ -48,7 +48,7 @@ class WalletModule:
         )
 
     def register(self, server: grpc.aio.Server) -> None:
-        grpc_server.register(server, self.app)
+        grpc_server.register(server, self.app, self._consumer)
         audit_server.register(server, self.engine)
 
     def subscribe(self, bus: Bus) -> None:
@@ -85,5 +85,9 @@ def bootstrap(ctx: ServiceContext) -> WalletModule:
     store = SqlEventStore(engine)
     uow_factory = SqlWalletUnitOfWorkFactory(store)
     limits = LimitsSettings()  # $CROUPIER_LIMITS_COOLING_OFF_S
-    app = WalletApp(uow_factory, ctx.clock, timedelta(seconds=limits.limits_cooling_off_s))
+    reservations = ReservationSettings()  # $CROUPIER_RESERVATION_TIMEOUT_S
+    app = WalletApp(
+        uow_factory, ctx.clock, timedelta(seconds=limits.limits_cooling_off_s),
+        timedelta(seconds=reservations.reservation_timeout_s),
+    )  # fmt: skip
     return WalletModule(engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus, uow_factory)

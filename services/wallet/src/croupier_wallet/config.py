@@ -1,4 +1,4 @@
-"""The wallet's configuration: the responsible-gaming cooling-off period."""
+"""The wallet's configuration: the responsible-gaming cooling-off period, the reservations' expiry."""
 
 from __future__ import annotations
 
@@ -15,3 +15,17 @@ class LimitsSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
 
     limits_cooling_off_s: float = Field(default=LIMITS_COOLING_OFF_S, gt=0)
+
+
+# A pending reservation (stake, cover, commission hold) expires this long after it was made: past it the game's
+# reconciler resolves it through its round (released when the game never wrote the round, posted or voided with
+# a round that is over, left alone while the round is open). Far above a PlaceBets (seconds).
+RESERVATION_TIMEOUT_S = 120.0
+
+
+class ReservationSettings(BaseSettings):
+    """$CROUPIER_RESERVATION_TIMEOUT_S: seconds after which a pending reservation expires (may be fractional)."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
+
+    reservation_timeout_s: float = Field(default=RESERVATION_TIMEOUT_S, gt=0)

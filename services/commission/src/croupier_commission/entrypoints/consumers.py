@@ -9,27 +9,27 @@ from __future__ import annotations
 
 import asyncio
 
+from collections.abc import Awaitable, Callable
+
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.events import EventEnvelope
+from croupier_platform.tracking import handle_once
 
 from ..application.handlers import CONSUMER, Wallet, apply_round_event, commission_due
 
 HANDLED = ("RoundOpened", "RoundSettled", "RoundVoided")
 
 
-def round_events_handler(store: SqlEventStore, wallet: Wallet):
-    def handle(envelope: EventEnvelope) -> None:
-        with store.unit_of_work() as uow:
-            if uow.tracking.already_processed(CONSUMER, envelope.event_id):
-                return
-            uow.tracking.record(CONSUMER, envelope.event_id)
-            apply_round_event(uow.connection, envelope)
+def round_events_handler(store: SqlEventStore, wallet: Wallet) -> Callable[[EventEnvelope], Awaitable[bool]]:
+    """The consumer's handler, also what ApplyRoundEvent runs (the reconciler's re-drive); it answers
+    True when this call applied the event, False for a duplicate or an event the service ignores."""
+    handle = handle_once(store.unit_of_work, CONSUMER, lambda uow, envelope: apply_round_event(uow.connection, envelope))
 
-    async def on_message(envelope: EventEnvelope) -> None:
+    async def on_message(envelope: EventEnvelope) -> bool:
         if envelope.event_type not in HANDLED:
-            return
+            return False
         if (commission := commission_due(envelope)) is not None:
             await wallet.charge_commission(envelope.stream_id, commission)
-        await asyncio.to_thread(handle, envelope)
+        return await asyncio.to_thread(handle, envelope)
 
     return on_message

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy import Engine
 
 from croupier.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument, PermissionDenied
+from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import handles_errors
+from croupier_platform.redrive import envelope_from_json
 
 from ..application.handlers import DealerStatus, dealer_status
 
 
 class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]]) -> None:
         self._engine = engine
+        self._apply_round_event = apply_round_event  # the consumer's handler (entrypoints/consumers.py)
+
+    @handles_errors
+    async def ApplyRoundEvent(self, request, context):
+        current_identity().require_service()
+        applied = await self._apply_round_event(envelope_from_json(request.envelope_json))
+        return internal_pb2.ApplyRoundEventResponse(applied=applied)
 
     @handles_errors
     async def GetDealerStatus(self, request, context):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import grpc
 
 from croupier.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
+from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import handles_errors
+from croupier_platform.redrive import envelope_from_json
 
 from ..application.use_cases import Shuffler
 
@@ -16,8 +19,17 @@ AUDITOR_ROLES = ("operator", "service")
 
 
 class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
-    def __init__(self, shuffler: Shuffler) -> None:
+    def __init__(self, shuffler: Shuffler, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]]) -> None:
         self._shuffler = shuffler
+        self._apply_round_event = apply_round_event  # the consumer's handler (entrypoints/consumers.py)
+
+    @handles_errors
+    async def ApplyRoundEvent(
+        self, request: internal_pb2.ApplyRoundEventRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.ApplyRoundEventResponse:
+        current_identity().require_service()
+        applied = await self._apply_round_event(envelope_from_json(request.envelope_json))
+        return internal_pb2.ApplyRoundEventResponse(applied=applied)
 
     @handles_errors
     async def NewShoe(

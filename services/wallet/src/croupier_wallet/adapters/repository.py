@@ -115,7 +115,7 @@ class SqlLedgerRepository:
                 currency=r.currency, kind=r.kind.value, status=transfer.status.value, player_id=r.player_id,
                 round_id=r.round_id, reverses=r.reverses, occurred_at=transfer.occurred_at,
                 updated_at=transfer.occurred_at, available_before=transfer.available_before,
-                available_after=transfer.available_after, details=details,
+                available_after=transfer.available_after, details=details, expires_at=transfer.expires_at,
             )  # fmt: skip
         )
 
@@ -132,6 +132,16 @@ class SqlLedgerRepository:
             for account, currency, amount in entries_of(transfer.request)
         ]
         self._c.execute(insert(entries_table), rows)
+
+    def expired_reservations(self, now: str, limit: int) -> list[Transfer]:
+        pending = transfers_table.c.status == Status.PENDING.value
+        query = (
+            select(transfers_table)
+            .where(pending, transfers_table.c.expires_at.is_not(None), transfers_table.c.expires_at <= now)
+            .order_by(transfers_table.c.expires_at, transfers_table.c.seq)
+            .limit(limit)
+        )
+        return [_transfer(row) for row in self._c.execute(query)]
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
         query = select(transfers_table).where(transfers_table.c.round_id == round_id).order_by(transfers_table.c.seq)
@@ -211,7 +221,8 @@ def _transfer(row: Row) -> Transfer:
         currency=row.currency, kind=Kind(row.kind), player_id=row.player_id, round_id=row.round_id,
         reverses=row.reverses,
     )  # fmt: skip
-    return Transfer(request, Status(row.status), row.occurred_at, row.available_before, row.available_after)
+    return Transfer(request, Status(row.status), row.occurred_at, row.available_before, row.available_after, row.expires_at,
+                    row.details)
 
 
 # ---------------------------------------------------------------------- unit of work

@@ -48,12 +48,15 @@ transfers_table = Table(
     Column("available_before", BigInteger),
     Column("available_after", BigInteger),
     Column("details", Text),  # JSON, e.g. the bets of a stake
+    Column("expires_at", Text),  # a pending reservation's expiry (wallet_0003); NULL once created posted
     sqlite_autoincrement=True,
 )
 Index("ix_wallet_transfers_player", transfers_table.c.player_id, transfers_table.c.seq)
 Index("ix_wallet_transfers_round", transfers_table.c.round_id, transfers_table.c.seq)
 # A player's transfers of one currency and day: the daily limits' usage (domain/limits.py).
 Index("ix_wallet_transfers_player_day", transfers_table.c.player_id, transfers_table.c.currency, transfers_table.c.occurred_at)
+# The reservations past their expiry, for the game's reconciler.
+Index("ix_wallet_transfers_expiry", transfers_table.c.status, transfers_table.c.expires_at)
 
 entries_table = Table(
     "wallet_entries",

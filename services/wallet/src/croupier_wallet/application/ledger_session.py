@@ -67,10 +67,11 @@ class LedgerSession:
 
     def create(
         self, request: TransferRequest, *, pending: bool, overdraft_allowed: bool = False, details: str | None = None,
-        known_new: bool = False,
+        known_new: bool = False, expires_at: str | None = None,
     ) -> Transfer:
         """Idempotent: a repeated id returns the stored transfer and changes nothing (`known_new`: the
-        caller has just checked with `existing` in this unit of work, so the id is not read again)."""
+        caller has just checked with `existing` in this unit of work, so the id is not read again).
+        `expires_at`: a pending transfer's expiry (when the reconciler resolves it through its round)."""
         if not known_new and (found := self.existing(request)) is not None:
             return found
         debit, credit = self._pair(request)
@@ -82,7 +83,7 @@ class LedgerSession:
             debit, credit = ledger.post_now(debit, credit, request, overdraft_allowed=overdraft_allowed)
         self._store(debit, credit)
         status = Status.PENDING if pending else Status.POSTED
-        transfer = Transfer(request, status, self._now, before, self._accounts[player_key].available)
+        transfer = Transfer(request, status, self._now, before, self._accounts[player_key].available, expires_at if pending else None)
         self._uow.ledger.add_transfer(transfer, details)
         if not pending:
             self._uow.ledger.add_entries(transfer, self._now)

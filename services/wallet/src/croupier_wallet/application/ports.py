@@ -56,6 +56,9 @@ class LedgerRepository(Protocol):
     def round_transfers(self, round_id: str) -> list[Transfer]:
         """Oldest first."""
 
+    def expired_reservations(self, now: str, limit: int) -> list[Transfer]:
+        """Pending transfers whose expiry is at or before `now` (ISO-8601), soonest expiry first."""
+
     def player_accounts(self, player_id: str) -> list[Account]: ...
 
     def player_transfers(self, player_id: str, limit: int) -> Sequence[Transfer]:

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from croupier_platform.runtime import Clock, iso
 
-from croupier_wallet.config import LIMITS_COOLING_OFF_S
+from croupier_wallet.config import LIMITS_COOLING_OFF_S, RESERVATION_TIMEOUT_S
 from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, LedgerError, RoundMismatch
 from croupier_wallet.domain.ledger import (
     MAX_AMOUNT,
@@ -57,6 +57,14 @@ class UnknownRound(LedgerError):
     """NOT_FOUND: the wallet holds no stakes for this round."""
 
 
+class ReservationNotExpired(LedgerError):
+    """FAILED_PRECONDITION: a reservation of the round is still within its expiry (its PlaceBets may be under way)."""
+
+
+RECONCILER_CAUSATION = "reconciler"
+MAX_EXPIRED_LIST = 1_000
+
+
 @dataclass(frozen=True)
 class BalanceView:
     currency: str
@@ -98,12 +106,14 @@ def _view(transfer: Transfer, player_id: str, round_: Round | None = None) -> Tr
 
 class WalletApp:
     def __init__(
-        self, uow_factory: UnitOfWorkFactory, clock: Clock, limits_cooling_off: timedelta = timedelta(seconds=LIMITS_COOLING_OFF_S)
+        self, uow_factory: UnitOfWorkFactory, clock: Clock, limits_cooling_off: timedelta = timedelta(seconds=LIMITS_COOLING_OFF_S),
+        reservation_timeout: timedelta = timedelta(seconds=RESERVATION_TIMEOUT_S),
     ) -> None:
         self._uow = uow_factory
         self._clock = clock
         self.limits = LimitsUseCases(uow_factory, clock, limits_cooling_off)  # SetLimits, GetLimits
 
+        self._reservation_timeout = reservation_timeout
     def _now(self) -> str:
         return iso(self._clock())
 
@@ -171,7 +181,8 @@ class WalletApp:
                 if round_ is None:
                     uow.ledger.save_round(Round(round_id, player_id, currency, game=game, table_id=table_id, opened_at=iso(now)))
                 found = session.create(
-                    request, pending=True, details=json.dumps(dict(bets), sort_keys=True), known_new=True
+                    request, pending=True, details=json.dumps(dict(bets), sort_keys=True), known_new=True,
+                    expires_at=iso(now + self._reservation_timeout),
                 )
                 session.flush()
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
@@ -204,9 +215,11 @@ class WalletApp:
                 enforce_limits(uow, dealer_id, currency, cover + commission_hold, now)
                 if available < cover + commission_hold:
                     raise InsufficientFunds(available, cover + commission_hold, currency, "the dealer's cover and commission")
-                found = session.create(request, pending=True, known_new=True)
+                expires_at = iso(now + self._reservation_timeout)
+                found = session.create(request, pending=True, known_new=True, expires_at=expires_at)
                 if commission_hold:
-                    session.create(commission_hold_request(dealer_id, round_id, commission_hold, currency), pending=True)
+                    hold = commission_hold_request(dealer_id, round_id, commission_hold, currency)
+                    session.create(hold, pending=True, expires_at=expires_at)
                 session.flush()
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
 
@@ -286,6 +299,37 @@ class WalletApp:
         session.flush()
         logger.info("round %s voided (%s): stakes released or refunded, payouts reversed", round_id, reason)
         return True
+
+    # ------------------------------------------------------------------ expired reservations (the game's reconciler)
+
+    def expired_reservations(self, limit: int) -> list[Transfer]:
+        """Pending reservations past their expiry, soonest expiry first; each names its owner, the round."""
+        if not 1 <= limit <= MAX_EXPIRED_LIST:
+            raise InvalidTransfer(f"limit must be from 1 to {MAX_EXPIRED_LIST}, not {limit}")
+        with self._uow() as uow:
+            return uow.ledger.expired_reservations(self._now(), limit)
+
+    def release_orphan_round(self, round_id: str) -> int:
+        """The game holds no round `round_id` (a crash between reserving its stakes and writing it): void the
+        wallet's round, releasing every pending reservation, once (the round's lock and status decide; a repeat,
+        or a round already closed, releases nothing). Refused while a reservation is within its expiry. Returns
+        how many reservations were released."""
+        check_id("round_id", round_id)
+        now = self._now()
+        with self._uow() as uow:
+            round_ = uow.ledger.round_for_update(round_id)
+            if round_ is None:
+                raise UnknownRound(f"the wallet holds no stakes for round {round_id!r}")
+            if round_.status is not RoundStatus.OPEN:
+                return 0
+            pending = [t for t in uow.ledger.round_transfers(round_id) if t.status is Status.PENDING]
+            if waiting := [t.id for t in pending if t.expires_at is None or t.expires_at > now]:
+                raise ReservationNotExpired(
+                    f"round {round_id!r}: reservation(s) {', '.join(waiting)} have not expired yet; its PlaceBets may be under way"
+                )
+            self.void_round(uow, round_id, "the game holds no such round (reservation expired)", RECONCILER_CAUSATION)
+        logger.warning("round %s: the game holds no such round; %d expired reservation(s) released", round_id, len(pending))
+        return len(pending)
 
     # ------------------------------------------------------------------ reads
 

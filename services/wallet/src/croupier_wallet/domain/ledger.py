@@ -153,6 +153,12 @@ class Transfer:
     # The player's available balance around the transfer's creation (for idempotent replies).
     available_before: int | None = None
     available_after: int | None = None
+    # A reservation's expiry (ISO-8601; None for a posted transfer): past it, the game's reconciler resolves the
+    # pending transfer through its owner, the round (posted or voided with the round, released when the game
+    # has no such round).
+    expires_at: str | None = None
+    # A stake's bets as reserved (JSON {bet: amount}; None for other transfers): what settlement claims of it.
+    details: str | None = None
 
     @property
     def id(self) -> str:

@@ -15,12 +15,14 @@ from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2,
 from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.grpc_server import handles_errors
+from croupier_platform.redrive import envelope_from_json
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
 from croupier_wallet.application.services import TransactionView, WalletApp
 from croupier_wallet.domain.limits import AMOUNT_LIMITS
 from croupier_wallet.domain.reports import LedgerFilter
 
+from .consumers import RoundEventsConsumer
 from .errors import translated
 
 
@@ -169,8 +171,9 @@ def _reservation(reservation) -> internal_pb2.ReserveStakesResponse:  # noqa: AN
 
 
 class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
-    def __init__(self, app: WalletApp) -> None:
+    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer) -> None:
         self._app = app
+        self._consumer = consumer
 
     @handles_errors
     @translated
@@ -211,7 +214,34 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.ChargeCommissionResponse(charged=True, transaction=_transaction(view))
 
 
-def register(server: grpc.aio.Server, app: WalletApp) -> None:
+    @handles_errors
+    @translated
+    async def ApplyRoundEvent(self, request: internal_pb2.ApplyRoundEventRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        envelope = envelope_from_json(request.envelope_json)
+        applied = await asyncio.to_thread(self._consumer.handle, envelope)  # the consumer's own handle_once path
+        return internal_pb2.ApplyRoundEventResponse(applied=applied)
+
+    @handles_errors
+    @translated
+    async def ListExpiredReservations(self, request: internal_pb2.ListExpiredReservationsRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        transfers = await asyncio.to_thread(self._app.expired_reservations, request.limit)
+        return internal_pb2.ListExpiredReservationsResponse(reservations=[
+            internal_pb2.ExpiredReservation(transaction_id=t.id, round_id=t.request.round_id or "", kind=t.request.kind.value,
+                                            expires_at=t.expires_at or "")
+            for t in transfers
+        ])  # fmt: skip
+
+    @handles_errors
+    @translated
+    async def ReleaseOrphanRound(self, request: internal_pb2.ReleaseOrphanRoundRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        released = await asyncio.to_thread(self._app.release_orphan_round, request.round_id)
+        return internal_pb2.ReleaseOrphanRoundResponse(released=released)
+
+
+def register(server: grpc.aio.Server, app: WalletApp, consumer: RoundEventsConsumer) -> None:
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletServicer(app), server)
     wallet_pb2_grpc.add_LedgerServiceServicer_to_server(LedgerServicer(app), server)
-    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app), server)
+    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer), server)
