@@ -16,6 +16,7 @@ from .adapters.grpc_clients import GrpcDealer, GrpcDealerPoints, GrpcShuffler, G
 from .adapters.sql import SqlGameStore, game_metadata
 from .application.audit import AuditUseCases
 from .application.keeper import Keeper
+from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
 from .application.seating import DealerChecks
 from .application.tables import TableUseCases
@@ -31,7 +32,8 @@ class GameModule:
     name = "game"
 
     def __init__(
-        self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings
+        self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings,
+        reconciler: config.ReconcilerSettings | None = None,
     ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
         missing = [name for name in ("shuffler", "dealer", "wallet", "commission") if name not in ctx.channels]
@@ -46,7 +48,8 @@ class GameModule:
         stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
         book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake)
         self.catalogue = catalogue
-        checks = DealerChecks(stakes, GrpcDealerPoints(ctx.channels["commission"], ctx.service_token))
+        points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token)
+        checks = DealerChecks(stakes, points)
         self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes, checks)
         self.audit = AuditUseCases(
             book, stakes, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token),
@@ -58,6 +61,13 @@ class GameModule:
             interval_s=keeper.keeper_interval_s, stuck_after_s=keeper.stuck_round_void_after_s,
             leadership=OutboxLeadership(self._engine, name="keeper"),
         )  # fmt: skip
+        # Rounds over in the game driven to closed in the wallet, the shuffler and the commission service; one at a time too.
+        reconciler = reconciler or config.ReconcilerSettings()
+        self.reconciler = Reconciler(
+            book, [stakes, shuffler, points], stakes, ctx.clock,
+            interval_s=reconciler.reconciler_interval_s, settle_after_s=reconciler.reconcile_after_s,
+            batch_size=reconciler.reconciler_batch_size, leadership=OutboxLeadership(self._engine, name="reconciler"),
+        )  # fmt: skip
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.tables, self.audit)
@@ -68,8 +78,10 @@ class GameModule:
     async def start(self) -> None:
         self._relay.start()
         self.keeper.start()
+        self.reconciler.start()
 
     async def stop(self) -> None:
+        await self.reconciler.stop()
         await self.keeper.stop()  # first: what it appends is then relayed
         await self._relay.stop()
         self._engine.dispose()
@@ -85,6 +97,7 @@ def bootstrap(
 ) -> GameModule:
     """`tables_file` (else $CROUPIER_TABLES, else the shipped tables.toml) is the table catalogue;
     the keeper's pace: the keyword arguments, else $CROUPIER_KEEPER_INTERVAL_S and
-    $CROUPIER_STUCK_ROUND_VOID_AFTER_S, else 1 s and 300 s."""
+    $CROUPIER_STUCK_ROUND_VOID_AFTER_S, else 1 s and 300 s; the reconciler's: config.ReconcilerSettings
+    ($CROUPIER_RECONCILER_INTERVAL_S, $CROUPIER_RECONCILE_AFTER_S, else 5 s and 30 s)."""
     keeper = config.keeper_settings(keeper_interval_s, stuck_round_void_after_s)
     return GameModule(ctx, Catalogue.from_toml(config.tables_file(tables_file)), relay_poll_interval_s, keeper)

@@ -50,3 +50,21 @@ def keeper_settings(
         if value is not None
     }
     return KeeperSettings(**explicit)
+
+
+# The reconciler (application/reconciler.py): how often it looks, how long after a round ended its
+# consumers may still be applying it before the reconciler re-drives it, and how many rounds a pass takes.
+RECONCILER_INTERVAL_S = 5.0
+RECONCILE_AFTER_S = 30.0
+RECONCILER_BATCH_SIZE = 500
+
+
+class ReconcilerSettings(BaseSettings):
+    """$CROUPIER_RECONCILER_INTERVAL_S, $CROUPIER_RECONCILE_AFTER_S (seconds, may be fractional) and
+    $CROUPIER_RECONCILER_BATCH_SIZE."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
+
+    reconciler_interval_s: float = Field(default=RECONCILER_INTERVAL_S, gt=0)
+    reconcile_after_s: float = Field(default=RECONCILE_AFTER_S, ge=0)
+    reconciler_batch_size: int = Field(default=RECONCILER_BATCH_SIZE, ge=1, le=1_000)

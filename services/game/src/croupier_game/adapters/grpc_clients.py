@@ -12,9 +12,11 @@ import grpc
 
 from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable
+from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import call_metadata
+from croupier_platform.redrive import envelope_to_json
 
-from ..application.ports import CommittedShoe, LedgerEntry, Reservation, RevealedShoe, StakesRefused
+from ..application.ports import CommittedShoe, ExpiredReservation, LedgerEntry, Reservation, RevealedShoe, StakesRefused
 
 CALL_TIMEOUT_S = 5.0  # also how long a call waits for a restarting service (wait_for_ready)
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
@@ -53,7 +55,16 @@ class _Client:
             raise _translate(self.service, error) from None
 
 
-class GrpcShuffler(_Client):
+class _RoundEventSink(_Client):
+    """A consumer of round events the reconciler re-drives (application.ports.RoundEventSink): the wallet,
+    the shuffler and the commission service each serve ApplyRoundEvent."""
+
+    async def apply_round_event(self, envelope: EventEnvelope) -> bool:
+        request = internal_pb2.ApplyRoundEventRequest(envelope_json=envelope_to_json(envelope))
+        return (await self._call("ApplyRoundEvent", request)).applied
+
+
+class GrpcShuffler(_RoundEventSink):
     service = "shuffler"
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
@@ -93,7 +104,7 @@ class GrpcDealer(_Client):
         return list(reply.cards), list(reply.positions)
 
 
-class GrpcStakes(_Client):
+class GrpcStakes(_RoundEventSink):
     service = "wallet"
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
@@ -138,6 +149,13 @@ class GrpcStakes(_Client):
             raise _translate(self.service, error) from None
         return next((b.available for b in reply.balances if b.currency == currency), 0)
 
+    async def expired_reservations(self, limit: int) -> list[ExpiredReservation]:
+        reply = await self._call("ListExpiredReservations", internal_pb2.ListExpiredReservationsRequest(limit=limit))
+        return [ExpiredReservation(r.transaction_id, r.round_id, r.kind, r.expires_at) for r in reply.reservations]
+
+    async def release_orphan_round(self, round_id: str) -> int:
+        return (await self._call("ReleaseOrphanRound", internal_pb2.ReleaseOrphanRoundRequest(round_id=round_id))).released
+
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
         reply = await self._call("ListRoundTransactions", internal_pb2.ListRoundTransactionsRequest(round_id=round_id))
         return [
@@ -147,7 +165,7 @@ class GrpcStakes(_Client):
         ]
 
 
-class GrpcDealerPoints(_Client):
+class GrpcDealerPoints(_RoundEventSink):
     service = "commission"
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202

@@ -4,7 +4,8 @@ transaction at a time (the event store's lock), rolled back together. For unit t
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -20,6 +21,7 @@ class _Rows:
     seats: dict[str, Seat] = field(default_factory=dict)
     keys: dict[tuple[str, str], str] = field(default_factory=dict)
     rounds: dict[str, RoundRow] = field(default_factory=dict)  # insertion order = opening order
+    reconciled: set[str] = field(default_factory=set)
 
 
 class _MemorySeats(Seats):
@@ -92,6 +94,13 @@ class _MemoryRounds(Rounds):
 
     def count(self) -> int:
         return len(self._rows.rounds)
+
+    def unreconciled_over(self, limit: int) -> list[RoundRow]:
+        over = (r for r in self._rows.rounds.values() if r.phase in OVER_PHASES and r.round_id not in self._rows.reconciled)
+        return list(itertools.islice(over, limit))
+
+    def mark_reconciled(self, round_ids: Sequence[str]) -> None:
+        self._rows.reconciled.update(r for r in round_ids if r in self._rows.rounds)
 
 
 class InMemoryGameStore:

@@ -3,7 +3,7 @@ writes them in the event store's transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from sqlalchemy import (
@@ -76,9 +76,13 @@ rounds_table = Table(
     Column("seat_id", String(36), nullable=False),
     Column("phase", String(16), nullable=False),
     Column("version", Integer, nullable=False),
+    # The reconciler found the round, once over, closed in the wallet, the shuffler and the commission service.
+    Column("reconciled", Boolean, nullable=False, server_default=false()),
     sqlite_autoincrement=True,
 )
 Index("ix_game_rounds_player", rounds_table.c.player_id, rounds_table.c.id)
+Index("ix_game_rounds_reconciled", rounds_table.c.reconciled, rounds_table.c.id)
+_ROW_COLUMNS = [rounds_table.c[name] for name in RoundRow.__dataclass_fields__]
 
 
 class _SqlSeats(Seats):
@@ -140,8 +144,7 @@ class _SqlRounds(Rounds):
         self._c = connection
 
     def get(self, round_id: str) -> RoundRow | None:
-        columns = [c for c in rounds_table.c if c.name != "id"]
-        row = self._c.execute(select(*columns).where(rounds_table.c.round_id == round_id)).first()
+        row = self._c.execute(select(*_ROW_COLUMNS).where(rounds_table.c.round_id == round_id)).first()
         return RoundRow(**row._mapping) if row else None
 
     def add(self, row: RoundRow) -> None:
@@ -151,13 +154,11 @@ class _SqlRounds(Rounds):
         self._c.execute(update(rounds_table).where(rounds_table.c.round_id == round_id).values(phase=phase, version=version))
 
     def open_rounds(self, limit: int) -> list[RoundRow]:
-        columns = [c for c in rounds_table.c if c.name != "id"]
-        query = select(*columns).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)
+        query = select(*_ROW_COLUMNS).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)
         return [RoundRow(**row._mapping) for row in self._c.execute(query)]
 
     def in_range(self, after: str | None, upto: str | None) -> list[RoundRow]:
-        columns = [c for c in rounds_table.c if c.name != "id"]
-        query = select(*columns).order_by(rounds_table.c.round_id)
+        query = select(*_ROW_COLUMNS).order_by(rounds_table.c.round_id)
         if after is not None:
             query = query.where(rounds_table.c.round_id > after)
         if upto is not None:
@@ -166,6 +167,19 @@ class _SqlRounds(Rounds):
 
     def count(self) -> int:
         return self._c.execute(select(func.count()).select_from(rounds_table)).scalar_one()
+
+    def unreconciled_over(self, limit: int) -> list[RoundRow]:
+        query = (
+            select(*_ROW_COLUMNS)
+            .where(rounds_table.c.reconciled == false(), rounds_table.c.phase.in_(OVER_PHASES))
+            .order_by(rounds_table.c.id)
+            .limit(limit)
+        )
+        return [RoundRow(**row._mapping) for row in self._c.execute(query)]
+
+    def mark_reconciled(self, round_ids: Sequence[str]) -> None:
+        if round_ids:
+            self._c.execute(update(rounds_table).where(rounds_table.c.round_id.in_(list(round_ids))).values(reconciled=True))
 
     def recent(self, player_id: str, limit: int) -> list[str]:
         query = (

@@ -26,19 +26,19 @@ so the player's move stands and nothing is decided twice.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from croupier_platform.errors import ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
-from croupier_platform.outbox import AlwaysLeader, Leadership
+from croupier_platform.outbox import Leadership
 from croupier_platform.runtime import Clock
 from croupier_rules.errors import RuleError
 
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
+from .leader_loop import LeaderLoop
 from .rounds import BrokenRoundError, RoundBook
 from .tables import TableUseCases
 
@@ -48,8 +48,6 @@ DECIDE = "decide"
 VOID = "void"
 IDLE = "idle"  # nothing to do: over already, or a stream that does not read (left for an operator)
 DEFAULT_BATCH_SIZE = 10_000
-MAX_BACKOFF_S = 30.0
-STOP_GRACE_S = 10.0
 _NEVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -90,7 +88,7 @@ def last_progress(round_: Round) -> datetime:
     return _moment(round_.envelopes[-1].occurred_at)
 
 
-class Keeper:
+class Keeper(LeaderLoop):
     def __init__(
         self,
         book: RoundBook,
@@ -106,36 +104,20 @@ class Keeper:
     ) -> None:
         if interval_s <= 0 or stuck_after_s <= 0:
             raise ValueError("the keeper's interval and stuck-round timeout must be positive")
+        super().__init__(interval_s=interval_s, leadership=leadership, name=name)
         self._book = book
         self._tables = tables
         self._audit = audit
         self._clock = clock
-        self.interval_s = interval_s
         self.stuck_after_s = stuck_after_s
-        self._leadership = leadership if leadership is not None else AlwaysLeader()
         self._batch_size = batch_size
-        self.name = name
         self._due: dict[str, _Due] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._stopping: asyncio.Event | None = None
-        self._acquiring: asyncio.Future[bool] | None = None
-        self._leading = False
-
-    @property
-    def leading(self) -> bool:
-        return self._leading
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
 
     # -------------------------------------------------------------- one pass
 
     async def run_once(self) -> KeeperPass:
         """Act on every round that is due now, if this keeper leads."""
-        self._acquiring = asyncio.ensure_future(asyncio.to_thread(self._leadership.acquire))
-        self._leading = await asyncio.shield(self._acquiring)
-        if not self._leading:
+        if not await self.lead():
             self._due.clear()  # another replica acts; what it does is read afresh when we lead again
             return KeeperPass(leading=False)
         done = KeeperPass()
@@ -143,7 +125,7 @@ class Keeper:
         now = self._clock()
         seen: dict[str, _Due] = {}
         for row in rows:
-            if self._stopping is not None and self._stopping.is_set():
+            if self.stopping:
                 break
             due = self._due.get(row.round_id)
             try:
@@ -230,44 +212,3 @@ class Keeper:
         result = await self._audit.void_as_system(round_, reason, KEEPER_CAUSATION)
         if result.voided_now:
             done.voided.append(round_.round_id)
-
-    # -------------------------------------------------------------- the background task
-
-    def start(self) -> None:
-        if self._task is None:
-            self._stopping = asyncio.Event()
-            self._task = asyncio.create_task(self._run(), name=self.name)
-
-    async def stop(self) -> None:
-        """Let the pass in progress finish (it stops between rounds), then give the lead up."""
-        task, self._task = self._task, None
-        if self._stopping is not None:
-            self._stopping.set()
-        if task is not None:
-            try:
-                await asyncio.wait_for(task, STOP_GRACE_S)
-            except (TimeoutError, asyncio.CancelledError):
-                pass
-            except Exception:  # noqa: BLE001 - _run logs its own failures
-                pass
-        if self._acquiring is not None:
-            await asyncio.wait([self._acquiring])  # a late acquire must not take the lock after the release
-        self._leading = False
-        await asyncio.to_thread(self._leadership.release)
-
-    async def _run(self) -> None:
-        assert self._stopping is not None
-        failures = 0
-        while not self._stopping.is_set():
-            try:
-                await self.run_once()
-                failures = 0
-                delay = self.interval_s
-            except Exception:  # noqa: BLE001 - the store may be unreachable for a while
-                failures += 1
-                delay = min(MAX_BACKOFF_S, self.interval_s * 2**failures)
-                logger.warning("%s failed (%d in a row); retrying in %.2fs", self.name, failures, delay, exc_info=True)
-            try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=delay)
-            except TimeoutError:
-                pass

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from croupier_platform.errors import FailedPrecondition
+from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import EventLog
 from croupier_platform.outbox import Outbox
 
@@ -116,6 +117,14 @@ class Rounds(ABC):
     @abstractmethod
     def count(self) -> int: ...
 
+    @abstractmethod
+    def unreconciled_over(self, limit: int) -> list[RoundRow]:
+        """Rounds over (settled or voided) that the reconciler has not marked yet, oldest first."""
+
+    @abstractmethod
+    def mark_reconciled(self, round_ids: Sequence[str]) -> None:
+        """The reconciler found these rounds closed in every service: not listed by unreconciled_over again."""
+
 
 @dataclass(frozen=True)
 class GameUnitOfWork:
@@ -206,6 +215,35 @@ class Stakes(Protocol):
 
     async def available_balance(self, player_id: str, currency: str) -> int:
         """What the player can stake now in this currency."""
+
+
+@dataclass(frozen=True)
+class ExpiredReservation:
+    """A pending reservation (stake, cover, commission hold) past its expiry, and its owner, the round."""
+
+    transaction_id: str
+    round_id: str
+    kind: str
+    expires_at: str
+
+
+class RoundEventSink(Protocol):
+    """A service that consumes round events (the wallet, the shuffler, the commission service), as the
+    reconciler re-drives them."""
+
+    service: str
+
+    async def apply_round_event(self, envelope: EventEnvelope) -> bool:
+        """Apply the event as the service's consumer does, once per event id; True when this call applied it."""
+
+
+class Reservations(Protocol):
+    """The wallet's pending reservations past their expiry, for the reconciler."""
+
+    async def expired_reservations(self, limit: int) -> list[ExpiredReservation]: ...
+
+    async def release_orphan_round(self, round_id: str) -> int:
+        """The game holds no such round: release its reservations (once); how many were released."""
 
 
 class DealerPoints(Protocol):

@@ -1,0 +1,214 @@
+"""The reconciler: the log is the truth, and it is enforced (issue 10).
+
+Every round that is over in the game (settled or voided) must end closed in the wallet (settled or
+voided there), revealed in the shuffler and, at war-p2p, charged (points moved) in the commission
+service, however its Kafka messages were lost (dead-lettered, skipped). Every `interval_s` the
+leader among the replicas (the keeper's `LeaderLoop`, with an advisory lock of its own):
+
+1. takes the oldest rounds over and not yet marked `reconciled` in the round projection (a page of
+   `batch_size`), and for each one over for longer than `settle_after_s` (the consumers' normal lag)
+   sends the round's own final events (RoundSettled, RoundVoided; at war-p2p RoundOpened first, for
+   the commission service) to each service's ApplyRoundEvent. A service applies an event through the
+   very path its consumer uses (`handle_once`, keyed by consumer and event id): an event it already
+   applied is a no-op answering `applied=False`, so the call is also the cheap status query, and a
+   message arriving after the re-drive changes nothing. Each event a service had not applied is
+   logged at WARNING. Once every service has answered, the round is marked reconciled and never
+   looked at again: the mark is the cursor, so a pass reads only the rounds that ended since the
+   marked ones (and those still failing).
+2. takes the wallet's pending reservations past their expiry (stakes, covers, commission holds:
+   each has its round as owner) and resolves each through its round: the game holds no such round
+   (a crash between reserving the stakes and writing the round) → the wallet's round is voided, its
+   reservations released (ReleaseOrphanRound, once: the wallet's round lock and status decide); the
+   round is over → its settlement or void is re-driven as in 1 (which posts or releases them); the
+   round is open (waiting for the player) → left alone, looked at again after `settle_after_s`.
+
+A round that fails (a service unreachable, an event the service refuses) is retried on later passes
+with a growing delay, and stays unmarked: `croupier audit` reports it as a violation once past its
+bound. Nothing here decides money: the services apply the log's events by their own rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from croupier_platform.events import EventEnvelope
+from croupier_platform.outbox import Leadership
+from croupier_platform.runtime import Clock
+
+from ..domain.round import ROUND_OPENED
+from .leader_loop import LeaderLoop
+from .ports import Reservations, RoundEventSink
+from .rounds import RoundBook
+
+logger = logging.getLogger(__name__)
+
+OVER_EVENTS = ("RoundSettled", "RoundVoided")
+COMMISSION = "commission"
+COMMISSION_GAMES = ("war-p2p",)  # the commission service acts on these games' rounds only
+DEFAULT_BATCH_SIZE = 500
+MAX_RETRY_DELAY_S = 300.0
+
+
+@dataclass
+class ReconcilerPass:
+    """What one pass did (for tests and logs)."""
+
+    leading: bool = True
+    redriven: list[tuple[str, str, str]] = field(default_factory=list)  # (round_id, service, event_type) applied now
+    reconciled: list[str] = field(default_factory=list)  # marked: closed everywhere
+    released: list[str] = field(default_factory=list)  # rounds the game does not hold: their reservations released
+    left_open: list[str] = field(default_factory=list)  # expired reservations of rounds still open in the game
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def acted(self) -> bool:
+        return bool(self.redriven or self.released)
+
+
+class Reconciler(LeaderLoop):
+    def __init__(
+        self,
+        book: RoundBook,
+        sinks: Sequence[RoundEventSink],
+        reservations: Reservations,
+        clock: Clock,
+        *,
+        interval_s: float,
+        settle_after_s: float,
+        leadership: Leadership | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        name: str = "game-reconciler",
+    ) -> None:
+        if interval_s <= 0 or settle_after_s < 0 or batch_size < 1:
+            raise ValueError("the reconciler's interval and batch size must be positive, its bound not negative")
+        super().__init__(interval_s=interval_s, leadership=leadership, name=name)
+        self._book = book
+        self._sinks = list(sinks)
+        self._reservations = reservations
+        self._clock = clock
+        self.settle_after_s = settle_after_s
+        self._batch_size = batch_size
+        self._later: dict[str, datetime] = {}  # round id -> not before (within the bound, or backing off)
+        self._failures: dict[str, int] = {}
+
+    # -------------------------------------------------------------- one pass
+
+    async def run_once(self) -> ReconcilerPass:
+        if not await self.lead():
+            self._later.clear()
+            self._failures.clear()
+            return ReconcilerPass(leading=False)
+        done = ReconcilerPass()
+        now = self._clock()
+        seen: set[str] = set()
+        await self._over_rounds(now, done, seen)
+        await self._expired_reservations(now, done, seen)
+        self._later = {k: v for k, v in self._later.items() if k in seen}
+        self._failures = {k: v for k, v in self._failures.items() if k in seen}
+        if done.acted or done.failed:
+            logger.info("%s: re-drove %d event(s), released %d orphan round(s), %d round(s) reconciled, %d failed",
+                        self.name, len(done.redriven), len(done.released), len(done.reconciled), len(done.failed))  # fmt: skip
+        return done
+
+    async def _over_rounds(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> None:
+        rows = await self._book.in_transaction(lambda uow: uow.rounds.unreconciled_over(self._batch_size))
+        for row in rows:
+            if self.stopping:
+                break
+            seen.add(row.round_id)
+            if self._waiting(row.round_id, now):
+                continue
+            try:
+                envelopes = await self._stream(row.round_id)
+                over = [e for e in envelopes if e.event_type in OVER_EVENTS]
+                if not over:
+                    raise ValueError("the round projection says it is over, but its stream has no RoundSettled or RoundVoided")
+                due = datetime.fromisoformat(over[-1].occurred_at) + timedelta(seconds=self.settle_after_s)
+                if now <= due:  # the consumers' normal lag: theirs to apply first (over for longer than the bound: ours)
+                    self._later[row.round_id] = due
+                    continue
+                await self._redrive(row.round_id, envelopes, done)
+            except Exception as exc:  # noqa: BLE001 - one round must not keep the reconciler from the others
+                self._failed(row.round_id, now, done, exc)
+                continue
+            done.reconciled.append(row.round_id)
+        if done.reconciled:
+            marked = list(done.reconciled)
+            await self._book.in_transaction(lambda uow: uow.rounds.mark_reconciled(marked))
+
+    async def _expired_reservations(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> None:
+        expired = await self._reservations.expired_reservations(self._batch_size)
+        owners = list(dict.fromkeys(r.round_id for r in expired if r.round_id))
+        if not owners:
+            return
+        held = await self._book.in_transaction(lambda uow: uow.events.existing_streams(owners))
+        for round_id in owners:
+            if self.stopping:
+                break
+            seen.add(round_id)
+            if round_id in done.reconciled or self._waiting(round_id, now):
+                continue
+            try:
+                if round_id not in held:
+                    released = await self._reservations.release_orphan_round(round_id)
+                    if released:
+                        logger.warning("%s: round %s: the game holds no such round; released its %d expired reservation(s)",
+                                       self.name, round_id, released)  # fmt: skip
+                        done.released.append(round_id)
+                    continue
+                envelopes = await self._stream(round_id)
+                if not any(e.event_type in OVER_EVENTS for e in envelopes):
+                    done.left_open.append(round_id)  # waiting for the player (the keeper's to time out)
+                    self._later[round_id] = now + timedelta(seconds=self.settle_after_s)
+                    continue
+                if not await self._redrive(round_id, envelopes, done):
+                    # Every service had applied the round's end, and still a reservation of it is pending:
+                    # not one the round claims. Named here (and by the audit); looked at again later.
+                    logger.warning("%s: round %s is over and applied everywhere, but the wallet still holds expired "
+                                   "reservation(s) %s of it", self.name, round_id,
+                                   ", ".join(r.transaction_id for r in expired if r.round_id == round_id))  # fmt: skip
+                    self._back_off(round_id, now)
+            except Exception as exc:  # noqa: BLE001 - likewise
+                self._failed(round_id, now, done, exc)
+
+    # -------------------------------------------------------------- helpers
+
+    async def _stream(self, round_id: str) -> list[EventEnvelope]:
+        return await self._book.in_transaction(lambda uow: uow.events.read_stream(round_id))
+
+    async def _redrive(self, round_id: str, envelopes: list[EventEnvelope], done: ReconcilerPass) -> bool:
+        """The round's final events to every service that consumes them; True when any had missed one."""
+        over = [e for e in envelopes if e.event_type in OVER_EVENTS]
+        opened = next((e for e in envelopes if e.event_type == ROUND_OPENED), None)
+        applied_any = False
+        for sink in self._sinks:
+            events = over
+            if sink.service == COMMISSION:
+                if opened is None or opened.payload.get("game") not in COMMISSION_GAMES:
+                    continue
+                events = [opened, *over]
+            for envelope in events:
+                if await sink.apply_round_event(envelope):
+                    applied_any = True
+                    done.redriven.append((round_id, sink.service, envelope.event_type))
+                    logger.warning("%s: round %s: the %s had not applied %s v%d (event %s); applied now from the log",
+                                   self.name, round_id, sink.service, envelope.event_type, envelope.version,
+                                   envelope.event_id)  # fmt: skip
+        return applied_any
+
+    def _waiting(self, round_id: str, now: datetime) -> bool:
+        later = self._later.get(round_id)
+        return later is not None and now < later
+
+    def _back_off(self, round_id: str, now: datetime) -> None:
+        failures = self._failures[round_id] = self._failures.get(round_id, 0) + 1
+        delay = min(MAX_RETRY_DELAY_S, self.interval_s * 2**failures)
+        self._later[round_id] = now + timedelta(seconds=delay)
+
+    def _failed(self, round_id: str, now: datetime, done: ReconcilerPass, exc: Exception) -> None:
+        logger.warning("%s: round %s could not be reconciled (%s); retrying later", self.name, round_id, exc)
+        done.failed.append(round_id)
+        self._back_off(round_id, now)

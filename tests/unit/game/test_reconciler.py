@@ -1,0 +1,254 @@
+"""The reconciler: a round over in the game is driven to closed in the wallet, revealed in the shuffler and
+charged in the commission service from its own events, however its messages were lost; pending
+reservations past their expiry resolve through their round, once; only the leader acts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from croupier_game.adapters.memory import InMemoryGameStore
+from croupier_game.adapters.sql import SqlGameStore, game_metadata
+from croupier_game.application.reconciler import Reconciler, ReconcilerPass
+from croupier_game.application.rounds import RoundBook
+from croupier_game.application.seating import DealerChecks
+from croupier_game.application.tables import TableUseCases
+from croupier_game.config import DEFAULT_TABLES_FILE
+from croupier_game.domain.catalogue import Catalogue
+from croupier_platform.db import create_schema, make_engine
+from croupier_platform.errors import Unavailable
+
+from .conftest import ALICE, BOB
+from .fakes import FakeDealer, FakeDealerPoints, FakeShuffler
+from .reconciler_fakes import CountingSink, ExpiringWallet
+from .test_keeper import ManualClock, Recorded
+
+START = 1_000_000
+BOUND_S = 30.0
+WIN = ["Kc", "2d"]  # casino war: the player's king beats the dealer's two, settled at the deal
+
+
+@dataclass
+class World:
+    store: Any
+    clock: ManualClock
+    wallet: ExpiringWallet
+    shuffler: CountingSink
+    commission: CountingSink
+    tables: TableUseCases
+    book: RoundBook
+    cards: FakeShuffler
+
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run(coroutine)
+
+    def reconciler(self, leadership: Recorded | None = None) -> Reconciler:
+        sinks = [self.wallet, self.shuffler, self.commission]
+        return Reconciler(self.book, sinks, self.wallet, self.clock, interval_s=0.01, settle_after_s=BOUND_S,
+                          leadership=leadership)  # fmt: skip
+
+    def deliver(self, *, drop: tuple[str, ...] = ()) -> list:
+        """The relay and the bus: every committed round event to each consumer, except the event types dropped
+        (dead-lettered, skipped). Returns the envelopes published."""
+        pending = self.store.outbox.pending(1_000)
+        for message in pending:
+            envelope = message.envelope
+            if envelope.event_type in drop:
+                continue
+            self.wallet.apply(envelope)
+            self.shuffler.consume(envelope)
+            self.commission.consume(envelope)
+        self.store.outbox.mark_published([m.id for m in pending])
+        return [m.envelope for m in pending]
+
+    def play(self, table: str = "casino-war-usd", cards: list[str] = WIN, key: str = "k1", who=ALICE) -> str:  # noqa: ANN001
+        self.cards.stack(*cards)
+        seat = self.run(self.tables.join_table(who, table))[0].seat_id
+        view = self.run(self.tables.place_bets(who, seat, {"ante": 1000}, key, ""))
+        return self.run(self.tables.deal(who, view.round_id)).round_id
+
+    def phase(self, round_id: str) -> str:
+        return self.run(self.tables.get_round(ALICE, round_id)).phase
+
+
+def world(store: Any) -> World:
+    clock = ManualClock()
+    cards = FakeShuffler()
+    wallet = ExpiringWallet(clock=clock, timeout_s=120)
+    for who in ("alice", "bob"):
+        wallet.fund(who, START, "USD")
+    book = RoundBook(store, cards, clock, on_commit=lambda: None)
+    points = FakeDealerPoints(points={("bob", "USD"): 800})
+    tables = TableUseCases(book, Catalogue.from_toml(DEFAULT_TABLES_FILE), FakeDealer(cards), wallet, DealerChecks(wallet, points))
+    shuffler = CountingSink("shuffler")
+    commission = CountingSink("commission", handles=("RoundOpened", "RoundSettled", "RoundVoided"))
+    return World(store, clock, wallet, shuffler, commission, tables, book, cards)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def w(request: pytest.FixtureRequest, tmp_path: Path) -> World:
+    if request.param == "memory":
+        return world(InMemoryGameStore())
+    engine = make_engine(f"sqlite:///{tmp_path / 'game.db'}")
+    create_schema(engine)
+    create_schema(engine, game_metadata)
+    return world(SqlGameStore(engine))
+
+
+# ---------------------------------------------------------------- rounds over in the game
+
+
+def test_a_settlement_whose_message_was_dropped_is_applied_once_and_a_late_redelivery_is_a_no_op(
+    w: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    reconciler = w.reconciler()
+    round_id = w.play()
+    assert w.phase(round_id) == "settled"
+    published = w.deliver(drop=("RoundSettled",))  # dead-lettered for the wallet and the shuffler alike
+    assert w.wallet.available("alice") == START - 1000  # the stake still reserved
+
+    w.clock.advance(BOUND_S)  # within the bound: the consumers' lag, not the reconciler's yet
+    assert w.run(reconciler.run_once()) == ReconcilerPass()
+    w.clock.advance(1)
+    with caplog.at_level(logging.WARNING, logger="croupier_game.application.reconciler"):
+        done = w.run(reconciler.run_once())
+    assert done.redriven == [(round_id, "wallet", "RoundSettled"), (round_id, "shuffler", "RoundSettled")]
+    assert done.reconciled == [round_id] and done.failed == []
+    assert w.wallet.available("alice") == START + 1000  # the ante back and its win
+    assert w.shuffler.applied == [(round_id, "RoundSettled")]
+    assert any("the wallet had not applied RoundSettled" in r.getMessage() for r in caplog.records)
+
+    # The message arrives after all (dlq replay): nothing more happens.
+    settled = next(e for e in published if e.event_type == "RoundSettled")
+    assert not w.run(w.wallet.apply_round_event(settled))
+    w.wallet.apply(settled)
+    assert w.wallet.available("alice") == START + 1000
+    assert not w.shuffler.consume(settled)
+    # Marked: the next passes do not look at it again.
+    w.clock.advance(60)
+    assert w.run(reconciler.run_once()) == ReconcilerPass()
+
+
+def test_a_round_every_service_applied_is_marked_without_a_warning(w: World, caplog: pytest.LogCaptureFixture) -> None:
+    reconciler = w.reconciler()
+    round_id = w.play()
+    w.deliver()
+    w.clock.advance(BOUND_S + 1)
+    with caplog.at_level(logging.WARNING, logger="croupier_game.application.reconciler"):
+        done = w.run(reconciler.run_once())
+    assert done == ReconcilerPass(reconciled=[round_id])
+    assert caplog.records == []
+
+
+def test_a_player_dealer_round_is_charged_in_the_commission_service_with_its_opening(w: World) -> None:
+    reconciler = w.reconciler()
+    w.run(w.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
+    round_id = w.play("war-p2p-i-usd")
+    w.deliver(drop=("RoundOpened", "RoundSettled", "RoundVoided"))
+    w.clock.advance(BOUND_S + 1)
+    done = w.run(reconciler.run_once())
+    assert (round_id, "commission", "RoundOpened") in done.redriven and (round_id, "commission", "RoundSettled") in done.redriven
+    assert w.commission.applied == [(round_id, "RoundOpened"), (round_id, "RoundSettled")]
+    assert w.wallet.available("alice") == START + 1000
+
+
+def test_a_service_that_fails_leaves_the_round_unmarked_and_it_is_retried(w: World) -> None:
+    reconciler = w.reconciler()
+    round_id = w.play()
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(BOUND_S + 1)
+
+    async def away(envelope):  # noqa: ANN001, ANN202
+        raise Unavailable("the shuffler service is unavailable; try again")
+
+    w.shuffler.apply_round_event = away  # type: ignore[method-assign]
+    done = w.run(reconciler.run_once())
+    assert done.failed == [round_id] and done.reconciled == []
+    del w.shuffler.apply_round_event  # back
+    w.clock.advance(0.005)  # backing off: not yet
+    assert w.run(reconciler.run_once()).reconciled == []
+    w.clock.advance(5)
+    done = w.run(reconciler.run_once())
+    assert done.reconciled == [round_id] and done.redriven == [(round_id, "shuffler", "RoundSettled")]
+    assert w.wallet.available("alice") == START + 1000  # applied once, by the first pass
+
+
+# ---------------------------------------------------------------- pending reservations past their expiry
+
+
+def test_a_reservation_for_a_round_never_written_is_released_after_its_expiry_once(w: World) -> None:
+    reconciler = w.reconciler()
+    w.run(w.wallet.reserve_stakes("t-crash", "alice", "never-written", 700, "USD", {"ante": 700}))  # then the game crashed
+    assert w.wallet.available("alice") == START - 700
+    w.clock.advance(119)
+    assert w.run(reconciler.run_once()).released == []
+    w.clock.advance(2)
+    done = w.run(reconciler.run_once())
+    assert done.released == ["never-written"] and done.failed == []
+    assert w.wallet.available("alice") == START
+    assert w.run(reconciler.run_once()) == ReconcilerPass()  # resolved: nothing left to do
+
+
+def test_an_open_rounds_reservation_is_left_alone(w: World) -> None:
+    reconciler = w.reconciler()
+    round_id = w.play(cards=["Kc", "Kd"])  # a tie: waiting for the player's war or surrender
+    assert w.phase(round_id) == "deciding"
+    w.deliver()
+    w.clock.advance(200)
+    done = w.run(reconciler.run_once())
+    assert done.left_open == [round_id] and done.released == [] and done.redriven == []
+    assert w.phase(round_id) == "deciding" and w.wallet.available("alice") == START - 1000
+
+
+def test_an_expired_reservation_of_a_round_over_has_its_settlement_re_driven(w: World) -> None:
+    reconciler = w.reconciler()
+    round_id = w.play()
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(121)  # past the reservation's expiry and the bound alike: re-driven once, not twice
+    done = w.run(reconciler.run_once())
+    assert [r for r in done.redriven if r[1] == "wallet"] == [(round_id, "wallet", "RoundSettled")]
+    assert w.run(w.wallet.expired_reservations(10)) == []
+    assert w.wallet.available("alice") == START + 1000
+
+
+# ---------------------------------------------------------------- one reconciler among the replicas
+
+
+def test_of_two_reconcilers_only_the_leader_acts(w: World) -> None:
+    leader, other = Recorded(True), Recorded(False)
+    first, second = w.reconciler(leader), w.reconciler(other)
+    round_id = w.play()
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(BOUND_S + 1)
+    assert w.run(second.run_once()) == ReconcilerPass(leading=False)
+    assert w.wallet.available("alice") == START - 1000
+    assert w.run(first.run_once()).reconciled == [round_id]
+    assert w.wallet.available("alice") == START + 1000
+    leader.leads, other.leads = False, True  # the leader went away: the other takes over, with nothing left
+    assert w.run(first.run_once()) == ReconcilerPass(leading=False)
+    assert w.run(second.run_once()) == ReconcilerPass()
+
+
+def test_the_background_task_reconciles_and_gives_the_lead_up_at_stop(w: World) -> None:
+    lead = Recorded(True)
+    reconciler = w.reconciler(lead)
+    w.play()
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(BOUND_S + 1)
+
+    async def main() -> None:
+        reconciler.start()
+        for _ in range(500):
+            if w.wallet.available("alice") == START + 1000:
+                break
+            await asyncio.sleep(0.01)
+        await reconciler.stop()
+
+    w.run(main())
+    assert w.wallet.available("alice") == START + 1000
+    assert lead.calls[-1] == "release" and not reconciler.running
