@@ -17,6 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy.exc import OperationalError
 
 from croupier.v1 import audit_pb2
+from croupier_game.application.full_audit import LAG_BOUND_S
+from croupier_game.application.round_check import LagBound
+from croupier_platform.runtime import utc_now
 
 from .client import DEFAULT_TARGET, Client
 
@@ -66,6 +69,8 @@ def audit(
     page: Annotated[int, typer.Option(help="rounds per page read from the log", min=1, max=1000)] = 500,
     as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line: rounds, events, violations, seconds")] = False,
     jobs: Annotated[int, typer.Option(help="processes auditing the stores' pages in parallel (0: one per core)", min=0)] = 1,
+    lag_bound: Annotated[float, typer.Option(help="seconds after a round ended that the wallet may still be applying it; "
+                                                  "past them, a round open in the wallet is a violation", min=0)] = LAG_BOUND_S,
 ) -> None:
     """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation.
 
@@ -86,7 +91,7 @@ def audit(
         except StoreMissing as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(2) from None
-        steps = audit_steps(urls, page=page, jobs=jobs or os.cpu_count() or 1)
+        steps = audit_steps(urls, page=page, jobs=jobs or os.cpu_count() or 1, lag_bound=LagBound(utc_now(), lag_bound))
     violations: list = []
     final = None
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TextColumn("rounds"), TimeElapsedColumn(),
@@ -118,7 +123,7 @@ def audit(
         ledger = f"; ledger: {final.ledger.accounts} accounts, {final.ledger.entries} entries" if final.ledger else ""
         print(f"{final.rounds} rounds, {final.events} events in {final.seconds:.2f} s ({rate:,.0f} rounds/s){ledger}")
         if final.notes:
-            print(f"{final.notes} round(s) still in play or not yet applied by the wallet (not violations)")
+            print(f"{final.notes} round(s) still in play or not yet applied by the wallet within {lag_bound:.0f} s (not violations)")
         print("audit clean: every invariant holds" if not violations else f"{len(violations)} violation(s)")
     raise typer.Exit(1 if violations else 0)
 

@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from croupier_game.adapters.sql import SqlGameStore
 from croupier_game.application.full_audit import AuditProgress, audit_shares, check_whole_ledger, run_audit
 from croupier_game.application.ports import LedgerCheck, LedgerEntry, RevealedShoe
+from croupier_game.application.round_check import LagBound
 from croupier_platform.db import make_engine
 from croupier_platform.settings import database_url_for
 from croupier_shuffler.adapters.repository import SqlShoeRepository
@@ -105,7 +106,7 @@ def open_stores(urls: dict[str, str]) -> Iterator[AuditStores]:
             engine.dispose()
 
 
-def audit_steps(urls: dict[str, str], *, page: int, jobs: int = 1) -> Iterator[AuditProgress]:
+def audit_steps(urls: dict[str, str], *, page: int, jobs: int = 1, lag_bound: LagBound | None = None) -> Iterator[AuditProgress]:
     """`run_audit` on the stores, stepped from a synchronous caller. With `jobs` > 1 the log is cut into
     pages (`audit_shares`) that `jobs` worker processes audit, each on engines of its own, in page order;
     their steps are merged here in that order and the ledger as a whole is checked here, once: the same
@@ -115,21 +116,21 @@ def audit_steps(urls: dict[str, str], *, page: int, jobs: int = 1) -> Iterator[A
         if jobs > 1:
             total, shares = audit_shares(stores.game, page)
             if len(shares) > 1:
-                yield from _in_processes(stores, urls, page, min(jobs, len(shares)), total, shares, started)
+                yield from _in_processes(stores, urls, page, min(jobs, len(shares)), total, shares, started, lag_bound)
                 return
-        yield from _drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False))
+        yield from _drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False, lag_bound=lag_bound))
 
 
 def _in_processes(
     stores: AuditStores, urls: dict[str, str], page: int, jobs: int, total: int,
-    shares: list[tuple[str | None, str | None]], started: float,
+    shares: list[tuple[str | None, str | None]], started: float, lag_bound: LagBound | None = None,
 ) -> Iterator[AuditProgress]:  # fmt: skip
     merged = AuditProgress(total=total)
     # spawn: each worker starts clean and opens engines of its own (no connection crosses a fork). A
     # process pool, not multiprocessing.Pool: a worker that dies fails the audit instead of being replaced.
     pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _open_worker_stores, (urls,))
     try:
-        for share in pool.map(_audit_share, [(after, until, page) for after, until in shares]):
+        for share in pool.map(_audit_share, [(after, until, page, lag_bound) for after, until in shares]):
             merged.rounds += share.rounds
             merged.events += share.events
             merged.notes += share.notes
@@ -151,13 +152,13 @@ def _open_worker_stores(urls: dict[str, str]) -> None:
     Finalize(None, stack.close, exitpriority=10)  # run as the worker exits: connections closed, not dropped
 
 
-def _audit_share(task: tuple[str | None, str | None, int]) -> AuditProgress:
+def _audit_share(task: tuple[str | None, str | None, int, LagBound | None]) -> AuditProgress:
     """A worker's page: `run_audit` over one share, without the ledger part; its steps in one."""
-    after, until, page = task
+    after, until, page, lag_bound = task
     assert _worker_stores is not None
     stores = _worker_stores
     steps = list(_drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False,
-                                  after=after, until=until, whole=False)))  # fmt: skip
+                                  after=after, until=until, whole=False, lag_bound=lag_bound)))  # fmt: skip
     return replace(steps[-1], violations=[v for step in steps for v in step.violations])
 
 

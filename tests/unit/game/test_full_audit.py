@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, select, update
 
 from croupier_game.adapters.sql import rounds_table
 from croupier_game.application.full_audit import AuditProgress, Violation, audit_shares, check_whole_ledger, run_audit
-from croupier_game.application.round_check import NOT_CHARGED
+from croupier_game.application.round_check import NOT_CHARGED, LagBound
 from croupier_platform.db import events_table
 from croupier_platform.errors import PermissionDenied
 
@@ -350,3 +351,44 @@ def test_a_voided_player_dealer_round_leaves_the_dealer_and_the_house_nothing(ga
         "v6 RoundVoided: the wallet left the dealer at -525 for the round, a void must leave every balance as before (0)",
         "v6 RoundVoided: the house kept 525 commission from the round, a void leaves it nothing",
     ]}  # fmt: skip
+
+
+# ---------------------------------------------------------------- over in the game, open in the wallet, past the bound
+
+
+def audit_at(game: Game, seconds_after: float, bound_s: float = 60) -> tuple[AuditProgress, list[Violation]]:
+    """The audit as `croupier audit` runs it, `seconds_after` the last event written, with a lag bound."""
+    async def run() -> list[AuditProgress]:
+        with game.store.unit_of_work() as uow:
+            last = max(e.occurred_at for r in uow.rounds.in_range(None, None) for e in uow.events.read_stream(r.round_id))
+        now = datetime.fromisoformat(last) + timedelta(seconds=seconds_after)
+        return [step async for step in run_audit(game.store, game.shuffler, game.wallet, lag_bound=LagBound(now, bound_s))]
+
+    steps = game.run(run())
+    return steps[-1], [v for s in steps for v in s.violations]
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_round_left_open_in_the_wallet_past_the_bound_is_a_violation_within_it_a_note(store: str, game: Game, sql_game: Game) -> None:
+    game = game if store == "memory" else sql_game
+    lost = war_round(game, ["Kc", "2d"], "k1")  # settled in the game; its RoundSettled never reaches the wallet
+
+    final, violations = audit_at(game, 59)
+    assert violations == [] and final.notes == 1  # within the bound: the consumers' lag
+
+    final, violations = audit_at(game, 61)
+    assert final.notes == 0
+    assert [(v.round_id, v.event) for v in violations] == [(lost, "v5 RoundSettled")]
+    assert "the wallet has not applied the settlement: the round is over in the game and open in the wallet" in violations[0].problem
+    assert "(bound 60 s)" in violations[0].problem
+
+    game.pump()  # the reconciler (or the consumer) applies it: clean again, whatever the age
+    assert audit_at(game, 3600)[1] == []
+
+
+def test_a_commission_left_uncharged_past_the_bound_is_a_violation(game: Game) -> None:
+    round_id = p2p_round(game, ["9c", "Qd"], "lagging", charge=False)  # the wallet settled; the commission never charged
+    assert audit_at(game, 10)[1] == []
+    violations = audit_at(game, 120)[1]
+    assert [v.round_id for v in violations] == [round_id]
+    assert "the commission is not charged" in violations[0].problem

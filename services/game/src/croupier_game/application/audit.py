@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from croupier_platform.auth import Identity
 from croupier_platform.errors import InvalidArgument, NotFound
 
 from ..domain.round import Round
-from .full_audit import DEFAULT_PAGE, AuditProgress, check_one, run_audit
+from .full_audit import DEFAULT_PAGE, LAG_BOUND_S, AuditProgress, check_one, run_audit
+from .round_check import LagBound
 from .ports import LedgerArchive, ShoeArchive, Stakes
 from .round_check import NOT_APPLIED, Replay
 from .rounds import RoundBook, retrying
@@ -70,7 +72,8 @@ class AuditUseCases:
 
     async def replay_round(self, actor: Identity, round_id: str) -> Replay:
         actor.require_operator()
-        replay = await check_one(self._book.store, self._shoes, self._ledger, round_id, detailed=True) if round_id else None
+        replay = await check_one(self._book.store, self._shoes, self._ledger, round_id, detailed=True,
+                                 lag_bound=self._lag_bound()) if round_id else None  # fmt: skip
         if replay is None:
             raise NotFound(f"no round {round_id!r}")
         return replay
@@ -80,5 +83,9 @@ class AuditUseCases:
         actor.require_operator()
         if not 0 <= page <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be from 1 to {MAX_PAGE} (0: {DEFAULT_PAGE}), not {page}")
-        async for step in run_audit(self._book.store, self._shoes, self._ledger, page=page or DEFAULT_PAGE):
+        async for step in run_audit(self._book.store, self._shoes, self._ledger, page=page or DEFAULT_PAGE, lag_bound=self._lag_bound()):
             yield step
+
+    def _lag_bound(self) -> LagBound:
+        """A round over longer ago than LAG_BOUND_S and still open in the wallet is a violation."""
+        return LagBound(datetime.fromisoformat(self._book.now()), LAG_BOUND_S)

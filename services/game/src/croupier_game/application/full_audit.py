@@ -30,9 +30,13 @@ from croupier_platform.events import EventRecord
 
 from ..domain.round import STREAM_TYPE
 from .ports import GameStore, GameUnitOfWork, LedgerArchive, LedgerCheck, RoundRow, ShoeArchive
-from .round_check import Finding, Replay, RoundCheck, moved
+from .round_check import Finding, LagBound, Replay, RoundCheck, moved
 
 DEFAULT_PAGE = 500
+# How long after a round ended its wallet side (settlement, void, commission) may still be in flight before
+# the audit counts it as a violation: twice the reconciler's default bound (30 s), so a round the reconciler
+# re-drove in time is never reported; a lost one it could not repair is.
+LAG_BOUND_S = 60.0
 T = TypeVar("T")
 
 
@@ -90,7 +94,8 @@ Runner = Callable[..., Awaitable[Any]]
 
 
 async def check_one(
-    store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, round_id: str, *, detailed: bool, run: Runner = _threaded
+    store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, round_id: str, *, detailed: bool, run: Runner = _threaded,
+    lag_bound: LagBound | None = None,
 ) -> Replay | None:
     """One round from fresh reads (ReplayRound, and the audit's second look); None: no such round."""
 
@@ -101,7 +106,7 @@ async def check_one(
     records, projection = await run(_in_uow, store, read)
     if not records or records[0].stream_type != STREAM_TYPE:
         return None
-    check = RoundCheck(records, projection, detailed=detailed)
+    check = RoundCheck(records, projection, detailed=detailed, lag_bound=lag_bound)
     revealed, shoe_problem = await _reveal(shoes, [check.shoe_id] if check.shoe_id else [])
     entries, ledger_problem = await _transactions(ledger, [round_id])
     return check.finish(
@@ -113,14 +118,16 @@ async def check_one(
 
 async def run_audit(
     store: GameStore, shoes: ShoeArchive, ledger: LedgerArchive, *, page: int = DEFAULT_PAGE, threaded: bool = True,
-    after: str | None = None, until: str | None = None, whole: bool = True,
+    after: str | None = None, until: str | None = None, whole: bool = True, lag_bound: LagBound | None = None,
 ) -> AsyncIterator[AuditProgress]:  # fmt: skip
     """Yields after each page (the violations found in it) and once more at the end (done, the ledger).
     `threaded`: the store reads and the checks run in worker threads, so that a server's event loop keeps
     serving meanwhile; a command of its own runs them inline.
     One share of an audit split over processes (`audit_shares`): only the streams whose ids sort in
     (`after`, `until`] (None: unbounded), and with `whole=False` neither the count nor the ledger as a whole,
-    which the caller checks once for all the shares (`check_whole_ledger`, with the shares' `held` added up)."""
+    which the caller checks once for all the shares (`check_whole_ledger`, with the shares' `held` added up).
+    `lag_bound`: a round over longer ago than it and still open in the wallet (or uncharged) is a violation;
+    None: a note, whatever its age."""
     run: Runner = _threaded if threaded else _inline
     started = time.perf_counter()
     total = await run(_in_uow, store, lambda uow: uow.rounds.count()) if whole else 0
@@ -135,7 +142,7 @@ async def run_audit(
             for row in current.orphans
         ])  # fmt: skip
         if current.streams:
-            checks = await run(_open_checks, current)
+            checks = await run(_open_checks, current, lag_bound)
             revealed, shoe_problem = await _reveal(shoes, [c.shoe_id for c in checks if c.shoe_id])
             entries, ledger_problem = await _transactions(ledger, [c.round_id for c in checks])
             held_by_wallet += len(entries) if entries is not None else 0
@@ -143,7 +150,8 @@ async def run_audit(
             for replay in replays:
                 if not replay.ok:
                     # A second look from fresh reads: a round that moved on meanwhile is not a violation.
-                    replay = await check_one(store, shoes, ledger, replay.round_id, detailed=False, run=run) or replay
+                    replay = await check_one(store, shoes, ledger, replay.round_id, detailed=False, run=run,
+                                             lag_bound=lag_bound) or replay  # fmt: skip
                 step.violations += [Violation.of(replay.round_id, f) for f in replay.findings]
                 step.notes += replay.ok and bool(replay.notes)
             rounds += len(checks)
@@ -209,8 +217,8 @@ def _read_page(uow: GameUnitOfWork, after: str | None, limit: int, until: str | 
     return _Page(streams, {r.round_id: r for r in rows}, [r for r in rows if r.round_id not in have], last)
 
 
-def _open_checks(page: _Page) -> list[RoundCheck]:
-    return [RoundCheck(records, page.projection.get(records[0].stream_id)) for records in page.streams]
+def _open_checks(page: _Page, lag_bound: LagBound | None = None) -> list[RoundCheck]:
+    return [RoundCheck(records, page.projection.get(records[0].stream_id), lag_bound=lag_bound) for records in page.streams]
 
 
 def _finish_checks(

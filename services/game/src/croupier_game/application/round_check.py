@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -40,6 +41,22 @@ from .ports import LedgerEntry, RevealedShoe, RoundRow
 
 NOT_APPLIED = "wallet has not applied the {what} yet"
 NOT_CHARGED = "commission not charged yet: the wallet still holds the dealer's commission hold"
+OVER_EVENTS = ("RoundSettled", "RoundVoided")
+
+
+@dataclass(frozen=True)
+class LagBound:
+    """How long after a round ended the other services may still be applying it (their consumers' lag; the
+    game's reconciler re-drives it after its own, shorter, bound). Past it, a round over in the game and open
+    elsewhere is a violation, no longer a note."""
+
+    now: datetime
+    seconds: float
+
+    def overdue(self, ended_at: str) -> float | None:
+        """Seconds since `ended_at` when past the bound, else None."""
+        age = (self.now - datetime.fromisoformat(ended_at)).total_seconds()
+        return age if age > self.seconds else None
 
 
 def moved(entries: Iterable[LedgerEntry]) -> list[LedgerEntry]:
@@ -122,12 +139,17 @@ UNSET: Any = _Unset()  # no projection was read (the caller has none to compare)
 
 
 class RoundCheck:
-    def __init__(self, records: Sequence[EventRecord], projection: RoundRow | None = UNSET, *, detailed: bool = False) -> None:
+    def __init__(
+        self, records: Sequence[EventRecord], projection: RoundRow | None = UNSET, *, detailed: bool = False,
+        lag_bound: LagBound | None = None,
+    ) -> None:
+        """`lag_bound`: past it, what the wallet has not applied of a round over is a violation (None: a note)."""
         if not records:
             raise ValueError("a round check needs the round's records")
         self.round_id = records[0].stream_id
         self.records = records
         self.detailed = detailed
+        self.lag_bound = lag_bound
         self.replay = Replay(round_id=self.round_id)
         self.checks: dict[str, str] = {}
         self.opened: tuple[int, RoundOpened] | None = None
@@ -391,7 +413,8 @@ class RoundCheck:
                                         f"ends {state.phase} at v{self.head}")  # fmt: skip
         mine = [e for e in entries if e.player_id == opened.player_id]
         if waiting := self._check_player(state, mine, last):
-            self.replay.notes.append(NOT_APPLIED.format(what=waiting))
+            if not self._overdue(f"the wallet has not applied the {waiting}: the round is over in the game and open in the wallet"):
+                self.replay.notes.append(NOT_APPLIED.format(what=waiting))
             self.checks["wallet"] = f"{waiting} not applied yet"
             return
         charged = True
@@ -402,6 +425,21 @@ class RoundCheck:
             self.checks["wallet"] = "failed"
         else:
             self.checks["wallet"] = "ok" if charged else "commission not charged yet"
+
+    def _overdue(self, problem: str) -> bool:
+        """A violation naming the round's last RoundSettled/RoundVoided when the round ended longer ago than the
+        lag bound (True), else nothing (False: the caller notes the lag)."""
+        ended = next((r for r in reversed(self.records) if r.event_type in OVER_EVENTS), None)
+        if self.lag_bound is None or ended is None:
+            return False
+        try:
+            age = self.lag_bound.overdue(ended.occurred_at)
+        except ValueError:
+            return False  # an unreadable time: the chain check names the edited event
+        if age is None:
+            return False
+        self.say(ended.version, f"{problem} {age:.0f} s after the round ended (bound {self.lag_bound.seconds:.0f} s)")
+        return True
 
     def _check_player(self, state: RoundState, entries: list[LedgerEntry], last: dict[str, int]) -> str | None:
         """Each stake debited once, one payout at most, the player's net as the log says; a void at 0.
@@ -457,7 +495,9 @@ class RoundCheck:
             if len(charges) > 1:
                 self.say(settled, f"wallet: the dealer's commission is charged {len(charges)} times; a round is charged once")
             if hold:
-                self.replay.notes.append(NOT_CHARGED)
+                if not self._overdue("the commission is not charged: the wallet still holds the dealer's commission hold "
+                                     "of a round settled in the game"):  # fmt: skip
+                    self.replay.notes.append(NOT_CHARGED)
                 if net != (owed := -sum(r.net for r in settlement.results.values())):
                     self.say(settled, f"the wallet moved {net:+} for the dealer before the commission, "
                                       f"the round's player nets {-owed:+} (the dealer {owed:+})")  # fmt: skip
