@@ -197,12 +197,12 @@ def test_bad_input_gets_a_clear_status_and_nothing_is_debited(casino):
     round_id = player.place(seat, {"ante": 500}).round_id
     got, message = status_of(lambda: player.decide(round_id, "raise"))
     assert got == grpc.StatusCode.FAILED_PRECONDITION and "only allowed" in message
-    got, _ = status_of(lambda: other.deal(round_id))
-    assert got == grpc.StatusCode.PERMISSION_DENIED
+    got, _ = status_of(lambda: other.deal(round_id))  # another player's: as if there were none
+    assert got == grpc.StatusCode.NOT_FOUND
     got, _ = status_of(lambda: other.get_round(round_id))
-    assert got == grpc.StatusCode.PERMISSION_DENIED
+    assert got == grpc.StatusCode.NOT_FOUND
     got, _ = status_of(lambda: other.place(seat, {"ante": 500}))
-    assert got == grpc.StatusCode.PERMISSION_DENIED
+    assert got == grpc.StatusCode.NOT_FOUND
     assert player.balance() == before - 500  # only the one good round's stake
     broke = casino.player()
     got, message = status_of(lambda: broke.place(broke.seat("casino-war-play"), {"ante": 500}))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from croupier_game.application.ports import CommittedShoe, LedgerCheck, LedgerEntry, Reservation, RevealedShoe, StakesRefused
-from croupier_platform.errors import Conflict, NotFound
+from croupier_platform.errors import Conflict, FailedPrecondition, NotFound
 from croupier_platform.events import EventEnvelope
 from croupier_rules import fairness
 from croupier_rules.cards import card_text, fresh_shoe
@@ -100,6 +100,7 @@ class _Entry:
     currency: str
     round_id: str
     player_id: str
+    bets: dict[str, int] | None = None  # a stake's bets
 
 
 @dataclass
@@ -128,9 +129,31 @@ class FakeWallet:
         before = self.available(player_id, currency)
         if amount > before:
             raise StakesRefused(f"balance {before} {currency} cannot cover {amount}")
-        self.entries.append(_Entry(transaction_id, "stake", "pending", -amount, currency, round_id, player_id))
+        self.entries.append(_Entry(transaction_id, "stake", "pending", -amount, currency, round_id, player_id, dict(bets)))
         self.replies[transaction_id] = Reservation(transaction_id, before, before - amount)
         return self.replies[transaction_id]
+
+    async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
+        stake = next((e for e in self.entries if e.transaction_id == transaction_id and e.kind == "stake"), None)
+        if stake is None or stake.status == "voided":
+            return False
+        if stake.round_id != round_id or stake.status == "posted":
+            raise FailedPrecondition(f"stake {transaction_id} is {stake.status} for round {stake.round_id}; nothing to release")
+        stake.status = "voided"
+        return True
+
+    def _release_strays(self, stakes: list[_Entry], results: Mapping[str, Mapping[str, int]]) -> list[_Entry]:
+        """As the wallet settles: a pending stake whose bets the results do not claim is released."""
+        left = {bet: r["stake"] for bet, r in results.items()}
+        claimed = []
+        for e in stakes:
+            if e.status == "pending" and e.bets and any(a > left.get(b, 0) for b, a in e.bets.items()):
+                e.status = "voided"
+                continue
+            for b, a in (e.bets or {}).items():
+                left[b] = left.get(b, 0) - a
+            claimed.append(e)
+        return claimed
 
     def _round(self, round_id: str) -> tuple[str, list[LedgerEntry]] | None:
         """The round's player (whoever staked) and its entries, each marked with whose balance it changes;
@@ -196,10 +219,11 @@ class FakeWallet:
             return
         self.seen_events.add(envelope.event_id)
         rid = envelope.stream_id
-        stakes = self.reservations(rid)
+        stakes = [e for e in self.reservations(rid) if e.status != "voided"]
         covers = [e for e in self.entries if e.round_id == rid and e.kind == "cover"]
         if envelope.event_type == "RoundSettled":
             returned = sum(r["returned"] for r in envelope.payload["results"].values())  # type: ignore[union-attr]
+            stakes = self._release_strays(stakes, envelope.payload["results"])  # type: ignore[arg-type]
             for e in [*stakes, *covers]:
                 e.status = "posted"
                 self.fund(e.player_id, e.amount, e.currency)

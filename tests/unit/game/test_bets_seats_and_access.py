@@ -7,6 +7,8 @@ import pytest
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from croupier_rules.errors import InvalidInput, RuleError
 
+from croupier_game.application.tables import bets_stake_id, request_fingerprint
+
 from .conftest import ALICE, BOB, OPERATOR, Game
 
 
@@ -30,7 +32,8 @@ def test_a_retry_after_a_crash_before_the_append_reaches_the_same_wallet_transac
     seat = game.seat("casino-war-usd")
     round_id = next_round(game, seat)
     # The first attempt reserved and drew the shoe, then "crashed" before appending.
-    game.run(game.wallet.reserve_stakes(f"{round_id}:stakes:1", "alice", round_id, 500, "USD", {"ante": 500}))
+    stakes_id = bets_stake_id(round_id, request_fingerprint("PlaceBets", seat, {"ante": 500}, ""))
+    game.run(game.wallet.reserve_stakes(stakes_id, "alice", round_id, 500, "USD", {"ante": 500}))
     game.run(game.shuffler.new_shoe(6, round_id))
     view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     assert view.round_id == round_id
@@ -68,7 +71,7 @@ def test_empty_idempotency_key_is_invalid(game: Game) -> None:
 def test_seats_are_the_players_own(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     assert game.seat("casino-war-usd") == seat  # joining twice: the same seat
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(NotFound, match="no seat"):  # another player's seat: as if there were none
         game.run(game.tables.place_bets(BOB, seat, {"ante": 500}, "key-1", ""))
     with pytest.raises(NotFound, match="JoinTable"):
         game.run(game.tables.place_bets(ALICE, "no-such-seat", {"ante": 500}, "key-1", ""))
@@ -85,20 +88,22 @@ def test_one_open_round_per_seat_and_no_leaving_while_it_is_open(game: Game) -> 
     with pytest.raises(FailedPrecondition, match="finish it before leaving"):
         game.run(game.tables.leave_table(ALICE, seat))
     view = game.run(game.tables.deal(ALICE, view.round_id))
-    with pytest.raises(RuleError, match="no cards are due now"):
-        game.run(game.tables.deal(ALICE, view.round_id))
+    assert game.run(game.tables.deal(ALICE, view.round_id)) == view  # dealt already: a retry gets the round
     game.run(game.tables.decide(ALICE, view.round_id, "surrender", ""))
     game.run(game.tables.leave_table(ALICE, seat))
     assert game.seat("casino-war-usd") != seat
 
 
-def test_another_players_round_is_denied_and_operators_see_all(game: Game) -> None:
+def test_another_players_round_is_not_found_as_a_made_up_id_and_operators_see_all(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    with pytest.raises(NotFound) as made_up:
+        game.run(game.tables.get_round(BOB, "made-up"))
     for call in (game.tables.get_round(BOB, view.round_id), game.tables.deal(BOB, view.round_id),
                  game.tables.decide(BOB, view.round_id, "raise", "")):  # fmt: skip
-        with pytest.raises(PermissionDenied):
+        with pytest.raises(NotFound) as hidden:
             game.run(call)
+        assert str(hidden.value) == str(made_up.value).replace("made-up", view.round_id)
     assert game.run(game.tables.get_round(OPERATOR, view.round_id)).round_id == view.round_id
     assert game.run(game.tables.list_rounds(BOB, 10)) == []
     with pytest.raises(PermissionDenied):
@@ -178,15 +183,17 @@ def test_deal_and_decide_retried_after_a_lost_reply_return_the_round(game: Game)
     dealt = game.run(game.tables.deal(ALICE, placed.round_id, placed.version))
     again = game.run(game.tables.deal(ALICE, placed.round_id, placed.version))  # the reply was lost
     assert (again.version, again.phase) == (dealt.version, "deciding")
-    with pytest.raises(RuleError, match="no cards are due"):  # without the version it is an error, as before
-        game.run(game.tables.deal(ALICE, placed.round_id))
+    # Without the version too: the cards are dealt, so a Deal now is a retry and gets the round.
+    assert game.run(game.tables.deal(ALICE, placed.round_id)).version == dealt.version
     decided = game.run(game.tables.decide(ALICE, placed.round_id, "raise", "", dealt.version))
     assert decided.phase == "settled"
     again = game.run(game.tables.decide(ALICE, placed.round_id, "Raise", "", dealt.version))
     assert again.version == decided.version
+    assert game.run(game.tables.decide(ALICE, placed.round_id, "raise", "")).version == decided.version  # no version
     assert game.wallet.available("alice") == 1_000_000 - 1000  # the raise was reserved once
-    with pytest.raises(RuleError):  # another choice at that version is not a retry
-        game.run(game.tables.decide(ALICE, placed.round_id, "surrender", "", dealt.version))
+    for version in (dealt.version, 0):  # another choice is not a retry, with or without the version
+        with pytest.raises(RuleError):
+            game.run(game.tables.decide(ALICE, placed.round_id, "surrender", "", version))
 
 
 def test_a_service_failing_after_the_stakes_were_reserved_voids_the_round_and_the_seat_moves_on(game: Game) -> None:

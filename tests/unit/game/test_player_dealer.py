@@ -81,21 +81,34 @@ def test_the_dealer_confirms_each_round_unless_auto_confirm_is_on(game: Game) ->
         game.run(game.tables.place_bets(BOB, dealer_seat, {"ante": 2500}, "k9", ""))
 
 
-def test_a_bet_the_dealer_cannot_cover_is_refused_naming_the_cap(game: Game) -> None:
-    sit_dealer(game, auto_confirm=True)
+def test_the_bet_cap_is_whole_chips_and_betting_it_is_accepted(game: Game) -> None:
+    dealer_seat = sit_dealer(game, auto_confirm=True)
     player_seat = sit_player(game)
-    game.wallet.balances[("bob", "USD")] = 42_000
-    game.run(game.tables.join_table(BOB, TABLE, "dealer"))  # idempotent: the same seat
-    game.wallet.fund("bob", -20_000)  # the dealer's balance falls to $220 after sitting
-    cap = largest_covered_ante(22_000, TABLE_III)
-    assert dealer_cover(cap, TABLE_III) <= 22_000 < dealer_cover(cap + 1, TABLE_III)
-    assert status(game, ALICE, player_seat).max_ante == cap
-    with pytest.raises(FailedPrecondition, match=f"covers an ante of at most {cap} USD"):
-        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 30_000}, "k1", ""))
-    assert game.wallet.available("alice") == 1_000_000 and game.wallet.available("bob") == 22_000
-    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 20_000}, "k2", ""))
-    assert game.wallet.available("bob") == 22_000 - dealer_cover(20_000, TABLE_III)
-    assert view.phase == "dealing"
+    checks = game.tables._checks  # noqa: SLF001 - the cap as GetSeatStatus and PlaceBets compute it
+    exact = largest_covered_ante(22_000, TABLE_III)  # 21256: not a whole number of $1 chips
+    game.wallet.balances[("bob", "USD")] = 22_000
+    cap = game.run(checks.bet_cap("bob", TABLE_III, "USD"))
+    assert cap == exact - exact % TABLE_III.chip_unit == 21_200 and dealer_cover(cap, TABLE_III) <= 22_000
+    game.wallet.balances[("bob", "USD")] = 1_000_000
+    max_ante = status(game, ALICE, player_seat).max_ante
+    assert max_ante % TABLE_III.chip_unit == 0
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": max_ante}, "k1", ""))  # the cap offered is taken
+    assert view.bets == {"ante": max_ante} and status(game, BOB, dealer_seat).opponent_nickname == "Al"
+
+
+def test_a_dealer_who_falls_short_leaves_before_the_next_round_and_the_seat_status_says_why(game: Game) -> None:
+    dealer_seat = sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    game.points.points[("bob", "USD")] = 268  # e.g. lost points dealing: table III needs 800
+    with pytest.raises(FailedPrecondition, match="no longer qualifies to deal .*points.*place the bets again"):
+        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 20_000}, "k1", ""))
+    assert game.wallet.available("alice") == 1_000_000 and game.wallet.available("bob") == 1_000_000  # nothing staked
+    with pytest.raises(FailedPrecondition, match="you left dealer seat .*dealer points fell below"):
+        status(game, BOB, dealer_seat)
+    game.run(game.tables.leave_table(BOB, dealer_seat))  # leaving it again is OK
+    assert status(game, ALICE, player_seat).opponent_nickname == "house"
+    view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 20_000}, "k1", ""))  # now against the house
+    assert view.phase == "dealing" and view.role == "" and game.wallet.available("bob") == 1_000_000
 
 
 def test_the_seeds_300_example_the_dealer_gains_294_75_after_commission(game: Game) -> None:
@@ -174,7 +187,11 @@ def test_a_dealer_who_can_no_longer_cover_voids_the_round_and_the_next_bet_fits(
     async def stale_cap(*args):  # noqa: ANN002, ANN202
         return 35_000
 
+    async def stale_eligibility(*args):  # noqa: ANN002, ANN202 - read before the balance fell, too
+        return {}
+
     game.tables._checks.bet_cap = stale_cap  # type: ignore[method-assign]
+    game.tables._checks.missing = stale_eligibility  # type: ignore[method-assign]
     game.wallet.balances[("bob", "USD")] = 5_000
     with pytest.raises(FailedPrecondition, match="can no longer cover this bet"):
         game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", ""))

@@ -36,6 +36,7 @@ class Harness:
     tokens: dict[str, str]
     ledger_events: list[EventEnvelope] = field(default_factory=list)
     ledger: wallet_pb2_grpc.LedgerServiceStub | None = None  # the operator's reports
+    channel: grpc.aio.Channel | None = None  # for the game's clients of the wallet
 
     def auth(self, who: str) -> tuple[tuple[str, str], ...]:
         return call_metadata(self.tokens[who])
@@ -90,7 +91,7 @@ async def running_wallet(tmp_path: Path) -> AsyncIterator[Harness]:
     try:
         yield Harness(
             module, bus, wallet_pb2_grpc.WalletServiceStub(channel), internal_pb2_grpc.StakeServiceStub(channel), tokens,
-            ledger_events, wallet_pb2_grpc.LedgerServiceStub(channel),
+            ledger_events, wallet_pb2_grpc.LedgerServiceStub(channel), channel,
         )  # fmt: skip
     finally:
         await channel.close()

@@ -25,6 +25,12 @@ class PermissionDenied(ServiceError):
     status = grpc.StatusCode.PERMISSION_DENIED
 
 
+class AlreadyExists(ServiceError):
+    """An idempotency key already used for another request."""
+
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
 class Unauthenticated(ServiceError):
     status = grpc.StatusCode.UNAUTHENTICATED
 

@@ -130,6 +130,10 @@ class GrpcStakes(_RoundEventSink):
         )  # fmt: skip
         return await self._reserve("ReserveDealerCover", request, f"the wallet refused the dealer's cover of {cover} {currency}")
 
+    async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
+        request = internal_pb2.ReleaseStakesRequest(transaction_id=transaction_id, round_id=round_id)
+        return (await self._call("ReleaseStakes", request)).released
+
     async def _reserve(self, method: str, request, refused: str) -> Reservation:  # noqa: ANN001
         try:
             reply = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)

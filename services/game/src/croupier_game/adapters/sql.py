@@ -136,7 +136,10 @@ class _SqlKeys(IdempotencyKeys):
         return self._c.execute(query).scalar_one_or_none()
 
     def add(self, player_id: str, key: str, round_id: str) -> None:
-        self._c.execute(insert(idempotency_table).values(player_id=player_id, idempotency_key=key, round_id=round_id))
+        try:
+            self._c.execute(insert(idempotency_table).values(player_id=player_id, idempotency_key=key, round_id=round_id))
+        except IntegrityError as exc:
+            raise DuplicateRow(f"idempotency key {key!r} of {player_id} is already used") from exc
 
 
 class _SqlRounds(Rounds):

@@ -205,6 +205,10 @@ class Stakes(Protocol):
         """Raises StakesRefused when the wallet refuses (balance, responsible-gaming limits); `game` and
         `table_id` are kept with the round for the ledger's reports."""
 
+    async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
+        """Release stakes reserved for a step the round did not record (a race's losing side); idempotent by
+        transaction id: True when this call released them, False when released before or never reserved."""
+
     async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]: ...
 
     async def reserve_dealer_cover(

@@ -19,6 +19,8 @@ read is named by its version.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -447,10 +449,23 @@ class RoundCheck:
         # Each stake step of the log (the bets, then each decision that added stakes) is one stake transfer.
         steps = sorted([sum(e.bets.values()) for _, e in self.rules if isinstance(e, BetsPlaced)]
                        + [sum(e.added.values()) for _, e in self.rules if isinstance(e, DecisionMade) and e.added])  # fmt: skip
-        stakes = sorted(abs(e.amount) for e in entries if e.kind == "stake")
-        if stakes != steps:
+        # A stake reserved for a step the log does not hold (the losing side of a race) must be released:
+        # one left over that is not voided is a violation once posted (while pending, the round's end releases it).
+        live = Counter(abs(e.amount) for e in entries if e.kind == "stake" and e.status != "voided")
+        released = Counter(abs(e.amount) for e in entries if e.kind == "stake" and e.status == "voided")
+        unmatched = []
+        for step in steps:  # each step one stake: live, or released (a round not settled)
+            pool = live if live[step] else released if state.phase != "settled" and released[step] else None
+            if pool is None:
+                unmatched.append(step)
+            else:
+                pool[step] -= 1
+        strays = sorted(abs(e.amount) for e in entries if e.kind == "stake" and e.status == "posted")
+        posted_strays = sorted((Counter(strays) & live).elements())
+        if unmatched or posted_strays:
+            stakes = sorted(abs(e.amount) for e in entries if e.kind == "stake")
             self.say(None, f"wallet: stake transfers of {stakes or 'nothing'} are recorded for the round, "
-                           f"its log staked {steps or 'nothing'} (each stake is debited once)")  # fmt: skip
+                           f"its log staked {steps or 'nothing'} (each stake is debited once, any other released)")  # fmt: skip
         if (payouts := sum(1 for e in entries if e.kind == "payout")) > 1:
             self.say(None, f"wallet: {payouts} payouts to the player for the round; a round pays once")
         pending = any(e.kind == "stake" and e.status == "pending" for e in entries)

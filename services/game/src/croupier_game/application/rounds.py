@@ -10,7 +10,7 @@ from typing import TypeVar
 from croupier_platform.auth import Identity
 import grpc
 
-from croupier_platform.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from croupier_platform.errors import Conflict, NotFound, ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.commands import VoidRound
@@ -97,9 +97,15 @@ class RoundBook:
 
     async def load_for(self, actor: Identity, round_id: str) -> Round:
         round_ = await self.load(round_id)
-        if not (actor.may_act_for(round_.player_id) or actor.subject == round_.opened.dealer_player_id):
-            raise PermissionDenied(f"round {round_id} belongs to another player; you may see only your own rounds")
+        self.check_visible(actor, round_)
         return round_
+
+    @staticmethod
+    def check_visible(actor: Identity, round_: Round) -> None:
+        """Its player, its player-dealer and operators see a round; anyone else is told, as for an id
+        that names no round, that there is none (NOT_FOUND: nothing says the round exists)."""
+        if not (actor.may_act_for(round_.player_id) or actor.subject == round_.opened.dealer_player_id):
+            raise NotFound(f"no round {round_.round_id!r}")
 
     async def append(self, round_: Round, events: Sequence[RoundEvent], *, causation_id: str | None = None) -> Round:
         """Append rules events at the round's version and keep the projection in step.
@@ -146,7 +152,7 @@ class RoundBook:
         return reveal
 
     async def view(self, actor: Identity, round_: Round) -> RoundView:
-        return round_view(round_, operator=actor.role == "operator", reveal=await self.reveal(round_))
+        return round_view(round_, viewer=actor.subject, operator=actor.role == "operator", reveal=await self.reveal(round_))
 
 
 class BrokenRoundError(ServiceError):

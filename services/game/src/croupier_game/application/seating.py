@@ -77,6 +77,11 @@ def leave(uow: GameUnitOfWork, seat: Seat) -> None:
         pair(uow, alone)
 
 
+def whole_chips(amount: int, config: TableConfig) -> int:
+    """`amount` rounded down to the table's chip unit."""
+    return amount - amount % config.chip_unit
+
+
 def dealt_by_player(config: TableConfig) -> WarP2PTable:
     """The table's parameters for a round a player deals (commission charged)."""
     assert isinstance(config, WarP2PTable)
@@ -90,27 +95,32 @@ class DealerChecks:
         self._stakes = stakes
         self._points = points
 
-    async def eligible(self, player_id: str, entry: TableEntry) -> None:
-        """Refuses (FailedPrecondition, naming what is missing) a player who may not deal at this table."""
+    async def missing(self, player_id: str, entry: TableEntry) -> dict[str, str]:
+        """What this player lacks to deal at this table ("points", "balance" -> what is needed); empty: eligible."""
         table = entry.config
         assert isinstance(table, WarP2PTable)
         points, _ = await self._points.dealer_status(player_id, entry.currency)
         available = await self._stakes.available_balance(player_id, entry.currency)
-        missing = []
+        missing = {}
         if points < table.dealer_min_points:
-            missing.append(f"{table.dealer_min_points} dealer points (you have {points})")
+            missing["points"] = f"{table.dealer_min_points} dealer points (you have {points})"
         if available < table.dealer_min_balance:
-            missing.append(f"a balance of {table.dealer_min_balance} {entry.currency} (you have {available})")
-        if missing:
+            missing["balance"] = f"a balance of {table.dealer_min_balance} {entry.currency} (you have {available})"
+        return missing
+
+    async def eligible(self, player_id: str, entry: TableEntry) -> None:
+        """Refuses (FailedPrecondition, naming what is missing) a player who may not deal at this table."""
+        if missing := await self.missing(player_id, entry):
+            assert isinstance(entry.config, WarP2PTable)
             raise FailedPrecondition(
-                f"to deal at a type {table.table_type} table you need {' and '.join(missing)}; "
+                f"to deal at a type {entry.config.table_type} table you need {' and '.join(missing.values())}; "
                 "dealer points come from betting as a player at war-p2p tables, one per whole unit"
             )
 
     async def bet_cap(self, dealer_id: str, config: TableConfig, currency: str) -> int:
-        """The largest ante this dealer covers now."""
+        """The largest ante this dealer covers now, in whole chips (so betting it is accepted)."""
         assert isinstance(config, WarP2PTable)
-        return largest_covered_ante(await self._stakes.available_balance(dealer_id, currency), config)
+        return whole_chips(largest_covered_ante(await self._stakes.available_balance(dealer_id, currency), config), config)
 
     async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
         return await self._points.dealer_status(player_id, currency)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from croupier_platform.auth import Identity
-from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, ServiceError
+from croupier_platform.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, ServiceError
+from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_platform.tracing import round_span
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.decider import PHASE_TEXT
@@ -32,7 +35,7 @@ from ..domain.round import (
 from ..domain.visibility import RoundView
 from .ports import DEALER, PLAYER, CommittedShoe, Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
 from .rounds import RoundBook, retrying
-from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair
+from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair, whole_chips
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +78,57 @@ def _next_step_is(round_: Round, seen_version: int, matches: Callable[[RoundEven
     return following is not None and matches(following)
 
 
+# Rows of the key table the game writes itself; a client's key is printable, so never one of these.
+LEFT_SEAT = "\nleft-seat:"  # -> the seat id: a LeaveTable retried after its reply was lost is OK
+DEALER_UNSEATED = "\ndealer-unseated:"  # -> what the dealer fell short of ("points,balance")
+UNSEATED_TEXT = {"points": "dealer points", "balance": "balance"}
+
+
+def check_key(key: str) -> None:
+    if not key.strip():
+        raise InvalidArgument("idempotency_key is required: any client-chosen string, sent again unchanged on a retry")
+    if len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        raise InvalidArgument(f"idempotency_key must be 1-{MAX_KEY_LENGTH} printable characters")
+
+
 def new_round_id() -> str:
     return str(uuid.uuid4())
 
 
-def stake_transaction_id(round_id: str, version: int) -> str:
-    """Stakes placed with the bets are `…:stakes:1`; stakes added by a decision carry its event's version."""
-    return f"{round_id}:stakes:{version}"
+def request_fingerprint(operation: str, seat_id: str, bets: Mapping[str, int] | None, cut_seed: str) -> str:
+    """What an idempotency key stands for: the same key must come with the same request."""
+    request = {"operation": operation, "seat_id": seat_id, "bets": dict(bets or {}), "cut_seed": cut_seed}
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+
+
+def bets_stake_id(round_id: str, fingerprint: str) -> str:
+    """The bets' stakes: one transaction per request, so two requests racing for one round id never
+    share a reservation (the loser's is released); a retried request reserves the same one again."""
+    return f"{round_id}:stakes:1:{fingerprint[:16]}"
+
+
+def decision_stake_id(round_id: str, version: int, made: DecisionMade) -> str:
+    """Stakes added by a decision: its event's version and the decision, so two different decisions
+    racing at one version reserve apart, and the one the stream records names its own."""
+    return f"{round_id}:stakes:{version}:{made.bet}:{made.choice}"
+
+
+def claimed_stake_ids(round_: Round) -> set[str]:
+    """The stake transactions the round's stream records (anything else reserved for it is a stray)."""
+    claimed = {round_.opened.stakes_transaction_id or f"{round_.round_id}:stakes:1"}
+    claimed.update(
+        decision_stake_id(round_.round_id, version, event)
+        for version, event in round_.rules_events
+        if isinstance(event, DecisionMade) and event.added
+    )
+    return claimed
+
+
+def _already_decided(round_: Round, choice: str, bet: str) -> bool:
+    """A Decide sent again after its reply was lost (no version sent): the bet's last decision is this
+    one and no decision of that bet is pending now."""
+    made = [e for _, e in round_.rules_events if isinstance(e, DecisionMade) and bet in ("", e.bet)]
+    return bool(made) and made[-1].choice == choice and (made[-1].bet not in round_.state.pending or round_.is_over)
 
 
 class TableUseCases:
@@ -134,6 +181,8 @@ class TableUseCases:
         may not, except at war-p2p before the deal: the round is voided and the bets returned."""
 
         def work(uow: GameUnitOfWork) -> RoundRow | None:
+            if seat_id and uow.seats.get(seat_id) is None and uow.keys.get(actor.subject, LEFT_SEAT + seat_id):
+                return None  # left already: a retry after a lost reply
             seat = self._own_seat(uow, actor, seat_id)
             if (under_way := open_round(uow, seat)) is not None:
                 if self._catalogue.get(seat.table_id).game == WAR_P2P and under_way.phase == "dealing":
@@ -142,6 +191,7 @@ class TableUseCases:
                     f"round {under_way.round_id} at this seat is still {under_way.phase}; finish it before leaving"
                 )
             leave(uow, seat)
+            uow.keys.add(actor.subject, LEFT_SEAT + seat_id, seat_id)
             return None
 
         if (under_way := await self._book.in_transaction(work)) is not None:
@@ -168,6 +218,12 @@ class TableUseCases:
         """What a frontend shows at a seat (the seed's "text boxes")."""
 
         def read(uow: GameUnitOfWork) -> tuple[Seat, Seat | None]:
+            if seat_id and uow.seats.get(seat_id) is None and (short := uow.keys.get(actor.subject, DEALER_UNSEATED + seat_id)):
+                lacking = " and ".join(UNSEATED_TEXT.get(s, s) for s in short.split(","))
+                raise FailedPrecondition(
+                    f"you left dealer seat {seat_id} at the end of your last round: your {lacking} fell below the "
+                    "table's minimum for a dealer; sit as dealer again (JoinTable) once you qualify, or play as a player"
+                )
             seat = self._with_next_round(uow, self._own_seat(uow, actor, seat_id))
             return seat, uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
 
@@ -184,7 +240,7 @@ class TableUseCases:
             player_net = sum(r.net for r in settlement.results.values())
             result = (settlement.dealer_net or 0) if seat.role == DEALER else player_net
         round_commission = last.state.settlement.commission if last and last.state.settlement else 0
-        max_ante = entry.config.limits["ante"].max if "ante" in entry.config.limits else 0
+        max_ante = whole_chips(entry.config.limits["ante"].max, entry.config) if "ante" in entry.config.limits else 0
         if seat.role == PLAYER and partner is not None:
             max_ante = min(max_ante, await self._checks.bet_cap(partner.player_id, entry.config, entry.currency))
         return SeatStatus(
@@ -205,23 +261,30 @@ class TableUseCases:
     async def place_bets(
         self, actor: Identity, seat_id: str, bets: Mapping[str, int], idempotency_key: str, cut_seed: str
     ) -> RoundView:
-        if not idempotency_key.strip():
-            raise InvalidArgument("idempotency_key is required: any client-chosen string, sent again unchanged on a retry")
-        if len(idempotency_key) > MAX_KEY_LENGTH:
-            raise InvalidArgument(f"idempotency_key is {len(idempotency_key)} characters; at most {MAX_KEY_LENGTH}")
+        check_key(idempotency_key)
+        fingerprint = request_fingerprint("PlaceBets", seat_id, bets, cut_seed)
+        return await self._bet(actor, seat_id, dict(bets), idempotency_key, cut_seed, fingerprint)
+
+    async def _bet(
+        self, actor: Identity, seat_id: str, bets: dict[str, int] | None, key: str, cut_seed: str, fingerprint: str
+    ) -> RoundView:
+        """`bets` None: the seat's last round's bets again (Rebet), read once the key is known to be new."""
         if len(cut_seed) > MAX_CUT_SEED_LENGTH:
             raise InvalidArgument(f"cut_seed is {len(cut_seed)} characters; at most {MAX_CUT_SEED_LENGTH}")
 
         async def attempt() -> RoundView:
-            return await self._place_bets(actor, seat_id, dict(bets), idempotency_key, cut_seed)
+            return await self._place_bets(actor, seat_id, bets, key, cut_seed, fingerprint)
 
         return await retrying(attempt, "PlaceBets")
 
-    async def _place_bets(self, actor: Identity, seat_id: str, bets: dict[str, int], key: str, cut_seed: str) -> RoundView:
+    async def _place_bets(
+        self, actor: Identity, seat_id: str, bets: dict[str, int] | None, key: str, cut_seed: str, fingerprint: str
+    ) -> RoundView:
         """The round is the seat's next round, whose shoe was committed before the bets arrived
-        (GetSeatStatus shows the commitment). A retry of the key finds the round it opened; a
-        retry after a failure before the append reaches the same round id, hence the same wallet
-        transaction and shoe; two keys racing for one seat share the round id, so one append wins."""
+        (GetSeatStatus shows the commitment). A retry of the key (the same request) finds the round it
+        opened, another request with it is ALREADY_EXISTS; a retry after a failure before the append
+        reaches the same round id, hence the same wallet transaction and shoe; two keys racing for one
+        seat share the round id, so one append wins (and the loser's stakes are released)."""
 
         def check(uow: GameUnitOfWork) -> str | tuple[Seat, Seat | None]:
             if (existing := uow.keys.get(actor.subject, key)) is not None:
@@ -242,16 +305,32 @@ class TableUseCases:
             return seat, dealer
 
         found = await self._book.in_transaction(check)
-        if isinstance(found, str):  # the key was used: the same round again, nothing more happens
-            return await self._book.view(actor, await self._book.load(found))
+        if isinstance(found, str):  # the key was used: the same request gets the same round, nothing more happens
+            round_ = await self._book.load(found)
+            if round_.opened.request_fingerprint not in ("", fingerprint):
+                raise AlreadyExists(
+                    f"idempotency_key {key!r} was already used for another request (round {found}); a retry must "
+                    "repeat the same request (seat, bets, cut seed), a new request needs a new key"
+                )
+            return await self._book.view(actor, round_)
         seat, dealer = found
+        if bets is None:  # Rebet
+            if seat.last_round_id is None:
+                raise FailedPrecondition(f"seat {seat_id} has no previous round to repeat; place bets first (PlaceBets)")
+            last = await self._book.load(seat.last_round_id)
+            placed = next(e for _, e in last.rules_events if isinstance(e, BetsPlaced))
+            bets = {**placed.bets, **placed.adjusted_from}  # as asked, before any auto-adjust
+        if dealer is not None:
+            dealer = await self._dealer_still_eligible(seat, dealer)
         with round_span("PlaceBets", seat.next_round_id):
-            return await self._open_round(actor, seat, dealer, bets, key, cut_seed)
+            return await self._open_round(actor, seat, dealer, bets, key, cut_seed, fingerprint)
 
     async def _open_round(
-        self, actor: Identity, seat: Seat, dealer: Seat | None, bets: dict[str, int], key: str, cut_seed: str
+        self, actor: Identity, seat: Seat, dealer: Seat | None, bets: dict[str, int], key: str, cut_seed: str,
+        fingerprint: str,
     ) -> RoundView:
         round_id = seat.next_round_id
+        stakes_id = bets_stake_id(round_id, fingerprint)
         entry = self._catalogue.get(seat.table_id)
         config = dealt_by_player(entry.config) if dealer is not None else entry.config
         decider = decider_for(entry.game)
@@ -265,7 +344,7 @@ class TableUseCases:
                 f"bet {cap} or less, not {ante}"
             )
         reservation = await self._stakes.reserve_stakes(
-            stake_transaction_id(round_id, 1), actor.subject, round_id, state.total_staked, entry.currency, placed.bets,
+            stakes_id, actor.subject, round_id, state.total_staked, entry.currency, placed.bets,
             game=entry.game, table_id=entry.table_id,
         )
         not_covered = None
@@ -297,6 +376,8 @@ class TableUseCases:
             game=entry.game, currency=entry.currency, table=config.model_dump(mode="json"),
             balance_before=reservation.available_before,
             dealer_player_id=dealer.player_id if dealer else None, dealer_seat_id=dealer.seat_id if dealer else None,
+            stakes_transaction_id=stakes_id, request_fingerprint=fingerprint,
+            player_nickname=seat.nickname if dealer else "", dealer_nickname=dealer.nickname if dealer else "",
         )  # fmt: skip
         new_events = [
             new_event(ROUND_OPENED, opened.model_dump(mode="json"), at, round_id),
@@ -338,7 +419,14 @@ class TableUseCases:
                     uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
             return round_, refused, current
 
-        round_, refused, seat_now = await self._book.in_transaction(append)
+        try:
+            round_, refused, seat_now = await self._book.in_transaction(append)
+        except ConcurrencyConflict:  # another request opened the round first: ours is not written
+            await self._release_unclaimed(round_id, stakes_id)
+            raise
+        except DuplicateRow:  # another request took the key first: nothing written; the retry compares the requests
+            await self._release_unclaimed(round_id, stakes_id)
+            raise ConcurrencyConflict(round_id, 0, None) from None
         self._book.remember(round_)
         self._book.committed()
         if seat_now is not None:
@@ -350,22 +438,10 @@ class TableUseCases:
         return await self._book.view(actor, round_)
 
     async def rebet(self, actor: Identity, seat_id: str, idempotency_key: str, cut_seed: str) -> RoundView:
-        def previous(uow: GameUnitOfWork) -> tuple[str | None, str | None]:
-            if (existing := uow.keys.get(actor.subject, idempotency_key)) is not None:
-                return existing, None
-            return None, self._own_seat(uow, actor, seat_id).last_round_id
-
-        if not idempotency_key.strip():
-            raise InvalidArgument("idempotency_key is required: any client-chosen string, sent again unchanged on a retry")
-        opened, last = await self._book.in_transaction(previous)
-        if opened is not None:  # the key was used: the round it opened
-            return await self._book.view(actor, await self._book.load(opened))
-        if last is None:
-            raise FailedPrecondition(f"seat {seat_id} has no previous round to repeat; place bets first (PlaceBets)")
-        round_ = await self._book.load(last)
-        placed = next(e for _, e in round_.rules_events if isinstance(e, BetsPlaced))
-        bets = {**placed.bets, **placed.adjusted_from}  # as asked, before any auto-adjust
-        return await self.place_bets(actor, seat_id, bets, idempotency_key, cut_seed)
+        """The seat's last bets again, through PlaceBets' path; the key stands for (Rebet, seat, cut seed)."""
+        check_key(idempotency_key)
+        fingerprint = request_fingerprint("Rebet", seat_id, None, cut_seed)
+        return await self._bet(actor, seat_id, None, idempotency_key, cut_seed, fingerprint)
 
     async def deal(self, actor: Identity, round_id: str, seen_version: int = 0) -> RoundView:
         """`seen_version`: the round's version the caller last saw; when the step right after it is
@@ -375,6 +451,8 @@ class TableUseCases:
             round_ = await self._players_round(actor, round_id, latest=True)
             if _next_step_is(round_, seen_version, lambda e: isinstance(e, CardsDealt)):
                 return await self._book.view(actor, round_)
+            if not seen_version and round_.cards_dealt and round_.state.phase != "dealing":
+                return await self._book.view(actor, round_)  # dealt already: a retry after a lost reply
             if round_.state.phase != "dealing":
                 raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[round_.state.phase]}")
             return await self._book.view(actor, await self._deal(round_))
@@ -392,6 +470,8 @@ class TableUseCases:
             round_ = await self._players_round(actor, round_id)
             if _next_step_is(round_, seen_version, same_decision):
                 return round_
+            if not seen_version and _already_decided(round_, *wanted):
+                return round_  # decided already: a retry after a lost reply
             return await self._decide(round_, choice, bet)
 
         decided = await retrying(attempt, "Decide")
@@ -408,22 +488,42 @@ class TableUseCases:
         round_id = round_.round_id
         _, events = round_.decider.execute(round_.state, Decide(choice=choice, bet=bet or None))
         added: dict[str, int] = {}
-        for event in events:
+        stakes_id = None
+        for version, event in enumerate(events, round_.version + 1):
             if isinstance(event, DecisionMade):
                 for name, amount in event.added.items():
                     added[name] = added.get(name, 0) + amount
-        if added:
+                if event.added and stakes_id is None:
+                    stakes_id = decision_stake_id(round_id, version, event)
+        if stakes_id is not None:
             others = [o for o in round_.state.options if o != choice.strip().lower()]
             try:
                 await self._stakes.reserve_stakes(
-                    stake_transaction_id(round_id, round_.version + 1), round_.player_id, round_id,
-                    sum(added.values()), round_.opened.currency, added, game=round_.opened.game,
-                    table_id=round_.opened.table_id,
+                    stakes_id, round_.player_id, round_id, sum(added.values()), round_.opened.currency, added,
+                    game=round_.opened.game, table_id=round_.opened.table_id,
                 )  # fmt: skip
             except StakesRefused as exc:
                 still = f"; you may still {' or '.join(others)}" if others else ""
                 raise StakesRefused(f"{exc}{still}") from None
-        return await self._book.append(round_, events, causation_id=causation_id)
+        try:
+            return await self._book.append(round_, events, causation_id=causation_id)
+        except ConcurrencyConflict:  # another decision (the player's, the keeper's) was recorded first
+            if stakes_id is not None:
+                await self._release_unclaimed(round_id, stakes_id)
+            raise
+
+    async def _release_unclaimed(self, round_id: str, stakes_id: str) -> None:
+        """The losing side of a race: release the stakes it reserved unless the round records them (the
+        same request won). Should the release fail, the round's settlement or void releases them."""
+        try:
+            try:
+                claimed = claimed_stake_ids(await self._book.load(round_id))
+            except NotFound:
+                claimed = set()
+            if stakes_id not in claimed:
+                await self._stakes.release_stakes(stakes_id, round_id)
+        except ServiceError as exc:
+            logger.warning("round %s: stakes %s not released now (%s); the round's end releases them", round_id, stakes_id, exc)
 
     async def _deal_rest(self, decided: Round, causation_id: str | None = None) -> Round:
         """More cards due (war, turn and river): deal them now, so one call ends the round or
@@ -454,8 +554,32 @@ class TableUseCases:
         version conflict and is read again); money moves (Decide) always fold the stored stream."""
         round_ = await (self._book.load_latest(round_id) if latest else self._book.load(round_id))
         if actor.subject != round_.player_id:
-            raise PermissionDenied(f"round {round_id} belongs to another player; only its player may play it")
+            self._book.check_visible(actor, round_)  # NOT_FOUND, as for a made-up id, unless the caller may see it
+            raise PermissionDenied(f"round {round_id} is played by its player; as its dealer you may only watch it")
         return round_
+
+    async def _dealer_still_eligible(self, seat: Seat, dealer: Seat) -> Seat:
+        """RULES.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
+        dealer's seat now (their last round is over: the player's seat has no round open), the reason kept
+        for their GetSeatStatus; the player is told to bet again (paired anew or against the house)."""
+        entry = self._catalogue.get(seat.table_id)
+        if not (missing := await self._checks.missing(dealer.player_id, entry)):
+            return dealer
+
+        def unseat(uow: GameUnitOfWork) -> None:
+            current = uow.seats.get(dealer.seat_id)
+            if current is None or current.role != DEALER:
+                return
+            leave(uow, current)
+            for prefix, value in ((DEALER_UNSEATED, ",".join(missing)), (LEFT_SEAT, current.seat_id)):
+                if uow.keys.get(current.player_id, prefix + current.seat_id) is None:
+                    uow.keys.add(current.player_id, prefix + current.seat_id, value)
+
+        await self._book.in_transaction(unseat)
+        raise FailedPrecondition(
+            f"your dealer {dealer.nickname} no longer qualifies to deal ({' and '.join(missing)} below the table's "
+            "minimum) and left the dealer's seat; nothing was staked: place the bets again"
+        )
 
     async def _deal(self, round_: Round, causation_id: str | None = None) -> Round:
         """Deal what the round needs now from its committed shoe and append the result."""
@@ -493,9 +617,7 @@ class TableUseCases:
         if not seat_id:
             raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id")
         seat = uow.seats.get(seat_id)
-        if seat is None:
-            raise NotFound(f"no seat {seat_id!r}; take a seat first (JoinTable)")
-        if seat.player_id != actor.subject:
-            raise PermissionDenied(f"seat {seat_id} belongs to another player")
+        if seat is None or seat.player_id != actor.subject:  # another player's seat: as if there were none
+            raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)")
         return seat
 

@@ -54,6 +54,13 @@ class RoundOpened(BaseModel):
     # war-p2p with a player in the dealer's seat (None: the house deals).
     dealer_player_id: str | None = None
     dealer_seat_id: str | None = None
+    # The wallet transaction of the bets' stakes (empty on older rounds: "<round>:stakes:1"), and a
+    # fingerprint of the PlaceBets/Rebet request whose idempotency key opened the round.
+    stakes_transaction_id: str = ""
+    request_fingerprint: str = ""
+    # How each side is known to the other at a player-dealer's round (nicknames, never ids).
+    player_nickname: str = ""
+    dealer_nickname: str = ""
 
 
 class ShoeCommitted(BaseModel):

@@ -1,6 +1,7 @@
 """What a caller may see of a round, as a plain view the entrypoint turns into a RoundView.
 
-A player sees only their own rounds. Until the round is over, face-down cards (the dealer's hole
+A player sees only their own rounds, and a player-dealer the rounds dealt: each side its own view
+(the opponent by nickname, its own money; never the other's player id or balance). Until the round is over, face-down cards (the dealer's hole
 cards at Casino Hold'em, war-p2p's face-down war cards, burns) are blank with position -1, in the
 cards AND in the steps' payloads; the shoe order and salt appear only once revealed.
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 from croupier_platform.events import EventEnvelope, canonical_json
 
-from .round import Round
+from .round import ROUND_OPENED, Round
 
 HIDDEN_POSITION = -1
 PHASES = {"betting": "betting", "dealing": "dealing", "dealt": "dealing", "deciding": "deciding",
@@ -81,6 +82,8 @@ class RoundView:
     commission: int = 0
     dealer_net: int = 0
     version: int = 0
+    role: str = ""  # at a player-dealer's round: the viewer's side, "player" or "dealer"
+    opponent_nickname: str = ""
 
 
 def sees_everything(round_: Round, operator: bool) -> bool:
@@ -92,16 +95,31 @@ def hidden_card(card: dict[str, Any]) -> dict[str, Any]:
     return {**card, "card": "", "position": HIDDEN_POSITION}
 
 
-def visible_payload(envelope: EventEnvelope, show_all: bool) -> dict[str, Any]:
+# What each side of a player-dealer's round does not see of the other in RoundOpened.
+_OPPONENTS_FIELDS = {"player": ("dealer_player_id",), "dealer": ("player_id", "balance_before")}
+
+
+def visible_payload(envelope: EventEnvelope, show_all: bool, side: str = "") -> dict[str, Any]:
     payload = envelope.payload
+    if side and envelope.event_type == ROUND_OPENED:
+        payload = {k: v for k, v in payload.items() if k not in _OPPONENTS_FIELDS[side]}
     if show_all or envelope.event_type != "CardsDealt":
         return payload
     cards = [c if c.get("face_up") else hidden_card(c) for c in payload.get("cards", [])]  # type: ignore[union-attr]
     return {**payload, "cards": cards}
 
 
-def round_view(round_: Round, *, operator: bool, reveal: Reveal | None = None) -> RoundView:
+def side_of(round_: Round, viewer: str, operator: bool) -> str:
+    """The viewer's side of a player-dealer's round ("player", "dealer"); "" for the house's rounds and operators."""
+    if operator or not round_.opened.dealer_player_id:
+        return ""
+    return "dealer" if viewer == round_.opened.dealer_player_id and viewer != round_.player_id else "player"
+
+
+def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: Reveal | None = None) -> RoundView:
     show_all = sees_everything(round_, operator)
+    side = side_of(round_, viewer, operator)
+    opened = round_.opened
     state = round_.state
     cards = [
         CardView(card=c.card, hand=c.hand, face_up=c.face_up, position=c.position if c.position is not None else HIDDEN_POSITION)
@@ -112,7 +130,7 @@ def round_view(round_: Round, *, operator: bool, reveal: Reveal | None = None) -
     steps = [
         StepView(
             version=e.version, event_type=e.event_type, occurred_at=e.occurred_at,
-            payload_json=canonical_json(visible_payload(e, show_all)).decode("utf-8"),
+            payload_json=canonical_json(visible_payload(e, show_all, side)).decode("utf-8"),
         )  # fmt: skip
         for e in round_.envelopes
     ]
@@ -121,16 +139,16 @@ def round_view(round_: Round, *, operator: bool, reveal: Reveal | None = None) -
         ResultView(bet=name, stake=r.stake, returned=r.returned, net=r.net, outcome=r.outcome)
         for name, r in (settlement.results.items() if settlement else ())
     ]
-    balance_before = round_.opened.balance_before
+    balance_before = opened.balance_before if side != "dealer" else 0  # the player's balance, not the dealer's
     balance_after = 0
-    if round_.is_over:
+    if round_.is_over and side != "dealer":
         balance_after = balance_before - round_.total_staked + round_.total_returned
     shoe = round_.shoe
     shown_reveal = reveal if round_.is_over else None  # the shoe order never leaves before the end
     return RoundView(
         round_id=round_.round_id,
         table_id=round_.opened.table_id,
-        seat_id=round_.opened.seat_id,
+        seat_id=(opened.dealer_seat_id or "") if side == "dealer" else opened.seat_id,
         game=round_.opened.game,
         currency=round_.opened.currency,
         phase=PHASES[state.phase],
@@ -155,5 +173,7 @@ def round_view(round_: Round, *, operator: bool, reveal: Reveal | None = None) -
         commission=settlement.commission if settlement else 0,
         dealer_net=(settlement.dealer_net or 0) if settlement else 0,
         version=round_.version,
+        role=side,
+        opponent_nickname={"player": opened.dealer_nickname, "dealer": opened.player_nickname}.get(side, ""),
     )
 

@@ -71,6 +71,8 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         commission=view.commission,
         dealer_net=view.dealer_net,
         version=view.version,
+        role=view.role,
+        opponent_nickname=view.opponent_nickname,
     )
 
 

@@ -32,12 +32,14 @@ from croupier_wallet.domain.rounds import (
     Round,
     RoundStatus,
     check_stake_fits,
+    claimed_stakes,
     commission_hold_id,
     commission_hold_request,
     commission_request,
     compensation_requests,
     settlement_requests,
     stake_request,
+    stake_transfer_id,
 )
 from croupier_wallet.domain.reports import CommissionReport, HouseReport, LedgerFilter, commission_report, house_report
 
@@ -223,6 +225,29 @@ class WalletApp:
                 session.flush()
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
 
+    def release_stakes(self, transaction_id: str, round_id: str) -> bool:
+        """Release a stake the game reserved for a step its round did not record (the losing side of a
+        race: Decide against Decide or the keeper, PlaceBets against PlaceBets). Idempotent by transaction
+        id: True when this call released it; False when it was released before, or never reserved.
+        Refused (RoundMismatch) for a stake of another round, or one already posted (its round claimed it)."""
+        check_id("transaction_id", transaction_id)
+        check_id("round_id", round_id)
+        with self._uow() as uow:
+            if uow.ledger.round_for_update(round_id) is None:  # the round's lock: settlement and stakes take turns
+                return False
+            stake = uow.ledger.transfer(stake_transfer_id(transaction_id))
+            if stake is None or stake.status is Status.VOIDED:
+                return False
+            if stake.request.round_id != round_id:
+                raise RoundMismatch(f"stake {transaction_id!r} is of round {stake.request.round_id!r}, not {round_id!r}")
+            if stake.status is Status.POSTED:
+                raise RoundMismatch(f"stake {transaction_id!r} is posted: round {round_id!r} settled with it; nothing to release")
+            session = LedgerSession(uow, self._now())
+            session.void(stake)
+            session.flush()
+        logger.info("round %s: stake %s released (its step was not recorded)", round_id, transaction_id)
+        return True
+
     def charge_commission(self, round_id: str, amount: int, causation_id: str | None = None) -> TransactionView | None:
         """The commission of a player-dealer's round, charged once: the hold is released and the
         commission posted (dealer -> house). None when the round was voided (nothing is charged)."""
@@ -262,12 +287,16 @@ class WalletApp:
             logger.warning("RoundSettled for round %s, which is already %s: ignored", round_id, round_.status.value)
             return False
         transfers = uow.ledger.round_transfers(round_id)
-        stakes = [t for t in transfers if t.request.kind is Kind.STAKE]
-        staked = sum(t.request.amount for t in stakes if t.status is not Status.VOIDED)
+        live = [t for t in transfers if t.request.kind is Kind.STAKE and t.status is not Status.VOIDED]
+        stakes, strays = claimed_stakes(live, outcomes)  # strays: reserved for steps the round never recorded
+        staked = sum(t.request.amount for t in stakes)
         covers = [t for t in transfers if t.request.kind is Kind.COVER and t.status is not Status.VOIDED]
         cover = DealerCover(covers[0].request.player_id, sum(t.request.amount for t in covers)) if covers else None
         requests = settlement_requests(round_, staked, outcomes, cover)  # checks before anything moves
         session = LedgerSession(uow, self._now(), causation_id)
+        for stray in strays:
+            session.void(stray)
+            logger.warning("round %s settled without claiming stake %s: released", round_id, stray.id)
         for stake in [*stakes, *covers]:
             if stake.status is Status.PENDING:
                 session.post(stake)

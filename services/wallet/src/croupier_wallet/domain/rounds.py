@@ -21,6 +21,7 @@ the round.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -55,13 +56,17 @@ class BetOutcome:
     returned: int
 
 
+def stake_transfer_id(transaction_id: str, kind: Kind = Kind.STAKE) -> str:
+    """Prefixed so a caller's id can never collide with the ids the ledger derives itself."""
+    return f"{kind.value}:{transaction_id}"
+
+
 def stake_request(
     transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, kind: Kind = Kind.STAKE
 ) -> TransferRequest:
     """A player's stake, or a player-dealer's cover (kind COVER): player -> table, reserved first."""
-    # Prefixed so a caller's id can never collide with the ids the ledger derives itself.
     return TransferRequest(
-        id=f"{kind.value}:{transaction_id}", debit=player_account(player_id), credit=TABLE, amount=amount,
+        id=stake_transfer_id(transaction_id, kind), debit=player_account(player_id), credit=TABLE, amount=amount,
         currency=currency, kind=kind, player_id=player_id, round_id=round_id,
     )  # fmt: skip
 
@@ -150,6 +155,31 @@ def settlement_requests(
     if staked > returned:
         requests.append(transfer("house-take", TABLE, HOUSE, staked - returned, Kind.SETTLEMENT))
     return requests
+
+
+def claimed_stakes(stakes: Sequence[Transfer], outcomes: Sequence[BetOutcome]) -> tuple[list[Transfer], list[Transfer]]:
+    """The round's stakes (not voided, oldest first) split into those its settlement claims and the
+    strays: reservations for a step the game never recorded (the losing side of a decision race, or
+    a crash between reserving and appending), which settlement releases.
+
+    Per bet: oldest first, a stake is claimed while each of its bets fits in what the outcomes still
+    claim of that bet. A stake already posted, or without its bets on record, is always claimed. When
+    the claimed stakes still differ from the outcomes, nothing is set aside: the mismatch is the
+    caller's to report (settlement_requests)."""
+    left = {o.bet: o.stake for o in outcomes}
+    claimed: list[Transfer] = []
+    strays: list[Transfer] = []
+    for stake in stakes:
+        bets = json.loads(stake.details) if stake.details else None
+        if stake.status is Status.PENDING and bets and any(amount > left.get(bet, 0) for bet, amount in bets.items()):
+            strays.append(stake)
+            continue
+        for bet, amount in (bets or {}).items():
+            left[bet] = left.get(bet, 0) - amount
+        claimed.append(stake)
+    if strays and sum(t.request.amount for t in claimed) != sum(o.stake for o in outcomes):
+        return list(stakes), []
+    return claimed, strays
 
 
 _STAKES = (Kind.STAKE, Kind.COVER)

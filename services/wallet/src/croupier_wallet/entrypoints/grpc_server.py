@@ -206,13 +206,19 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
 
     @handles_errors
     @translated
+    async def ReleaseStakes(self, request: internal_pb2.ReleaseStakesRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_service()
+        released = await asyncio.to_thread(self._app.release_stakes, request.transaction_id, request.round_id)
+        return internal_pb2.ReleaseStakesResponse(released=released)
+
+    @handles_errors
+    @translated
     async def ChargeCommission(self, request: internal_pb2.ChargeCommissionRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         view = await asyncio.to_thread(self._app.charge_commission, request.round_id, request.amount)
         if view is None:
             return internal_pb2.ChargeCommissionResponse(charged=False)
         return internal_pb2.ChargeCommissionResponse(charged=True, transaction=_transaction(view))
-
 
     @handles_errors
     @translated
