@@ -31,6 +31,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, authority: TokenAuthority, clock: Callable[[], float] = time.time) -> None:
         self._authority = authority
         self._clock = clock
+        self._refusals = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
@@ -40,7 +41,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         public = _is_public(method)
         metadata = tuple(handler_call_details.invocation_metadata or ())
-        authority, clock = self._authority, self._clock
+        authority, clock, refusals = self._authority, self._clock, self._refusals
 
         async def admitted(request: Any, context: grpc.aio.ServicerContext) -> Identity | None:
             """The caller's identity (None on a public method) once the token and the request are good."""
@@ -49,10 +50,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 try:
                     identity = authority.verify(_bearer_token(metadata), int(clock()))
                 except Unauthenticated as exc:
-                    _refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
+                    refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
                     await context.abort(grpc.StatusCode.UNAUTHENTICATED, bounded(str(exc)))
             if isinstance(request, _Malformed):
-                _refusals.warning("malformed", "refused malformed requests, e.g. %s from %s: %s", method, context.peer(), request.error)
+                refusals.warning("malformed", "refused malformed requests, e.g. %s from %s: %s", method, context.peer(), request.error)
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bounded(f"the request is not a valid {request.expected} message ({request.error})"))
             return identity
 
@@ -78,7 +79,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
 
 
-_refusals = RateLimitedLog(logger, interval_s=10.0)
+# Hostile or broken clients can send thousands a second: one line per kind per interval.
+REFUSAL_LOG_INTERVAL_S = 10.0
+_outages = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
 
 
 def _is_public(method: str) -> bool:
@@ -131,7 +134,7 @@ def _status_of(exc: Exception, where: str) -> tuple[grpc.StatusCode, str]:
         logger.exception("unexpected error in %s", where)
         return grpc.StatusCode.INTERNAL, "internal error; the operation was not applied"
     if mapped[0] == grpc.StatusCode.UNAVAILABLE:
-        _refusals.warning(f"unavailable {where}", "%s answered UNAVAILABLE: %s", where, mapped[1])
+        _outages.warning(f"unavailable {where}", "%s answered UNAVAILABLE: %s", where, mapped[1])
     return mapped
 
 
