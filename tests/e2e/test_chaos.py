@@ -171,6 +171,7 @@ def test_a_stack_under_load_survives_a_database_restart_a_broker_kill_and_each_s
         while any(_reserved(c.player) for c in clients) and time.monotonic() < deadline:
             time.sleep(0.5)
         played = sum(len(c.rounds) for c in clients)
+        print(f"chaos: {played} rounds, statuses {dict(codes)}, quiet after {time.monotonic() - deadline + 180:.1f} s")
         assert played > PLAYERS * 3, f"only {played} rounds were played"
         assert not {code for code in codes if grpc.StatusCode[code] in NEVER}, codes
         for client in clients:

@@ -113,9 +113,9 @@ class WalletApp:
     ) -> None:
         self._uow = uow_factory
         self._clock = clock
+        self._reservation_timeout = reservation_timeout
         self.limits = LimitsUseCases(uow_factory, clock, limits_cooling_off)  # SetLimits, GetLimits
 
-        self._reservation_timeout = reservation_timeout
     def _now(self) -> str:
         return iso(self._clock())
 
