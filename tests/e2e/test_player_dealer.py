@@ -64,8 +64,12 @@ def become_dealer(casino, nickname: str):  # noqa: ANN001, ANN201
     # 646 of them (a point per unit bet against the dealer); 200 would leave the dealer's seat after a round.
     staked = sum(play_round(dealer, seat, 10_000).total_staked for _ in range(9))
     dealer.call(dealer.tables.LeaveTable, table_pb2.LeaveTableRequest(seat_id=seat))
-    joined = eventually(lambda: join(dealer, "dealer", nickname))  # once the commission service has the points
-    assert joined.status.dealer_points == staked // 100 >= 200
+    def joined_with_every_point():  # noqa: ANN202 - the commission service counts the points asynchronously
+        joined = join(dealer, "dealer", nickname)
+        assert joined.status.dealer_points == staked // 100 >= 200
+        return joined
+
+    joined = eventually(joined_with_every_point)
     return dealer, joined.seat_id, staked // 100
 
 

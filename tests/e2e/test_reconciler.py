@@ -56,6 +56,9 @@ def test_a_lost_settlement_is_applied_by_the_reconciler_and_the_audit_comes_back
     view = player.deal(player.place(player.seat("casino-war-play"), {"ante": 1000}).round_id)
     if view.phase == "deciding":  # a tie: surrender, which settles it
         view = player.decide(view.round_id, "surrender")
+    deadline = time.monotonic() + 10  # the bus delivers after the commit, not before the reply
+    while not lossy_casino.lost and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert view.phase == "settled" and lossy_casino.lost == [view.round_id]
     net = sum(r.returned - r.stake for r in view.results)
 
