@@ -125,6 +125,8 @@ class FakeWallet:
         game: str = "", table_id: str = "",
     ) -> Reservation:
         if transaction_id in self.replies:
+            if any(e.transaction_id == transaction_id and e.status == "voided" for e in self.entries):
+                raise StakesRefused(f"the reservation {transaction_id!r} was released; place the bets again")
             return self.replies[transaction_id]  # a repeat: nothing more reserved
         before = self.available(player_id, currency)
         if amount > before:

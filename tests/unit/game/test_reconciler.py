@@ -194,6 +194,20 @@ def test_a_reservation_for_a_round_never_written_is_released_after_its_expiry_on
     assert w.run(reconciler.run_once()) == ReconcilerPass()  # resolved: nothing left to do
 
 
+def test_a_seat_whose_next_round_was_released_moves_on_to_a_new_round(w: World) -> None:
+    """PlaceBets reserved the seat's next round and crashed before writing it: once the reconciler released
+    that round, the seat's next round is a new one, so betting again opens it instead of a closed round."""
+    reconciler = w.reconciler()
+    seat = w.run(w.tables.join_table(ALICE, "casino-war-usd"))[0]
+    crashed = seat.next_round_id
+    w.run(w.wallet.reserve_stakes("t-crash", "alice", crashed, 1000, "USD", {"ante": 1000}))
+    w.clock.advance(121)
+    assert w.run(reconciler.run_once()).released == [crashed]
+    w.cards.stack(*WIN)
+    view = w.run(w.tables.place_bets(ALICE, seat.seat_id, {"ante": 1000}, "after-the-crash", ""))
+    assert view.round_id not in ("", crashed) and w.phase(view.round_id) == "dealing"
+
+
 def test_an_open_rounds_reservation_is_left_alone(w: World) -> None:
     reconciler = w.reconciler()
     round_id = w.play(cards=["Kc", "Kd"])  # a tie: waiting for the player's war or surrender

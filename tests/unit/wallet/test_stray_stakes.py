@@ -92,6 +92,10 @@ async def release_contract(stakes, player: str, currency: str) -> None:  # noqa:
     assert await stakes.release_stakes("c1:stakes:4:ante:call", "c1") is False
     assert await stakes.release_stakes("c1:stakes:9:ante:call", "c1") is False
     assert await stakes.available_balance(player, currency) == before + 1_000
+    # A released reservation is never handed back as if it held: a retry must not open a round on it.
+    with pytest.raises(FailedPrecondition, match="was released"):
+        await stakes.reserve_stakes("c1:stakes:4:ante:call", player, "c1", 1_000, currency, {"call": 1_000})
+    assert await stakes.available_balance(player, currency) == before + 1_000
 
 
 def test_the_fake_keeps_the_contract() -> None:

@@ -52,6 +52,9 @@ class _MemorySeats(Seats):
         found = [s for s in self._rows.seats.values() if (s.table_id, s.role, s.partner_seat_id) == (table_id, role, None)]
         return sorted(found, key=lambda s: s.joined_at)  # stable: equal times keep joining order
 
+    def waiting_for(self, round_id: str) -> Seat | None:
+        return next((s for s in self._rows.seats.values() if s.next_round_id == round_id), None)
+
 
 class _MemoryKeys(IdempotencyKeys):
     def __init__(self, rows: _Rows) -> None:

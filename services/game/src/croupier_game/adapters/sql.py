@@ -124,6 +124,10 @@ class _SqlSeats(Seats):
             query = query.with_for_update()
         return [Seat(**row._mapping) for row in self._c.execute(query)]
 
+    def waiting_for(self, round_id: str) -> Seat | None:
+        row = self._c.execute(select(seats_table).where(seats_table.c.next_round_id == round_id)).first()
+        return Seat(**row._mapping) if row else None
+
 
 class _SqlKeys(IdempotencyKeys):
     def __init__(self, connection: Connection) -> None:

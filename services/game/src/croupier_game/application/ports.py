@@ -81,6 +81,10 @@ class Seats(ABC):
     def unpaired(self, table_id: str, role: str) -> list[Seat]:
         """Seats of this role at the table without a partner, longest waiting first."""
 
+    @abstractmethod
+    def waiting_for(self, round_id: str) -> Seat | None:
+        """The seat whose next round is `round_id`, if any."""
+
 
 class IdempotencyKeys(ABC):
     @abstractmethod

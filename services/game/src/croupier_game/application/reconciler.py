@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.outbox import Leadership
 from croupier_platform.runtime import Clock
 
-from ..domain.round import ROUND_OPENED
+from ..domain.round import ROUND_OPENED, new_round_id
 from .leader_loop import LeaderLoop
-from .ports import Reservations, RoundEventSink
+from .ports import GameUnitOfWork, Reservations, RoundEventSink
 from .rounds import RoundBook
 
 logger = logging.getLogger(__name__)
@@ -153,6 +153,7 @@ class Reconciler(LeaderLoop):
                 continue
             try:
                 if round_id not in held:
+                    await self._book.in_transaction(lambda uow, r=round_id: _move_seat_past(uow, r))
                     released = await self._reservations.release_orphan_round(round_id)
                     if released:
                         logger.warning("%s: round %s: the game holds no such round; released its %d expired reservation(s)",
@@ -212,3 +213,11 @@ class Reconciler(LeaderLoop):
         logger.warning("%s: round %s could not be reconciled (%s); retrying later", self.name, round_id, exc)
         done.failed.append(round_id)
         self._back_off(round_id, now)
+
+
+def _move_seat_past(uow: GameUnitOfWork, round_id: str) -> None:
+    """The seat still waiting for a round the game never wrote gets a new next round before the wallet
+    closes this one: a PlaceBets retried after the release then opens the new round (its shoe committed
+    before the bets), instead of being refused for a closed round at every try."""
+    if (seat := uow.seats.waiting_for(round_id)) is not None:
+        uow.seats.update(replace(seat, next_round_id=new_round_id()))

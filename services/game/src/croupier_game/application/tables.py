@@ -24,6 +24,7 @@ from ..domain.catalogue import Catalogue, TableEntry
 from ..domain.round import (
     OVER_PHASES,
     ROUND_OPENED,
+    new_round_id,
     SHOE_COMMITTED,
     STREAM_TYPE,
     Round,
@@ -89,10 +90,6 @@ def check_key(key: str) -> None:
         raise InvalidArgument("idempotency_key is required: any client-chosen string, sent again unchanged on a retry")
     if len(key) > MAX_KEY_LENGTH or not key.isprintable():
         raise InvalidArgument(f"idempotency_key must be 1-{MAX_KEY_LENGTH} printable characters")
-
-
-def new_round_id() -> str:
-    return str(uuid.uuid4())
 
 
 def request_fingerprint(operation: str, seat_id: str, bets: Mapping[str, int] | None, cut_seed: str) -> str:

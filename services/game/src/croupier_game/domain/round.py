@@ -33,12 +33,9 @@ OVER_PHASES = ("settled", "voided")
 # player's would be. Players' and operators' commands leave causation_id empty.
 KEEPER_CAUSATION = "keeper"
 
-# Fixed forever: round ids derive from it, so a retried PlaceBets reaches the same round.
-ROUND_NAMESPACE = uuid.UUID("6f1d0d4e-3c1b-5a57-9a53-7a0c2b6c9e10")
-
-
-def round_id_for(player_id: str, idempotency_key: str) -> str:
-    return str(uuid.uuid5(ROUND_NAMESPACE, f"{player_id}:{idempotency_key}"))
+def new_round_id() -> str:
+    """A seat's next round id, given before the bets so its shoe can be committed first."""
+    return str(uuid.uuid4())
 
 
 class RoundOpened(BaseModel):

@@ -37,6 +37,7 @@ from croupier_wallet.domain.rounds import (
     commission_hold_request,
     commission_request,
     compensation_requests,
+    refuse_released,
     settlement_requests,
     stake_request,
     stake_transfer_id,
@@ -174,8 +175,11 @@ class WalletApp:
         now = self._clock()
         with self._uow() as uow:
             session = LedgerSession(uow, iso(now))
-            # A retry first: it returns the original reply even once the round is closed.
-            if (found := session.existing(request)) is None:
+            # A retry first: it returns the original reply even once the round is closed, unless the stakes were
+            # released (the round never opened, or lost a race): a retry must not open a round on them.
+            if (found := session.existing(request)) is not None:
+                refuse_released(found)
+            else:
                 round_ = uow.ledger.round_for_update(round_id)
                 check_stake_fits(round_, player_id, currency)
                 session.account(player_account(player_id), currency)  # locked: concurrent stakes take turns here
@@ -205,7 +209,9 @@ class WalletApp:
         now = self._clock()
         with self._uow() as uow:
             session = LedgerSession(uow, iso(now))
-            if (found := session.existing(request)) is None:
+            if (found := session.existing(request)) is not None:
+                refuse_released(found)
+            else:
                 round_ = uow.ledger.round_for_update(round_id)
                 if round_ is None:
                     raise UnknownRound(f"round {round_id!r} holds no stakes yet; the player's stakes come before the dealer's cover")

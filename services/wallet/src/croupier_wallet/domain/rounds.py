@@ -82,6 +82,15 @@ def check_stake_fits(round_: Round | None, player_id: str, currency: str) -> Non
         raise RoundMismatch(f"round {round_.round_id!r} is staked in {round_.currency}, not {currency}")
 
 
+def refuse_released(reservation: Transfer) -> None:
+    """A stake or cover reserved before and released since (voided) cannot be reserved again under its id."""
+    if reservation.status is Status.VOIDED:
+        raise RoundClosed(
+            f"the reservation {reservation.request.id!r} of round {reservation.request.round_id!r} was released "
+            "(the round never opened in time, or another request won it); place the bets again"
+        )
+
+
 @dataclass(frozen=True)
 class DealerCover:
     """A player-dealer's side of a round: who, and the cover the ledger holds for it."""
