@@ -81,6 +81,22 @@ def test_the_dealer_confirms_each_round_unless_auto_confirm_is_on(game: Game) ->
         game.run(game.tables.place_bets(BOB, dealer_seat, {"ante": 2500}, "k9", ""))
 
 
+def test_a_confirmation_retried_after_a_round_used_it_confirms_nothing_more(game: Game) -> None:
+    dealer_seat, player_seat = sit_dealer(game), sit_player(game)
+    game.run(game.tables.confirm_round(BOB, dealer_seat, after_round_id=""))  # before the first round: seen ""
+    game.shuffler.stack("Kc", "2d")
+    first = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k1", ""))
+    game.run(game.tables.deal(ALICE, first.round_id))
+    # The reply was lost; the dealer retries with what it had seen: the round since used it up.
+    game.run(game.tables.confirm_round(BOB, dealer_seat, after_round_id=""))
+    with pytest.raises(FailedPrecondition, match="not confirmed"):
+        game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k2", ""))
+    # Confirming after having seen that round confirms the next one.
+    game.run(game.tables.confirm_round(BOB, dealer_seat, after_round_id=first.round_id))
+    game.shuffler.stack("Kc", "2d")
+    assert game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k2", "")).phase == "dealing"
+
+
 def test_the_bet_cap_is_whole_chips_and_betting_it_is_accepted(game: Game) -> None:
     dealer_seat = sit_dealer(game, auto_confirm=True)
     player_seat = sit_player(game)

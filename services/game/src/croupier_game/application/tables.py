@@ -198,13 +198,19 @@ class TableUseCases:
             await self._book.void(round_, "the player left before the deal; the bets are returned")
             await self.leave_table(actor, seat_id)
 
-    async def confirm_round(self, actor: Identity, seat_id: str, auto_confirm: bool | None = None) -> Seat:
-        """A player-dealer confirms the next round (and may turn auto-confirm on or off)."""
+    async def confirm_round(
+        self, actor: Identity, seat_id: str, auto_confirm: bool | None = None, after_round_id: str | None = None
+    ) -> Seat:
+        """A player-dealer confirms the next round (and may turn auto-confirm on or off). `after_round_id`:
+        the seat's last round as the dealer saw it; once a later round has used the confirmation, a retry
+        of this call (its reply lost) confirms nothing more."""
 
         def work(uow: GameUnitOfWork) -> Seat:
             seat = self._own_seat(uow, actor, seat_id)
             if seat.role != DEALER:
                 raise FailedPrecondition(f"seat {seat_id} is a player's; only a dealer confirms rounds")
+            if after_round_id is not None and (seat.last_round_id or "") != after_round_id:
+                return seat  # a round after the one the dealer saw has used this confirmation: a retry
             confirmed = replace(seat, confirmed=True, auto_confirm=seat.auto_confirm if auto_confirm is None else auto_confirm)
             uow.seats.update(confirmed)
             return confirmed

@@ -107,7 +107,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         switch = request.auto_confirm.strip().lower()
         if switch not in AUTO_CONFIRM:
             raise InvalidArgument(f"auto_confirm {request.auto_confirm!r} is not allowed; send on, off, or leave it empty")
-        await self._tables.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch])
+        seen = request.after_round_id if request.HasField("after_round_id") else None
+        await self._tables.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch], seen)
         return seat_message(await self._tables.seat_status(identity, request.seat_id))
 
     @handles_errors
