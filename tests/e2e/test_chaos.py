@@ -119,13 +119,14 @@ def test_a_stack_under_load_survives_a_database_restart_a_broker_kill_and_each_s
     state = Path(tempfile.mkdtemp(prefix="croupier-chaos-"))
     state.chmod(0o755)
     infra = PrivateInfra(state)
-    infra.run("postgres", "start")
-    infra.run("kafka", "start")
-    stack = ServiceProcesses.start(tmp_path, infra=infra.urls())
     codes: Counter = Counter()
     stop = threading.Event()
     failures: list[BaseException] = []
+    stack = None
     try:
+        infra.run("postgres", "start")
+        infra.run("kafka", "start")
+        stack = ServiceProcesses.start(tmp_path, infra=infra.urls())
         casino = Casino("distributed", TokenAuthority(stack.secret), ready_channel(stack.target("game")),
                         ready_channel(stack.target("wallet")), stack.target("game"), stack.target("wallet"),
                         stop=lambda: None, processes=stack)  # fmt: skip
@@ -183,11 +184,13 @@ def test_a_stack_under_load_survives_a_database_restart_a_broker_kill_and_each_s
         assert ledger.returncode == 0, ledger.stdout + ledger.stderr
         code, report = audit_json("--database-url", stack.env["DATABASE_URL"])
         assert code == 0, json.dumps(report)[:3000]
-    finally:
+    finally:  # whatever failed, nothing of this test keeps running
         stop.set()
-        stack.stop()
-        infra.run("kafka", "stop")
-        infra.run("postgres", "stop")
+        if stack is not None:
+            stack.stop()
+        for service in ("kafka", "postgres"):
+            subprocess.run(["bash", str(ROOT / "infra" / service / f"{service}.sh"), "stop"], env=infra.env,
+                           capture_output=True, timeout=120)  # fmt: skip
         shutil.rmtree(state, ignore_errors=True)
 
 

@@ -106,12 +106,16 @@ class ServiceProcesses:
             drop_database(infra["DATABASE_URL"], name)
             raise RuntimeError(f"croupier migrate failed: {migrated.stdout}{migrated.stderr}")
         stack = cls(infra["DATABASE_URL"], name, secret, env, ports, workdir)
-        for svc in SERVICES:
-            for index in range(counts[svc]):
-                stack.launch(svc, index)
-        for svc in SERVICES:
-            for port in ports[svc]:
-                wait_healthy(port)
+        try:
+            for svc in SERVICES:
+                for index in range(counts[svc]):
+                    stack.launch(svc, index)
+            for svc in SERVICES:
+                for port in ports[svc]:
+                    wait_healthy(port)
+        except BaseException:  # a service that never became healthy: stop the others, drop the database
+            stack.stop()
+            raise
         return stack
 
     def target(self, service: str, index: int = 0) -> str:
