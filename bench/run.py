@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = [["rules.py"], ["hand_ranking.py"], ["replay.py"], ["distributed.py"]]
+BENCHES = [["rules.py"], ["hand_ranking.py"], ["replay.py"], ["embedded.py"], ["distributed.py"]]
 
 
 def main() -> int:
