@@ -3,12 +3,15 @@
 Everything here is SQLAlchemy Core that runs on SQLite (embedded mode) and PostgreSQL.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Column,
+    Connection,
     DateTime,
     Engine,
     Index,
@@ -34,6 +37,8 @@ NAMING_CONVENTION = {
 }
 
 SQLITE_BUSY_TIMEOUT_MS = 5_000
+# A connection opened by `reading`: its transactions only read (see _begin).
+READ_ONLY_OPTION = "croupier_read_only"
 
 platform_metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -100,8 +105,17 @@ def make_engine(url: str | URL) -> Engine:
     _create_parent_directory(parsed)
     engine = create_engine(parsed)
     event.listen(engine, "connect", _configure_sqlite_connection)
-    event.listen(engine, "begin", _begin_immediate)
+    event.listen(engine, "begin", _begin)
     return engine
+
+
+@contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A connection for reads only. On SQLite its transaction is a WAL snapshot that takes no lock,
+    so it neither waits for the writer nor holds it up; a write through it is a bug (and may fail
+    with "database is locked"). On PostgreSQL an ordinary connection."""
+    with engine.connect() as connection:
+        yield connection.execution_options(**{READ_ONLY_OPTION: True})
 
 
 def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:
@@ -116,16 +130,23 @@ def _create_parent_directory(url: URL) -> None:
 
 def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
     # Stop pysqlite's own implicit BEGIN (it defers it to the first write, so reads before it
-    # would run outside the transaction); _begin_immediate starts every transaction instead.
+    # would run outside the transaction); _begin starts every transaction instead.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    # Durable commits: in WAL mode FULL syncs the log at every commit (NORMAL would not), so a
+    # command acknowledged after its commit survives a power loss. Said here, not left to the build.
+    cursor.execute("PRAGMA synchronous=FULL")
     cursor.close()
 
 
-def _begin_immediate(connection: Any) -> None:
+def _begin(connection: Any) -> None:
+    if connection.get_execution_options().get(READ_ONLY_OPTION):
+        # A reader's deferred transaction: a snapshot of the last commit, no lock taken.
+        connection.exec_driver_sql("BEGIN")
+        return
     # Take the write lock up front: a deferred transaction that reads and then writes fails at
     # once with "database is locked" when another writer committed in between (busy_timeout
     # cannot help), whereas IMMEDIATE waits its turn.

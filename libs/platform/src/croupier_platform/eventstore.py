@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, Row, func, insert, literal, select, t
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
-from croupier_platform.db import events_table, outbox_table
+from croupier_platform.db import events_table, outbox_table, reading
 from croupier_platform.events import (
     GENESIS_HASH,
     EventDraft,
@@ -150,6 +150,11 @@ class EventStore(EventLog):
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
         """Commits when the block ends normally, rolls everything back when it raises."""
 
+    def reading(self) -> AbstractContextManager[UnitOfWork]:
+        """A unit of work that only reads: a consistent snapshot that neither waits for the writers
+        nor holds them up (SQLite: no write lock). Writing through it is a bug."""
+        return self.unit_of_work()
+
     @property
     @abstractmethod
     def outbox(self) -> Outbox: ...
@@ -161,33 +166,33 @@ class EventStore(EventLog):
             return uow.events.append(stream_id, expected_version, new_events, stream_type=stream_type)
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.read_stream(stream_id, from_version)
 
     def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.read_all(after_position, limit)
 
     def stream_version(self, stream_id: str) -> int:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.stream_version(stream_id)
 
     def read_stream_records(self, stream_id: str) -> list[EventRecord]:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.read_stream_records(stream_id)
 
     def read_streams(
         self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
     ) -> list[list[EventRecord]]:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.read_streams(stream_type, after_stream_id, limit, upto_stream_id)
 
     def stream_marks(self, stream_type: str, every: int) -> list[str]:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.stream_marks(stream_type, every)
 
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
-        with self.unit_of_work() as uow:
+        with self.reading() as uow:
             return uow.events.existing_streams(stream_ids)
 
 
@@ -490,11 +495,17 @@ class SqlEventStore(EventStore):
     @contextmanager
     def unit_of_work(self) -> Iterator[SqlUnitOfWork]:
         with self._engine.begin() as connection:
-            yield SqlUnitOfWork(
-                events=_SqlEventLog(connection, self._topic_for),
-                tracking=SqlTracking(connection),
-                connection=connection,
-            )
+            yield self._unit(connection)
+
+    @contextmanager
+    def reading(self) -> Iterator[SqlUnitOfWork]:
+        with reading(self._engine) as connection, connection.begin():
+            yield self._unit(connection)
+
+    def _unit(self, connection: Connection) -> SqlUnitOfWork:
+        return SqlUnitOfWork(
+            events=_SqlEventLog(connection, self._topic_for), tracking=SqlTracking(connection), connection=connection
+        )
 
     @property
     def outbox(self) -> Outbox:

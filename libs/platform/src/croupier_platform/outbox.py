@@ -19,7 +19,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection, Engine, func, select, text, update
 
 from croupier_platform.bus import Publisher
-from croupier_platform.db import outbox_table
+from croupier_platform.db import outbox_table, reading
 from croupier_platform.events import EventEnvelope
 
 DEFAULT_BATCH_SIZE = 100
@@ -87,7 +87,7 @@ class SqlOutbox(Outbox):
             .order_by(outbox_table.c.id)
             .limit(limit)
         )
-        with self._engine.connect() as connection:
+        with reading(self._engine) as connection:
             rows = connection.execute(query).all()
         return [
             OutboxMessage(row.id, row.topic, row.key, EventEnvelope.model_validate_json(row.envelope)) for row in rows

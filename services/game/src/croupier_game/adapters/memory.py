@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 
 from croupier_platform.eventstore import InMemoryEventStore
@@ -123,6 +123,9 @@ class InMemoryGameStore:
             except BaseException:
                 self._rows = saved
                 raise
+
+    def reading(self) -> AbstractContextManager[GameUnitOfWork]:
+        return self.unit_of_work()
 
     @property
     def outbox(self) -> Outbox:

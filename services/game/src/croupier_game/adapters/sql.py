@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.db import NAMING_CONVENTION
-from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.eventstore import SqlEventStore, SqlUnitOfWork
 from croupier_platform.outbox import Outbox
 
 from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
@@ -205,9 +205,18 @@ class SqlGameStore:
     @contextmanager
     def unit_of_work(self) -> Iterator[GameUnitOfWork]:
         with self.events.unit_of_work() as uow:
-            c = uow.connection
-            yield GameUnitOfWork(events=uow.events, seats=_SqlSeats(c), keys=_SqlKeys(c), rounds=_SqlRounds(c))
+            yield _game_unit(uow)
+
+    @contextmanager
+    def reading(self) -> Iterator[GameUnitOfWork]:
+        with self.events.reading() as uow:
+            yield _game_unit(uow)
 
     @property
     def outbox(self) -> Outbox:
         return self.events.outbox
+
+
+def _game_unit(uow: SqlUnitOfWork) -> GameUnitOfWork:
+    c = uow.connection
+    return GameUnitOfWork(events=uow.events, seats=_SqlSeats(c), keys=_SqlKeys(c), rounds=_SqlRounds(c))

@@ -142,6 +142,9 @@ class GameStore(Protocol):
     def unit_of_work(self) -> AbstractContextManager[GameUnitOfWork]:
         """One transaction: commits when the block ends, rolls everything back when it raises."""
 
+    def reading(self) -> AbstractContextManager[GameUnitOfWork]:
+        """A unit of work that only reads (a snapshot that takes no write lock)."""
+
     @property
     def outbox(self) -> Outbox: ...
 

@@ -63,10 +63,19 @@ class RoundBook:
 
         return await asyncio.to_thread(run)
 
+    async def read(self, work: Callable[..., T]) -> T:
+        """Run `work(uow)` in a unit of work that only reads (no write lock), in a thread."""
+
+        def run() -> T:
+            with self._store.reading() as uow:
+                return work(uow)
+
+        return await asyncio.to_thread(run)
+
     async def load(self, round_id: str) -> Round:
         if not round_id:
             raise NotFound("round_id is empty; name a round (as PlaceBets or ListRounds returned it)")
-        envelopes = await self.in_transaction(lambda uow: uow.events.read_stream(round_id))
+        envelopes = await self.read(lambda uow: uow.events.read_stream(round_id))
         if not envelopes or envelopes[0].stream_type != STREAM_TYPE:
             raise NotFound(f"no round {round_id!r}")
         try:
