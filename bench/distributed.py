@@ -10,8 +10,20 @@ one asyncio loop (the client stays light, the load lands on the services). Each 
 warm-up, then runs for a fixed time. A PostgreSQL baseline in the same run: pgbench against a scratch
 database, one-row insert transactions, 16 clients.
 
+Settlement lag, at every level: the time from a round's RoundSettled (its occurred_at in the game's
+log) to the wallet applying it (the occurred_at of the wallet's ledger event caused by it, stamped as
+the wallet's transaction starts), for the rounds settled in the window; the consumer groups' lag (end
+offset minus committed offset, summed over partitions, sampled every 0.5 s by an admin client) at its
+largest, and how long after the load stops it takes to return to zero.
+
+CPU per round: utime + stime from /proc of the five services, every postgres process and the Kafka
+broker's JVM, over the window, divided by the rounds in it.
+
 Prints a table and, as the last line, one JSON object: rounds_per_s, p50_ms, p99_ms (64 players, all
-commands), pgbench_tps, the ratio rounds_per_s / pgbench_tps and per-level figures under "levels".
+commands), cpu_ms_per_round (total), settle_lag_p50_ms / settle_lag_p99_ms, pgbench_tps, the ratio
+rounds_per_s / pgbench_tps and per-level figures under "distributed_levels".
+
+Kafka and PostgreSQL are left running (`scripts/infra.sh up` is idempotent; others may be using them).
 
 `--keep-running SECONDS` / `--only-level N` exist for profiling (see bench/PROFILE.md): run one level,
 and print the services' pids first so a profiler can attach.
@@ -27,11 +39,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import grpc
+from kafka import KafkaAdminClient, KafkaConsumer
 
 from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_cli.localstack import ROOT, ServiceProcesses, create_database, drop_database, infra_env
@@ -68,6 +83,19 @@ def _postgres_pids() -> list[int]:
     return pids
 
 
+def _kafka_pids() -> list[int]:
+    """The broker's JVM (scripts/infra.sh runs `java ... kafka.Kafka ...`)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"kafka.Kafka" in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
 def _machine_ticks() -> tuple[int, int]:
     """(busy, total) clock ticks of the whole machine, from /proc/stat."""
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -76,10 +104,10 @@ def _machine_ticks() -> tuple[int, int]:
 
 
 class CpuMeter:
-    """CPU time of the services (and of every postgres process) over a window, in ms."""
+    """CPU time of the services, of every postgres process and of the Kafka broker over a window, in ms."""
 
     def __init__(self, pids: dict[str, list[int]]) -> None:
-        self.pids = pids
+        self.pids = {**pids, "kafka": _kafka_pids()}
 
     def sample(self) -> dict:
         services = {name: sum(_cpu_ticks(p) for p in procs) for name, procs in self.pids.items()}
@@ -103,6 +131,101 @@ def percentile(samples: list[float], q: float) -> float | None:
     ordered = sorted(samples)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return round(ordered[index], 2)
+
+
+class LagSampler:
+    """The consumer groups' lag on the round events (end offsets minus committed offsets, summed over
+    partitions), sampled in a thread every `interval` s while it runs."""
+
+    def __init__(self, servers: str, prefix: str, database_url: str,
+                 groups: tuple[str, ...] = ("wallet", "shuffler", "commission"), interval: float = 0.5) -> None:
+        import psycopg
+
+        # The game's outbox rows not yet relayed: events committed but not on the broker yet, a lag
+        # the consumer groups' offsets cannot show.
+        self.database = psycopg.connect(database_url, autocommit=True)
+        self.topic = f"{prefix}croupier.round-events"
+        self.groups = {name: f"{prefix}{name}" for name in groups}
+        self.interval = interval
+        self.admin = KafkaAdminClient(bootstrap_servers=servers, client_id="bench-lag")
+        self.consumer = KafkaConsumer(bootstrap_servers=servers, client_id="bench-lag", enable_auto_commit=False)
+        self.samples: list[tuple[float, dict[str, int]]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def lag(self) -> dict[str, int]:
+        from kafka import TopicPartition
+
+        partitions = [TopicPartition(self.topic, p) for p in sorted(self.consumer.partitions_for_topic(self.topic) or ())]
+        ends = self.consumer.end_offsets(partitions)
+        by_group = self.admin.list_group_offsets({group: partitions for group in self.groups.values()})
+        out = {}
+        for name, group in self.groups.items():
+            committed = by_group.get(group, {})
+            out[name] = sum(ends[tp] - (committed[tp].offset if tp in committed and committed[tp].offset >= 0 else 0)
+                            for tp in partitions)
+        out["game_outbox"] = self.database.execute(
+            "SELECT count(*) FROM game.outbox WHERE published_at IS NULL").fetchone()[0]
+        return out
+
+    def start(self) -> None:
+        def run() -> None:
+            while not self._stop.is_set():
+                self.samples.append((time.monotonic(), self.lag()))
+                self._stop.wait(self.interval)
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+
+    def largest(self, since: float, until: float) -> dict[str, int]:
+        seen = [lags for at, lags in self.samples if since <= at <= until]
+        return {name: max((lags[name] for lags in seen), default=0) for name in [*self.groups, "game_outbox"]}
+
+    def drained_after(self, since: float, limit: float = 60.0) -> float | None:
+        """Seconds from `since` (the load's end) until every group's lag is zero (None: not in `limit` s)."""
+        while time.monotonic() - since < limit:
+            if not any(self.lag().values()):
+                return round(time.monotonic() - since, 2)
+            time.sleep(0.2)
+        return None
+
+    def close(self) -> None:
+        self.stop()
+        self.admin.close()
+        self.consumer.close()
+        self.database.close()
+
+
+def settlement_lags(stack: ServiceProcesses, since: float, until: float) -> tuple[list[float], int]:
+    """(lag ms per round, rounds not applied) for the rounds whose RoundSettled occurred in [since, until)
+    (wall clock): the wallet's first ledger event caused by it, minus the RoundSettled's occurred_at."""
+    import psycopg
+
+    url = create_database_url(stack)
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT g.occurred_at, min(w.occurred_at) FROM game.events g"
+            " LEFT JOIN wallet.events w ON w.causation_id = g.event_id"
+            " WHERE g.event_type = 'RoundSettled' GROUP BY g.event_id, g.occurred_at").fetchall()
+    lags, missing = [], 0
+    for settled_at, applied_at in rows:
+        settled = datetime.fromisoformat(settled_at).timestamp()
+        if not since <= settled < until:
+            continue
+        if applied_at is None:
+            missing += 1
+        else:
+            lags.append((datetime.fromisoformat(applied_at).timestamp() - settled) * 1000)
+    return lags, missing
+
+
+def create_database_url(stack: ServiceProcesses) -> str:
+    return (stack.base_url.rsplit("/", 1)[0] + "/" + stack.database).replace("postgresql+psycopg://", "postgresql://")
 
 
 class Player:
@@ -144,7 +267,7 @@ class Player:
 
 
 async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
-                    meter: CpuMeter | None = None) -> dict:
+                    meter: CpuMeter | None = None, lag: LagSampler | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
     window of `seconds` counts the rounds and commands that complete inside it."""
     authority = TokenAuthority(stack.secret)
@@ -184,15 +307,16 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
                 for task in tasks:
                     if task.done():
                         task.result()  # surfaces a failure
-            started = time.monotonic()
+            started, wall_started = time.monotonic(), time.time()
             cpu_before = meter.sample() if meter else None
             await asyncio.sleep(seconds)
-            ended = time.monotonic()
+            ended, wall_ended = time.monotonic(), time.time()
             cpu_after = meter.sample() if meter else None
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        load_stopped = time.monotonic()
         elapsed = ended - started
         window = [(name, ms) for name, at, ms in samples if started <= at < ended]
         rounds = sum(1 for at in rounds_done if started <= at < ended)
@@ -221,6 +345,14 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             these = [ms for command, ms in window if command == name]
             level[name] = {"n": len(these), "p50_ms": percentile(these, 50),
                            "p99_ms": percentile(these, 99)}
+        if lag is not None:
+            level["consumer_lag_max"] = lag.largest(started, load_stopped)
+            level["lag_zero_after_s"] = await asyncio.to_thread(lag.drained_after, load_stopped)
+            lags, missing = await asyncio.to_thread(settlement_lags, stack, wall_started, wall_ended)
+            level["settle_lag_p50_ms"] = percentile(lags, 50)
+            level["settle_lag_p99_ms"] = percentile(lags, 99)
+            level["settle_lag_max_ms"] = round(max(lags), 1) if lags else None
+            level["settled_not_applied"] = missing
         return level
     finally:
         for channel in [*game_channels, wallet_channel]:
@@ -275,6 +407,12 @@ def print_table(levels: list[dict]) -> None:
             print(f"  {level['players']} players: CPU ms per round " + ", ".join(f"{k} {v}" for k, v in cpu.items())
                   + f" (machine {100 * level['machine_busy_share']:.0f}% busy; postgres = every postgres process)")
     for level in levels:
+        if "settle_lag_p99_ms" in level:
+            print(f"  {level['players']} players: settlement lag p50 {fmt(level['settle_lag_p50_ms'])} ms, "
+                  f"p99 {fmt(level['settle_lag_p99_ms'])} ms, max {fmt(level['settle_lag_max_ms'])} ms "
+                  f"({level['settled_not_applied']} not applied by the end); largest lag (messages; "
+                  f"game_outbox: rows not yet on the broker) {level['consumer_lag_max']}; zero again {level['lag_zero_after_s']} s after the load")
+    for level in levels:
         for kind in level["error_kinds"]:
             print(f"  error at {level['players']} players: {kind}")
 
@@ -294,9 +432,9 @@ def main() -> int:
     up = infra("up")
     if up.returncode:
         print(up.stderr, file=sys.stderr)
-        infra("down")
         return 1
     stack = None
+    lag = None
     try:
         with tempfile.TemporaryDirectory(prefix="croupier-bench-") as workdir:
             stack = ServiceProcesses.start(Path(workdir))
@@ -304,19 +442,25 @@ def main() -> int:
             print("service pids: " + json.dumps(pids), flush=True)
             if args.pause_before:
                 time.sleep(args.pause_before)
+            lag = LagSampler(stack.env["KAFKA_BOOTSTRAP_SERVERS"], stack.env["KAFKA_TOPIC_PREFIX"],
+                             create_database_url(stack))
+            lag.start()
             levels = []
             for n in levels_n:
-                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids)))
+                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids), lag))
                 levels.append(level)
                 print(f"{n} players: {level['rounds_per_s']} rounds/s (warm-up {level['warmup_s']} s), p50 {level['p50_ms']} ms, "
                       f"p99 {level['p99_ms']} ms", flush=True)
+            lag.close()
+            lag = None
             stack.stop()
             stack = None
         baseline = None if args.no_pgbench else pgbench(args.pgbench_seconds)
     finally:
+        if lag is not None:
+            lag.close()
         if stack is not None:
             stack.stop()
-        infra("down")  # stops only what `up` started
 
     print()
     print_table(levels)
@@ -329,6 +473,11 @@ def main() -> int:
         "rounds_per_s": top["rounds_per_s"],
         "p50_ms": top["p50_ms"],
         "p99_ms": top["p99_ms"],
+        "cpu_ms_per_round": top.get("cpu_ms_per_round", {}).get("total"),
+        "settle_lag_p50_ms": top.get("settle_lag_p50_ms"),
+        "settle_lag_p99_ms": top.get("settle_lag_p99_ms"),
+        "consumer_lag_max": top.get("consumer_lag_max"),
+        "lag_zero_after_s": top.get("lag_zero_after_s"),
         "pgbench_tps": tps,
         "rounds_per_s_over_pgbench_tps": round(top["rounds_per_s"] / tps, 5) if tps else None,
         "distributed_levels": {str(level["players"]): level for level in levels},
