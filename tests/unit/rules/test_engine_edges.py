@@ -1,0 +1,157 @@
+"""The engine's edges pinned exactly: limits at their bounds, zero bets, the shoe across stages,
+half-up rounding of negative amounts and the empty cut seed."""
+
+from fractions import Fraction
+
+import pytest
+
+from croupier_rules import fairness
+from croupier_rules.commands import Deal, Decide, PlaceBets
+from croupier_rules.deciders import decider_for
+from croupier_rules.errors import RuleError
+from croupier_rules.money import part_returned, percent_half_up
+from croupier_rules.tables import table_for
+
+from .helpers import play, returned
+
+
+def place(game, bets, table=None):
+    decider = decider_for(game)
+    return decider.execute(decider.initial_state(table_for(game, table)), PlaceBets(bets=bets))
+
+
+# -- bet limits -----------------------------------------------------------------------------------
+
+def test_a_holdem_bet_exactly_at_the_maximum_is_taken_as_asked_not_adjusted():
+    state, (placed,) = place("casino-holdem", {"ante": 50000, "aa_bonus": 10000})
+    assert placed.bets == {"ante": 50000, "aa_bonus": 10000}
+    assert placed.adjusted_from == {}
+    assert dict(state.adjusted_from) == {}
+
+
+def test_a_holdem_bet_one_chip_over_the_maximum_is_adjusted_and_recorded():
+    _, (placed,) = place("casino-holdem", {"ante": 50100})
+    assert placed.bets == {"ante": 50000}
+    assert placed.adjusted_from == {"ante": 50100}
+
+
+def test_auto_adjust_rounds_an_odd_maximum_down_to_whole_chips():
+    limits = {"ante": {"min": 100, "max": 50050}}
+    _, (placed,) = place("casino-holdem", {"ante": 90000}, {"limits": limits})
+    assert placed.bets == {"ante": 50000}
+    assert placed.adjusted_from == {"ante": 90000}
+
+
+@pytest.mark.parametrize("ante", [100, 50000])
+def test_bets_exactly_at_the_minimum_and_maximum_are_accepted_where_over_the_limit_is_refused(ante):
+    _, (placed,) = place("casino-war", {"ante": ante})
+    assert placed.bets == {"ante": ante} and placed.adjusted_from == {}
+
+
+def test_a_zero_bet_is_left_out_not_refused():
+    _, (placed,) = place("casino-war", {"ante": 500, "tie": 0})
+    assert placed.bets == {"ante": 500}
+    _, (placed,) = place("dueling-for-dollars", {"player": 0, "dealer": 100, "tie_plus": 0, "combo": 0})
+    assert placed.bets == {"dealer": 100}
+
+
+def test_only_zero_bets_are_no_bet_at_all():
+    with pytest.raises(RuleError, match="no bet placed") as caught:
+        place("casino-war", {"ante": 0})
+    assert "negative" not in str(caught.value)
+
+
+def test_a_bet_of_minus_one_cent_is_refused_as_negative():
+    with pytest.raises(RuleError, match="bet ante of -1 is negative"):
+        place("casino-war", {"ante": -1})
+
+
+# -- the shoe counts the cards of every stage --------------------------------------------------------
+
+def test_a_card_dealt_in_an_earlier_stage_counts_against_the_shoe():
+    # one deck: the Ac dealt to the player before the flop cannot come again on the river
+    decider = decider_for("casino-holdem")
+    state, _ = place("casino-holdem", {"ante": 1000})
+    state, _ = decider.execute(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
+    state, _ = decider.execute(state, Decide(choice="call"))
+    with pytest.raises(RuleError, match="card Ac dealt more often than a 1-deck shoe holds it"):
+        decider.decide(state, Deal(cards=("4d", "Ac")))
+    # a card not yet dealt is fine
+    assert decider.execute(state, Deal(cards=("4d", "As")))[0].is_over
+
+
+def test_a_war_may_deal_a_card_as_often_as_the_shoe_holds_it_and_no_more():
+    # two decks: 9c twice is allowed across the deal and the war, a third time is not
+    table = {"decks": 2}
+    state, _ = play("casino-war", {"ante": 500}, ["9c", "9d", "2c", "3c", "4c", "9c", "8d"], ["raise"], table=table)
+    assert returned(state) == {"ante": 1000, "raise": 500}
+    decider = decider_for("casino-war")
+    state, _ = place("casino-war", {"ante": 500}, table)
+    state, _ = decider.execute(state, Deal(cards=("9c", "9c")))
+    state, _ = decider.execute(state, Decide(choice="raise"))
+    with pytest.raises(RuleError, match="card 9c dealt more often than a 2-deck shoe"):
+        decider.decide(state, Deal(cards=("2c", "3c", "4c", "9c", "8d")))
+
+
+# -- money: half-up on both sides of zero --------------------------------------------------------------
+
+RATE = Fraction(175, 10000)
+
+
+@pytest.mark.parametrize(
+    "amount, expected",
+    [
+        (-200, -4),  # -3.5 cents: the half goes away from zero
+        (-100, -2),  # -1.75
+        (-57, -1),  # -0.9975
+        (-20, 0),  # -0.35
+        (0, 0),
+        (20, 0),  # 0.35
+        (200, 4),  # 3.5
+    ],
+)
+def test_commission_rounds_half_away_from_zero_on_both_sides(amount, expected):
+    assert percent_half_up(amount, RATE) == expected
+
+
+@pytest.mark.parametrize(
+    "amount, rate, expected",
+    [(-1, Fraction(1, 2), -1), (-2, Fraction(1, 5), 0), (-3, Fraction(1, 5), -1), (-7, Fraction(1, 10), -1),
+     (-4, Fraction(1, 10), 0), (3, Fraction(1, 5), 1), (2, Fraction(1, 5), 0)],
+)
+def test_half_up_rounding_of_exact_fractions(amount, rate, expected):
+    # -0.5 -> -1, -0.4 -> 0, -0.6 -> -1, -0.7 -> -1, -0.4 -> 0, 0.6 -> 1, 0.4 -> 0
+    assert percent_half_up(amount, rate) == expected
+
+
+@pytest.mark.parametrize(
+    "stake, loss, expected",
+    [(501, Fraction(1, 2), 251), (500, Fraction(1, 2), 250), (1, Fraction(1, 2), 1), (500, Fraction(1), 0),
+     (10, Fraction(1, 3), 7), (300, Fraction(1, 4), 225), (7, Fraction(0), 7)],
+)
+def test_part_returned_rounds_the_players_part_up(stake, loss, expected):
+    assert part_returned(stake, loss) == expected
+
+
+# -- fairness: the cut -------------------------------------------------------------------------------
+
+COMMITMENT = "ab" * 32
+SHOE = ["Ac", "Kd", "Qh", "Js"]
+
+
+def test_an_empty_cut_seed_cuts_at_zero_and_leaves_the_shoe_as_committed():
+    assert fairness.cut_offset(COMMITMENT, "", 52) == 0
+    assert fairness.cut_offset(COMMITMENT, "", 4) == 0
+    assert fairness.cut_shoe(SHOE, 0) == SHOE
+    assert [fairness.card_at(SHOE, 0, i) for i in range(4)] == SHOE
+
+
+def test_a_cut_seed_cuts_at_the_hash_of_commitment_and_seed():
+    import hashlib
+
+    digest = hashlib.sha256(f"{COMMITMENT}:lucky".encode()).digest()
+    expected = int.from_bytes(digest, "big") % 52
+    assert fairness.cut_offset(COMMITMENT, "lucky", 52) == expected
+    assert fairness.cut_shoe(SHOE, 1) == ["Kd", "Qh", "Js", "Ac"]
+    assert fairness.card_at(SHOE, 3, 1) == "Ac"
+    assert fairness.card_at(SHOE, 1, 4) is None and fairness.card_at(SHOE, 1, -1) is None

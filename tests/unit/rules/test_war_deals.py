@@ -1,0 +1,94 @@
+"""The war games pinned with hand-picked deals (docs/rules.md §1, §4, §5): which side wins, and how
+the cards of a war lie on the table."""
+
+import pytest
+
+from .helpers import play, returned
+
+BURNS = ["2c", "3c", "4c"]
+BURNED_THEN_ONE_EACH = [("burn", False)] * 3 + [("player_war", True), ("dealer_war", True)]
+
+
+def deals(events):
+    return [[(c.hand, c.face_up) for c in e.cards] for e in events if e.event_type == "CardsDealt"]
+
+
+# -- Dueling for Dollars: the Player bet backs the player's card, the Dealer bet the dealer's ------
+
+@pytest.mark.parametrize(
+    "cards, expected",
+    [
+        (["Kc", "2d"], {"player": 2000, "dealer": 0}),  # the player's card higher
+        (["2c", "Kd"], {"player": 0, "dealer": 2000}),  # the dealer's card higher
+    ],
+)
+def test_dueling_the_higher_sides_bet_wins_on_the_first_cards(cards, expected):
+    state, _ = play("dueling-for-dollars", {"player": 1000, "dealer": 1000}, cards)
+    assert returned(state) == expected
+
+
+@pytest.mark.parametrize("bet", ["player", "dealer"])
+def test_dueling_a_lone_dealer_or_player_bet_loses_when_the_other_side_is_higher(bet):
+    higher_player, higher_dealer = ["Qs", "5h"], ["5s", "Qh"]
+    won, _ = play("dueling-for-dollars", {bet: 500}, higher_player if bet == "player" else higher_dealer)
+    lost, _ = play("dueling-for-dollars", {bet: 500}, higher_dealer if bet == "player" else higher_player)
+    assert returned(won) == {bet: 1000}
+    assert returned(lost) == {bet: 0}
+
+
+@pytest.mark.parametrize(
+    "war, expected",
+    [
+        # the player's war card higher: the Player bet wins 1 and its war stake pushes; the Dealer bet loses both
+        (["Kc", "2d"], {"player": 2000, "player_war": 1000, "dealer": 0, "dealer_war": 0}),
+        # the dealer's war card higher: the other way round
+        (["2c", "Kd"], {"player": 0, "player_war": 0, "dealer": 2000, "dealer_war": 1000}),
+    ],
+)
+def test_dueling_after_the_war_the_higher_war_card_decides_each_side(war, expected):
+    state, events = play(
+        "dueling-for-dollars", {"player": 1000, "dealer": 1000}, ["4c", "4d", *BURNS, *war],
+        [("player", "war"), ("dealer", "war")],
+    )
+    assert returned(state) == expected
+    assert deals(events)[1] == BURNED_THEN_ONE_EACH
+
+
+def test_dueling_a_war_needs_one_war_answer_and_a_surrendered_side_keeps_half():
+    # the Dealer bet surrenders first, then the Player bet goes to war and loses it
+    state, events = play(
+        "dueling-for-dollars", {"player": 1000, "dealer": 1000}, ["4c", "4d", *BURNS, "2s", "9h"],
+        [("dealer", "surrender"), ("player", "war")],
+    )
+    assert returned(state) == {"player": 0, "player_war": 0, "dealer": 500}
+    assert deals(events)[1] == BURNED_THEN_ONE_EACH
+
+
+def test_dueling_both_surrendering_settles_without_a_war():
+    state, events = play(
+        "dueling-for-dollars", {"player": 1000, "dealer": 1000}, ["4c", "4d"],
+        [("player", "surrender"), ("dealer", "surrender")],
+    )
+    assert returned(state) == {"player": 500, "dealer": 500}
+    assert len(deals(events)) == 1
+
+
+# -- burned cards lie face down, war cards face up -------------------------------------------
+
+@pytest.mark.parametrize(
+    "game, choice",
+    [("casino-war", "raise"), ("battle-royale", "battle"), ("dueling-for-dollars", "war")],
+)
+def test_the_war_burns_three_cards_face_down_then_deals_one_face_up_card_each(game, choice):
+    bets = {"player": 1000} if game == "dueling-for-dollars" else {"ante": 1000}
+    state, events = play(game, bets, ["9c", "9d", *BURNS, "Kc", "2d"], [choice])
+    first, war = deals(events)
+    assert first == [("player", True), ("dealer", True)]
+    assert war == BURNED_THEN_ONE_EACH
+    assert state.hands["burn"] == tuple(BURNS)
+    assert (state.hands["player_war"], state.hands["dealer_war"]) == (("Kc",), ("2d",))
+
+
+def test_casino_war_tie_bet_pays_on_the_first_cards_even_when_the_war_is_lost():
+    state, _ = play("casino-war", {"ante": 500, "tie": 100}, ["9c", "9d", *BURNS, "2c", "Kd"], ["raise"])
+    assert returned(state) == {"ante": 0, "raise": 0, "tie": 1100}
