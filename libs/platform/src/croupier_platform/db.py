@@ -3,6 +3,8 @@
 Everything here is SQLAlchemy Core that runs on SQLite (embedded mode) and PostgreSQL.
 """
 
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +39,8 @@ NAMING_CONVENTION = {
 }
 
 SQLITE_BUSY_TIMEOUT_MS = 5_000
+# The most units of work one SQLite commit (one fsync) carries; more wait for the next one.
+GROUP_COMMIT_MAX_UNITS = 128
 # A connection opened by `reading`: its transactions only read (see _begin).
 READ_ONLY_OPTION = "croupier_read_only"
 
@@ -116,6 +120,129 @@ def reading(engine: Engine) -> Iterator[Connection]:
     with "database is locked"). On PostgreSQL an ordinary connection."""
     with engine.connect() as connection:
         yield connection.execution_options(**{READ_ONLY_OPTION: True})
+
+
+def transaction(engine: Engine) -> Any:
+    """A unit of work's connection: committed when the block ends normally, its effects undone when
+    it raises. On SQLite, units of work of one engine share the writer and its commits (see
+    GroupCommit); elsewhere each is a transaction of its own (`engine.begin()`). Either way the block
+    returns only once its effects are durable."""
+    if engine.dialect.name != "sqlite":
+        return engine.begin()
+    with _group_commits_lock:
+        group = _group_commits.get(engine)
+        if group is None:
+            group = _group_commits[engine] = GroupCommit(engine)
+    return group.unit()
+
+
+class BatchLost(Exception):
+    """The shared commit of a unit of work's batch failed (or another unit's failure took the
+    whole transaction with it): nothing of the unit was written; it may be retried."""
+
+
+class _Batch:
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.transaction = connection.begin()  # BEGIN IMMEDIATE (_begin)
+        self.units = 0
+        self.committed = threading.Event()
+        self.error: BaseException | None = None
+
+
+class GroupCommit:
+    """Group commit on one SQLite file: one writer connection, one transaction for the units of
+    work that queue while the previous commit is under way, one COMMIT (one fsync) for all of them.
+
+    Each unit runs in the caller's thread, alone on the writer, inside a SAVEPOINT of its own: a unit
+    that raises is rolled back to its savepoint and the others of the batch keep their effects. The
+    unit that finds no one queued behind it (or fills the batch) commits; every unit returns only
+    after that commit, so nothing is acknowledged before it is durable. Should the commit fail, every
+    unit of the batch raises (BatchLost) and none of them was written.
+
+    A unit opened inside a unit of the same thread nests as a savepoint of it (as a read inside a
+    write does in the in-memory store)."""
+
+    def __init__(self, engine: Engine, max_units: int = GROUP_COMMIT_MAX_UNITS) -> None:
+        self._engine = engine
+        self._max_units = max_units
+        self._queue_lock = threading.Lock()
+        self._queued = 0
+        self._turn = threading.Lock()  # the writer: one unit (or the commit) at a time
+        self._owner: int | None = None
+        self._batch: _Batch | None = None
+
+    @contextmanager
+    def unit(self) -> Iterator[Connection]:
+        if self._owner == threading.get_ident():
+            assert self._batch is not None
+            with self._batch.connection.begin_nested():
+                yield self._batch.connection
+            return
+        with self._queue_lock:
+            self._queued += 1
+        self._turn.acquire()
+        with self._queue_lock:
+            self._queued -= 1
+        self._owner = threading.get_ident()
+        batch: _Batch | None = None
+        try:
+            batch = self._batch = self._batch or self._open()
+            batch.units += 1
+            savepoint = batch.connection.begin_nested()
+            try:
+                yield batch.connection
+            except BaseException as error:
+                self._undo(batch, savepoint, error)
+                raise
+            savepoint.commit()
+        finally:
+            self._owner = None
+            try:
+                if batch is not None and (batch.error is not None or batch.units >= self._max_units or not self._queued):
+                    self._finish(batch)
+            finally:
+                self._turn.release()
+        batch.committed.wait()
+        if batch.error is not None:
+            raise BatchLost(f"the shared commit failed: {batch.error}") from batch.error
+
+    def _open(self) -> _Batch:
+        connection = self._engine.connect()
+        try:
+            return _Batch(connection)
+        except BaseException:
+            connection.close()
+            raise
+
+    @staticmethod
+    def _undo(batch: _Batch, savepoint: Any, error: BaseException) -> None:
+        try:
+            savepoint.rollback()
+        except Exception as undo_error:  # noqa: BLE001 - the transaction is gone with everything in it
+            batch.error = batch.error or undo_error
+            return
+        if not batch.connection.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            batch.error = batch.error or error  # SQLite rolled the whole transaction back (e.g. disk full)
+
+    def _finish(self, batch: _Batch) -> None:
+        self._batch = None
+        try:
+            if batch.error is None:
+                batch.transaction.commit()
+            else:
+                batch.transaction.rollback()
+        except BaseException as error:
+            batch.error = batch.error or error
+        finally:
+            try:
+                batch.connection.close()
+            finally:
+                batch.committed.set()
+
+
+_group_commits: "weakref.WeakKeyDictionary[Engine, GroupCommit]" = weakref.WeakKeyDictionary()
+_group_commits_lock = threading.Lock()
 
 
 def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:

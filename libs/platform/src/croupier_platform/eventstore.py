@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, Row, func, insert, literal, select, t
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
-from croupier_platform.db import events_table, outbox_table, reading
+from croupier_platform.db import events_table, outbox_table, reading, transaction
 from croupier_platform.events import (
     GENESIS_HASH,
     EventDraft,
@@ -494,7 +494,7 @@ class SqlEventStore(EventStore):
 
     @contextmanager
     def unit_of_work(self) -> Iterator[SqlUnitOfWork]:
-        with self._engine.begin() as connection:
+        with transaction(self._engine) as connection:  # SQLite: a group commit with the other units
             yield self._unit(connection)
 
     @contextmanager

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, func, select, text, update
 
-from croupier_platform.bus import Publisher
-from croupier_platform.db import outbox_table, reading
+from croupier_platform.bus import Outgoing, Publisher
+from croupier_platform.db import outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope
 
 DEFAULT_BATCH_SIZE = 100
@@ -57,17 +57,19 @@ class OutboxRelay:
 
     async def relay_once(self) -> int:
         """Publish one batch in order and return how many went out; a publish error propagates
-        after the messages before it are marked, and leaves the rest pending."""
+        after the messages before it are marked, and leaves the rest pending.
+
+        The batch goes to the publisher at once (`publish_many`: on Kafka every record in flight
+        together, their acknowledgements awaited together), not one awaited send per row."""
         messages = await asyncio.to_thread(self._outbox.pending, self._batch_size)
-        published: list[int] = []
-        try:
-            for message in messages:
-                await self._publisher.publish(message.topic, message.key, message.envelope)
-                published.append(message.id)
-        finally:
-            if published:
-                await asyncio.to_thread(self._outbox.mark_published, published)
-        return len(published)
+        if not messages:
+            return 0
+        done, error = await self._publisher.publish_many([Outgoing(m.topic, m.key, m.envelope) for m in messages])
+        if done:
+            await asyncio.to_thread(self._outbox.mark_published, [m.id for m in messages[:done]])
+        if error is not None:
+            raise error
+        return done
 
     def leadership(self) -> "Leadership":
         return self._outbox.leadership()
@@ -100,7 +102,7 @@ class SqlOutbox(Outbox):
             .where(outbox_table.c.id.in_(ids), outbox_table.c.published_at.is_(None))
             .values(published_at=func.current_timestamp())
         )
-        with self._engine.begin() as connection:
+        with transaction(self._engine) as connection:
             connection.execute(statement)
 
 

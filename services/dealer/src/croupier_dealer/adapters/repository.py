@@ -10,6 +10,7 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from croupier_platform.db import transaction
 from croupier_platform.runtime import iso
 
 from ..application.ports import CutAlreadyStored
@@ -95,12 +96,12 @@ class SqlDealerUnitOfWork:
 
 
 class SqlDealerUnitOfWorkFactory:
-    """One transaction per unit of work (BEGIN IMMEDIATE on SQLite: see croupier_platform.db)."""
+    """One transaction per unit of work (on SQLite a group commit: see croupier_platform.db.transaction)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
     @contextmanager
     def __call__(self) -> Iterator[SqlDealerUnitOfWork]:
-        with self._engine.begin() as connection:
+        with transaction(self._engine) as connection:
             yield SqlDealerUnitOfWork(cuts=SqlCutRepository(connection), deals=SqlDealRepository(connection))

@@ -1,0 +1,183 @@
+"""Group commit on SQLite (croupier_platform.db.GroupCommit): units of work that share one commit
+keep their own fates, and nothing a batch committed is lost when the process dies before replying."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, event, text
+
+from croupier_platform.db import _group_commits, create_schema, make_engine, transaction
+from croupier_platform.eventstore import ConcurrencyConflict, DuplicateEventId, NewEvent, SqlEventStore
+from croupier_platform.tracking import handle_once
+
+AT = "2024-01-01T00:00:00+00:00"
+
+
+def new_event(n: int) -> NewEvent:
+    return NewEvent(event_type="Happened", schema_version=1, payload={"n": n}, occurred_at=AT,
+                    event_id=f"00000000-0000-4000-8000-{n:012d}")
+
+
+def commits(engine: Engine) -> list[int]:
+    seen: list[int] = []
+    event.listen(engine, "commit", lambda _connection: seen.append(1))
+    return seen
+
+
+def wait_until(condition, seconds: float = 10.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def test_one_failing_unit_leaves_the_others_of_its_group_commit_committed(sqlite_engine: Engine) -> None:
+    store = SqlEventStore(sqlite_engine)
+    store.append("warm-up", 0, [new_event(0)], stream_type="round")  # the engine's GroupCommit exists now
+    group = _group_commits[sqlite_engine]
+    seen = commits(sqlite_engine)
+    outcomes: dict[str, object] = {}
+
+    def first() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append("round-a", 0, [new_event(1)], stream_type="round")
+            wait_until(lambda: group._queued == 1)  # the second unit waits for the writer: same batch
+        outcomes["first"] = "committed"
+
+    def second() -> None:
+        try:
+            with store.unit_of_work() as uow:
+                uow.events.append("round-b", 0, [new_event(2)], stream_type="round")
+                raise RuntimeError("the second command fails")
+        except RuntimeError as error:
+            outcomes["second"] = error
+
+    a = threading.Thread(target=first)
+    a.start()
+    wait_until(lambda: group._owner is not None)
+    b = threading.Thread(target=second)
+    b.start()
+    a.join(10)
+    b.join(10)
+
+    assert outcomes["first"] == "committed"
+    assert isinstance(outcomes["second"], RuntimeError)
+    assert len(seen) == 1  # one transaction, one commit, for both
+    assert store.stream_version("round-a") == 1
+    assert store.stream_version("round-b") == 0  # its effects are gone: the event and its outbox row
+    assert [m.key for m in store.outbox.pending(10)] == ["warm-up", "round-a"]
+
+
+def test_a_unit_waits_for_the_commit_and_one_commit_carries_the_units_queued_behind_it(sqlite_engine: Engine) -> None:
+    store = SqlEventStore(sqlite_engine)
+    store.append("warm-up", 0, [new_event(0)], stream_type="round")
+    group = _group_commits[sqlite_engine]
+    seen = commits(sqlite_engine)
+    release = threading.Event()
+
+    def first() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append("round-0", 0, [new_event(100)], stream_type="round")
+            release.wait(10)
+
+    def other(n: int) -> None:
+        store.append(f"round-{n}", 0, [new_event(100 + n)], stream_type="round")
+
+    threads = [threading.Thread(target=first)]
+    threads[0].start()
+    wait_until(lambda: group._owner is not None)
+    threads += [threading.Thread(target=other, args=(n,)) for n in range(1, 5)]
+    for thread in threads[1:]:
+        thread.start()
+    wait_until(lambda: group._queued == 4)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+
+    assert len(seen) == 1
+    assert all(store.stream_version(f"round-{n}") == 1 for n in range(5))
+
+
+def test_a_unit_nested_in_a_unit_of_the_same_thread_shares_its_transaction(sqlite_engine: Engine) -> None:
+    with transaction(sqlite_engine) as outer:
+        outer.execute(text("CREATE TABLE t (v INTEGER)"))
+        outer.execute(text("INSERT INTO t VALUES (1)"))
+        with pytest.raises(RuntimeError), transaction(sqlite_engine) as inner:
+            inner.execute(text("INSERT INTO t VALUES (2)"))
+            raise RuntimeError("the inner unit only")
+    with sqlite_engine.connect() as connection:
+        assert connection.execute(text("SELECT v FROM t")).scalars().all() == [1]
+
+
+CRASH_AFTER_COMMIT = textwrap.dedent("""
+    import os, signal, sys, threading
+    from croupier_platform import db
+    from croupier_platform.eventstore import NewEvent, SqlEventStore
+    from croupier_platform.tracking import handle_once
+
+    engine = db.make_engine(sys.argv[1])
+    db.create_schema(engine)
+    store = SqlEventStore(engine)
+    finish = db.GroupCommit._finish
+
+    def finish_then_die(self, batch):
+        finish(self, batch)  # the batch's COMMIT returned: durable
+        if batch.units > 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # before any unit of the batch returns (replies)
+
+    db.GroupCommit._finish = finish_then_die
+    handle = handle_once(store.unit_of_work, "consumer", lambda uow, envelope: None)
+    store.append("warm-up", 0, [NewEvent(event_type="Happened", schema_version=1, payload={}, occurred_at="%(at)s")],
+                 stream_type="round")
+    group = db._group_commits[engine]
+    hold = threading.Event()
+
+    def command(n):
+        with store.unit_of_work() as uow:
+            uow.events.append(f"round-{n}", 0, [NewEvent(event_type="Happened", schema_version=1, payload={"n": n},
+                              occurred_at="%(at)s", event_id=f"00000000-0000-4000-8000-{n:012d}")], stream_type="round")
+            uow.tracking.record("consumer", f"00000000-0000-4000-8000-{n:012d}")
+            if n == 1:
+                hold.wait(10)
+        print("replied", n, flush=True)  # never reached: the process dies first
+
+    threads = [threading.Thread(target=command, args=(n,)) for n in range(1, 5)]
+    threads[0].start()
+    while group._owner is None:
+        pass
+    for thread in threads[1:]:
+        thread.start()
+    while group._queued < 3:
+        pass
+    hold.set()
+    for thread in threads:
+        thread.join()
+    print("survived", flush=True)
+""") % {"at": AT}
+
+
+def test_a_crash_between_the_batch_commit_and_the_replies_loses_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'crash.db'}"
+    done = subprocess.run([sys.executable, "-c", CRASH_AFTER_COMMIT, url], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    assert "replied" not in done.stdout and "survived" not in done.stdout
+
+    engine = make_engine(url)
+    create_schema(engine)
+    store = SqlEventStore(engine)
+    try:
+        assert [store.stream_version(f"round-{n}") for n in range(1, 5)] == [1, 1, 1, 1]
+        handled = handle_once(store.unit_of_work, "consumer", lambda uow, envelope: None)
+        for n in range(1, 5):
+            # A client retrying the unanswered command finds it done: the same append conflicts, the
+            # same event is a duplicate for its consumer.
+            with pytest.raises((ConcurrencyConflict, DuplicateEventId)):
+                store.append(f"round-{n}", 0, [new_event(n)], stream_type="round")
+            assert handled(store.read_stream(f"round-{n}")[0]) is False
+    finally:
+        engine.dispose()
