@@ -8,7 +8,7 @@ PROTO_OUT := libs/proto/src
 PROTO_STAMP := $(PROTO_OUT)/.generated
 PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
 
-.PHONY: install proto run test test-unit test-integration test-e2e bench lint fmt clean up down
+.PHONY: install proto run test test-unit test-integration test-e2e bench lint fmt clean up down mutation
 
 install: $(STAMP) $(PROTO_STAMP)
 	@# Every source root on the path, so a new service or the generated stubs need no reinstall.
@@ -47,6 +47,13 @@ up: install
 
 down:
 	bash scripts/stack.sh down
+
+# Mutation testing of the rules library with mutmut 3 (scripts/mutation.py): slow, so never in CI or
+# `make test`. MODULES="money fairness" (modules of croupier_rules) limits the run; the score per
+# module is printed at the end, and again by `python scripts/mutation.py score`.
+mutation: install
+	test -x $(BIN)/mutmut || $(BIN)/pip install -q 'mutmut==3.8.1'
+	nice -n 19 $(BIN)/python scripts/mutation.py run $(MODULES)
 
 lint: install
 	$(BIN)/python scripts/lint_rules_purity.py
