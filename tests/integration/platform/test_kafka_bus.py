@@ -7,7 +7,7 @@ meet; `scripts/infra.sh up` starts the broker, and a missing broker fails these 
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 
 import pytest
@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from opentelemetry import context, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, dead_letter_topic
+from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, Outgoing, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 from croupier_platform.kafka_bus import DEFAULT_PARTITIONS, KafkaBus
 from tests.unit.platform.test_bus_contract import FAST_RETRY, BusContract, envelope, eventually, recorder
@@ -40,8 +40,8 @@ class NamespacedBus(Bus):
     def group(self, group: str) -> str:
         return f"{self.namespace}.{group}"
 
-    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
-        self.inner.subscribe(self.topic(topic), self.group(group), handler)
+    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
+        self.inner.subscribe(self.topic(topic), self.group(group), handler, event_types)
 
     async def start(self) -> None:
         await self.inner.start()
@@ -51,6 +51,9 @@ class NamespacedBus(Bus):
 
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
         await self.inner.publish(self.topic(topic), key, envelope)
+
+    async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
+        return await self.inner.publish_many([m._replace(topic=self.topic(m.topic)) for m in messages])
 
     async def pending_dead_letters(self) -> dict[str, int]:
         pending = await self.inner.pending_dead_letters()
@@ -71,6 +74,10 @@ class TestKafkaBus(BusContract):
     @pytest.fixture
     def bus(self, kafka_bootstrap_servers: str, namespace: str) -> Bus:
         return kafka_bus(kafka_bootstrap_servers, namespace, self.MAX_ATTEMPTS)
+
+    @pytest.fixture
+    def new_bus(self, kafka_bootstrap_servers: str, namespace: str) -> Callable[[], Bus]:
+        return lambda: kafka_bus(kafka_bootstrap_servers, namespace, self.MAX_ATTEMPTS)
 
 
 async def read_records(servers: str, topic: str, count: int, timeout: float = 10.0) -> list[ConsumerRecord]:
@@ -159,6 +166,41 @@ def test_a_failed_message_is_read_again_before_anything_after_it_in_its_partitio
     # Read again, not published again: the topic still holds the two records, in one partition.
     assert [r.offset for r in records] == [0, 1] and len({r.partition for r in records}) == 1
     assert offset == 2  # both handled, both committed
+
+
+def test_during_an_outage_in_a_batch_the_committed_offset_stops_at_the_failing_message(
+    kafka_bootstrap_servers: str, namespace: str
+) -> None:
+    bus = kafka_bus(kafka_bootstrap_servers, namespace)
+    messages = [envelope("round-1", version=n) for n in range(1, 7)]
+    outage = [True]
+    handled: list[int] = []
+
+    async def third_waits_for_the_database(received: EventEnvelope) -> None:
+        if received.version == 3 and outage[0]:
+            raise ConnectionRefusedError("database down")
+        handled.append(received.version)
+
+    async def scenario() -> tuple[list[int | None], int | None]:
+        bus.subscribe(ROUND_EVENTS, "wallet", third_waits_for_the_database)
+        topic, group = bus.topic(ROUND_EVENTS), bus.group("wallet")
+        async with running(bus):
+            await bus.publish_many([Outgoing(ROUND_EVENTS, m.stream_id, m) for m in messages])
+            await eventually(lambda: handled == [1, 2])
+            (record, *_) = await read_records(kafka_bootstrap_servers, topic, count=6)
+            during = []
+            for _ in range(3):  # through several retries of the failing message
+                await asyncio.sleep(0.2)
+                during.append(await committed(kafka_bootstrap_servers, group, topic, record.partition))
+            assert handled == [1, 2]  # nothing after the failing message handled first
+            outage[0] = False
+            await eventually(lambda: len(handled) == 6)
+        return during, await committed(kafka_bootstrap_servers, group, topic, record.partition)
+
+    during, after = asyncio.run(scenario())
+
+    assert during == [2, 2, 2]  # what came before it, and nothing past it
+    assert after == 6
 
 
 def test_an_unacknowledged_message_comes_back_after_a_restart(kafka_bootstrap_servers: str, namespace: str) -> None:

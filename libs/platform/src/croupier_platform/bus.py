@@ -15,8 +15,9 @@ import random
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.faults import transient_cause
@@ -72,16 +73,37 @@ def dead_letter_topic(topic: str) -> str:
     return f"{topic}.dlq"
 
 
+class Outgoing(NamedTuple):
+    topic: str
+    key: str
+    envelope: EventEnvelope
+
+
 class Publisher(ABC):
     @abstractmethod
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
         """Return once the message is durable (Kafka: acknowledged; in-process: handled)."""
 
+    async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
+        """Publish in order; return how many, from the first, are durable, and the error that stopped
+        the rest (None when all are). Nothing after the first failure counts as published, though a
+        broker may have some of it: at-least-once, the caller sends those again. This one awaits each
+        message before the next; a broker's may have them all in flight at once."""
+        for done, message in enumerate(messages):
+            try:
+                await self.publish(*message)
+            except Exception as error:  # noqa: BLE001 - reported to the caller with the count
+                return done, error
+        return len(messages), None
+
 
 class Subscriber(ABC):
     @abstractmethod
-    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
-        """Every group gets every message; the handlers of one group share the keys among them."""
+    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
+        """Every group gets every message; the handlers of one group share the keys among them.
+
+        `event_types`: the only types the handler is given (None: every type). The others pass it by
+        as handled, undecoded where the bus can read the type from a header (Kafka: EVENT_TYPE_HEADER)."""
 
     @abstractmethod
     async def start(self) -> None: ...
@@ -102,6 +124,7 @@ class Bus(Publisher, Subscriber):
 @dataclass
 class _Member:
     handler: Handler
+    event_types: frozenset[str] | None
     # One message at a time per member, as a Kafka consumer works through its partitions.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -126,10 +149,11 @@ class InProcessBus(Bus):
         # Groups of the dead letters since start; nothing replays them in process, so they stay.
         self._dead_letters: Counter[str] = Counter()
 
-    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
+    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
         if self._running:
             raise RuntimeError("the bus is running: subscribe before start()")
-        self._groups.setdefault(topic, {}).setdefault(group, []).append(_Member(handler))
+        types = None if event_types is None else frozenset(event_types)
+        self._groups.setdefault(topic, {}).setdefault(group, []).append(_Member(handler, types))
 
     async def start(self) -> None:
         self._running = True
@@ -147,6 +171,8 @@ class InProcessBus(Bus):
         for group, members in self._groups.get(topic, {}).items():
             # The same key always reaches the same member, which keeps one stream's events in order.
             member = members[zlib.crc32(key.encode()) % len(members)]
+            if member.event_types is not None and envelope.event_type not in member.event_types:
+                continue
             async with member.lock:
                 await self._deliver(topic, group, key, envelope, member.handler)
 
@@ -196,9 +222,12 @@ class PrefixedBus(Bus):
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
         await self._inner.publish(self._prefix + topic, key, envelope)
 
-    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
+    async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
+        return await self._inner.publish_many([m._replace(topic=self._prefix + m.topic) for m in messages])
+
+    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
         # Groups too: on a shared broker one stack's consumers must not rebalance another's.
-        self._inner.subscribe(self._prefix + topic, self._prefix + group, handler)
+        self._inner.subscribe(self._prefix + topic, self._prefix + group, handler, event_types)
 
     async def start(self) -> None:
         await self._inner.start()

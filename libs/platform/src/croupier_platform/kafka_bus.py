@@ -4,23 +4,28 @@ Publishing: the value is the envelope's JSON, the key is the stream key (one str
 partition, one order), and `publish` returns only once every in-sync replica has the record
 (idempotent producer, acks=all), so the outbox relay marks a row only after Kafka has it.
 
-Consuming: each group is a Kafka consumer group, and every subscriber is one consumer that
-handles one message at a time. Every subscriber has an explicit `AckPolicy.NACK_ON_ERROR`:
+Consuming: each group is a Kafka consumer group, and every subscriber is one aiokafka consumer
+(auto-commit off) that fetches in batches (`getmany`) and handles the messages of a partition one
+at a time, in order:
 
-- the handler returned: the offset is committed (synchronously, before the next message);
-- the handler failed transiently (croupier_platform.faults): the consumer waits a backoff inside
-  the handler (capped well below aiokafka's max_poll_interval, cut short by `stop`), then nacks,
-  which on Kafka seeks back to the message's offset: it is read again, nothing after it in that
+- a message whose EVENT_TYPE_HEADER names a type the subscriber did not declare is passed by,
+  undecoded, as handled;
+- the handler returned: the message is handled; the offsets of a batch are committed together
+  once the batch is done (or cut short), never past a message that was not handled;
+- the handler failed transiently (croupier_platform.faults): what was handled before it is
+  committed, the consumer waits a backoff (capped well below max_poll_interval, cut short by
+  `stop`), then seeks back to the message's offset: it is read again, nothing after it in that
   partition is handled first, and this repeats for as long as the failure lasts. Such failures
   never count toward the dead letter;
-- the handler raised anything else, attempts left: nacked (read again) at once;
+- the handler raised anything else, attempts left: tried again at once;
 - the handler raised for the `max_attempts`-th time: the message goes to
   `dead_letter_topic(topic)` with headers naming the group, the attempts and the error, and only
-  once the broker has that is the offset committed, so the partition moves on
+  once the broker has that does it count as handled, so the partition moves on
   (croupier_platform.deadletters lists and replays them);
 - a value that is not an envelope at all goes to the dead letter at once: no retry can fix it;
-- anything else (the dead-letter publish failing, a stop in mid-handler) leaves the offset
-  uncommitted, and the message comes back: delivery is at-least-once, consumers are idempotent.
+- anything else (the dead-letter publish failing, a stop in mid-batch, a rebalance) leaves the
+  offset uncommitted from that message on, and it comes back: delivery is at-least-once,
+  consumers are idempotent (tracking rows), so a redelivery is a no-op.
 
 Attempts are counted in memory per consumer and message; a restart or a rebalance starts the
 count again (the message is still never lost, at worst tried more often).
@@ -28,17 +33,15 @@ count again (the message is still never lost, at worst tried more often).
 
 import asyncio
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
-from faststream.exceptions import NackMessage
+from aiokafka.errors import IllegalStateError, KafkaError
 from faststream.kafka import KafkaBroker
-from faststream.kafka.annotations import KafkaMessage
-from faststream.middlewares import AckPolicy
 from kafka.admin import KafkaAdminClient
 from kafka.errors import TopicAlreadyExistsError
 from opentelemetry import propagate, trace
@@ -53,6 +56,7 @@ from croupier_platform.bus import (
     SHOE_REVEALS,
     Bus,
     Handler,
+    Outgoing,
     RetryPolicy,
     dead_letter_topic,
 )
@@ -87,6 +91,10 @@ DEFAULT_READY_TIMEOUT_SECONDS = 30.0
 # A transient backoff is slept inside the handler: it must stay far below max.poll.interval.ms
 # (aiokafka's default 300 s), or the group would evict a consumer that is only waiting.
 MAX_IN_HANDLER_BACKOFF_S = 30.0
+# At most this many messages a fetch; their offsets are committed together.
+MAX_BATCH = 200
+# How long `stop` lets a consumer finish the message in hand before cancelling it.
+GRACEFUL_STOP_S = 15.0
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +124,7 @@ class _Subscription:
     topic: str
     group: str
     handler: Handler
+    event_types: frozenset[str] | None = None
 
 
 @dataclass
@@ -132,6 +141,7 @@ class _ConsumerState(ConsumerRebalanceListener):  # type: ignore[misc]
     joins: int = 0
     partitions: set[TopicPartition] = field(default_factory=set)
     failures: dict[tuple[str, int, int], _Failures] = field(default_factory=dict)
+    busy: bool = False  # handling a batch (else waiting for one: `stop` may cancel it at once)
 
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         self.partitions -= set(revoked)
@@ -171,16 +181,18 @@ class KafkaBus(Bus):
         self._ready_timeout = ready_timeout
         self._subscriptions: list[_Subscription] = []
         self._broker: KafkaBroker | None = None
+        self._consumers: list[tuple[AIOKafkaConsumer, _ConsumerState, asyncio.Task[None]]] = []
         # Taken while a record is handed to the producer, so records go out in the order of the
         # `publish` calls even when callers run concurrently.
         self._send_lock = asyncio.Lock()
 
     # -- Subscriber ---------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, group: str, handler: Handler) -> None:
+    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
         if self._broker is not None:
             raise RuntimeError("the bus is running: subscribe before start()")
-        self._subscriptions.append(_Subscription(topic, group, handler))
+        types = None if event_types is None else frozenset(event_types)
+        self._subscriptions.append(_Subscription(topic, group, handler, types))
 
     async def start(self) -> None:
         if self._broker is not None:
@@ -197,22 +209,41 @@ class KafkaBus(Bus):
             logger=logger,
             log_level=logging.DEBUG,  # one line per message: debug, not info
         )
-        states = [self._register(broker, subscription) for subscription in self._subscriptions]
         self._send_lock = asyncio.Lock()  # bound to this event loop
         self._stopping = asyncio.Event()
         try:
-            await broker.start()
+            await broker.start()  # the producer; the consumers are aiokafka's own, below
+            for subscription in self._subscriptions:
+                self._consumers.append(await self._start_consumer(broker, subscription))
         except BaseException:
+            await self._stop_consumers()
             await broker.stop()
             raise
         self._broker = broker
-        await self._wait_until_assigned(states)
+        await self._wait_until_assigned([state for _, state, _ in self._consumers])
 
     async def stop(self) -> None:
         broker, self._broker = self._broker, None
-        self._stopping.set()  # a handler waiting out an outage nacks now, rather than hold the stop
+        self._stopping.set()  # a handler waiting out an outage gives up now, rather than hold the stop
+        await self._stop_consumers()
         if broker is not None:
             await broker.stop()
+
+    async def _stop_consumers(self) -> None:
+        """Each consumer finishes the message in hand (up to GRACEFUL_STOP_S), commits what it
+        handled and stops; one waiting for a batch stops at once."""
+        consumers, self._consumers = self._consumers, []
+        for _, state, task in consumers:
+            if not state.busy:
+                task.cancel()
+        tasks = [task for _, _, task in consumers]
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=GRACEFUL_STOP_S)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for consumer, _, _ in consumers:
+            await consumer.stop()
 
     async def pending_dead_letters(self) -> dict[str, int]:
         groups = {s.group for s in self._subscriptions}
@@ -223,15 +254,31 @@ class KafkaBus(Bus):
 
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
         broker = self._running_broker()
-        headers = {
-            "content-type": "application/json",
-            EVENT_ID_HEADER: envelope.event_id,
-            EVENT_TYPE_HEADER: envelope.event_type,
-            STREAM_TYPE_HEADER: envelope.stream_type,
-            SCHEMA_VERSION_HEADER: str(envelope.schema_version),
-            **_trace_headers(envelope.trace_context),
-        }
-        await self._send(broker, topic, key.encode(), envelope.model_dump_json().encode(), headers, envelope.event_id)
+        await self._send(broker, topic, key.encode(), envelope.model_dump_json().encode(), _headers(envelope), envelope.event_id)
+
+    async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
+        """Every record handed to the producer in order (one lock, so no other publish interleaves),
+        then their acknowledgements awaited together. The idempotent producer keeps one request in
+        flight per partition and the broker refuses a sequence gap, so a record acknowledged after one
+        that failed in its partition cannot happen: the durable ones of a key are a prefix of it."""
+        broker = self._running_broker()
+        pending: list[asyncio.Future[Any]] = []
+        try:
+            async with self._send_lock:
+                for topic, key, envelope in messages:
+                    pending.append(await broker.publish(
+                        envelope.model_dump_json().encode(), topic, key=key.encode(), headers=_headers(envelope),
+                        correlation_id=envelope.event_id, no_confirm=True,
+                    ))  # fmt: skip
+        except Exception as error:  # noqa: BLE001 - the ones already handed over are still awaited
+            failed: BaseException | None = error
+        else:
+            failed = None
+        outcomes = await asyncio.gather(*pending, return_exceptions=True)
+        for done, outcome in enumerate(outcomes):
+            if isinstance(outcome, BaseException):
+                return done, outcome
+        return len(outcomes), failed
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -249,72 +296,126 @@ class KafkaBus(Bus):
             )
         await acknowledged  # the broker has it: acks=all
 
-    def _register(self, broker: KafkaBroker, subscription: _Subscription) -> _ConsumerState:
+    async def _start_consumer(
+        self, broker: KafkaBroker, subscription: _Subscription
+    ) -> tuple[AIOKafkaConsumer, _ConsumerState, asyncio.Task[None]]:
         state = _ConsumerState()
-        consumer = broker.subscriber(
-            subscription.topic,
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap_servers,
+            client_id=self._client_id,
             group_id=subscription.group,
-            ack_policy=AckPolicy.NACK_ON_ERROR,  # commit after the handler, seek back after an error
+            enable_auto_commit=False,  # committed after handling, per batch
             auto_offset_reset="earliest",  # a new group starts at the beginning, never skips
-            listener=state,
             heartbeat_interval_ms=_HEARTBEAT_INTERVAL_MS,
-            no_reply=True,
         )
-        consumer(self._consume_with(broker, subscription, state))
-        return state
+        consumer.subscribe([subscription.topic], listener=state)
+        await consumer.start()
+        task = asyncio.create_task(self._consume(broker, subscription, consumer, state), name=f"consume {subscription.group}")
+        return consumer, state, task
 
-    def _consume_with(self, broker: KafkaBroker, subscription: _Subscription, state: _ConsumerState) -> Any:
-        # The broker is captured, not looked up: a handler finishing during `stop` can still
-        # dead-letter through it.
-        async def consume(message: KafkaMessage) -> None:
-            record = message.raw_message
-            where = (record.topic, record.partition, record.offset)
+    async def _consume(
+        self, broker: KafkaBroker, subscription: _Subscription, consumer: AIOKafkaConsumer, state: _ConsumerState
+    ) -> None:
+        while not self._stopping.is_set():
             try:
-                envelope = EventEnvelope.model_validate_json(message.body)
-            except ValidationError as error:
-                logger.error("group %s cannot decode %s/%d@%d", subscription.group, *where, exc_info=True)
-                await self._dead_letter(broker, subscription.group, message, where, 1, _describe(error))
-                return
-            failures = state.failures.setdefault(where, _Failures())
-            if failures.count < self._max_attempts:
-                try:
-                    with _consumer_span(message.headers, record.topic, subscription.group, envelope.event_id):
-                        await subscription.handler(envelope)
-                except Exception as error:
-                    if (cause := transient_cause(error)) is not None:
-                        failures.transient += 1
-                        self._retrying.warning(
-                            f"{subscription.group} {record.topic}",
-                            "group %s cannot handle event %s of %s/%d@%d yet (%s; %d tries); retrying, the partition waits",
-                            subscription.group, envelope.event_id, *where, cause, failures.transient,
-                        )  # fmt: skip
-                        await self._back_off(self._retry.delay(failures.transient))
-                        raise NackMessage() from error  # seek back: the same message, later
-                    failures.count += 1
-                    failures.last_error = _describe(error)
-                    if failures.count < self._max_attempts:
-                        logger.warning(
-                            "group %s failed on event %s of %s (attempt %d of %d); reading it again",
-                            subscription.group, envelope.event_id, record.topic, failures.count, self._max_attempts,
-                            exc_info=True,
-                        )  # fmt: skip
-                        raise NackMessage() from error  # seek back to this offset
-                else:
-                    state.failures.pop(where, None)
-                    return
-            logger.error(
-                "event %s of %s dead-lettered by group %s after %d attempts: %s",
-                envelope.event_id,
-                record.topic,
-                subscription.group,
-                failures.count,
-                failures.last_error,
-            )
-            # If this raises, the message is nacked, read again, and goes straight here.
-            await self._dead_letter(broker, subscription.group, message, where, failures.count, failures.last_error)
-            state.failures.pop(where, None)
+                await self._consume_batch(broker, subscription, consumer, state)
+            except Exception:  # noqa: BLE001 - the uncommitted messages come back; the consumer goes on
+                logger.exception("group %s: a batch failed; reading on from the committed offsets", subscription.group)
+                await self._back_off(1.0)
 
-        return consume
+    async def _consume_batch(
+        self, broker: KafkaBroker, subscription: _Subscription, consumer: AIOKafkaConsumer, state: _ConsumerState
+    ) -> None:
+        batches = await consumer.getmany(timeout_ms=1000, max_records=MAX_BATCH)
+        state.busy = True
+        try:
+            handled: dict[TopicPartition, int] = {}  # the next offset to read, per partition
+            for tp, records in batches.items():
+                for record in records:
+                    if self._stopping.is_set() or tp not in state.partitions:
+                        break  # left for the next owner (or this one, restarted): read again
+                    if await self._handle(broker, subscription, state, record):
+                        handled[tp] = record.offset + 1
+                        continue
+                    # Read it again after a backoff; commit what came before it first, so an
+                    # outage does not hold back what was handled.
+                    await self._commit(consumer, subscription.group, handled)
+                    handled.pop(tp, None)
+                    failures = state.failures.get((record.topic, record.partition, record.offset))
+                    await self._back_off(self._retry.delay(failures.transient if failures else 1))
+                    try:
+                        consumer.seek(tp, record.offset)
+                    except IllegalStateError:
+                        pass  # revoked meanwhile: the next owner reads from the committed offset
+                    break
+            await self._commit(consumer, subscription.group, handled)
+        finally:
+            state.busy = False
+
+    async def _commit(self, consumer: AIOKafkaConsumer, group: str, offsets: dict[TopicPartition, int]) -> None:
+        if not offsets:
+            return
+        try:
+            await consumer.commit(dict(offsets))
+        except (KafkaError, IllegalStateError):
+            # A rebalance took partitions away: their new owner reads from the last committed
+            # offset, handling a few messages again (a no-op for idempotent consumers).
+            logger.warning("group %s could not commit %s; those messages will be read again", group, offsets, exc_info=True)
+        offsets.clear()
+
+    async def _handle(
+        self, broker: KafkaBroker, subscription: _Subscription, state: _ConsumerState, record: ConsumerRecord
+    ) -> bool:
+        """True once the message is handled (or passed by, or dead-lettered); False when it must be
+        read again: a transient failure (its count in `state.failures`), a failed dead-letter
+        publish, or a stop."""
+        where = (record.topic, record.partition, record.offset)
+        headers = {name: value.decode(errors="replace") for name, value in record.headers}
+        wanted = subscription.event_types
+        if wanted is not None and EVENT_TYPE_HEADER in headers and headers[EVENT_TYPE_HEADER] not in wanted:
+            return True  # not a type this subscriber handles: passed by undecoded
+        try:
+            envelope = EventEnvelope.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            logger.error("group %s cannot decode %s/%d@%d", subscription.group, *where, exc_info=True)
+            return await self._dead_letter(broker, subscription.group, record, headers, 1, _describe(error))
+        if wanted is not None and envelope.event_type not in wanted:
+            return True  # no header to say so: decoded, and not a type this subscriber handles
+        failures = state.failures.setdefault(where, _Failures())
+        while failures.count < self._max_attempts:
+            if self._stopping.is_set():
+                return False
+            try:
+                with _consumer_span(headers, record.topic, subscription.group, envelope.event_id):
+                    await subscription.handler(envelope)
+            except Exception as error:
+                if (cause := transient_cause(error)) is not None:
+                    failures.transient += 1
+                    self._retrying.warning(
+                        f"{subscription.group} {record.topic}",
+                        "group %s cannot handle event %s of %s/%d@%d yet (%s; %d tries); retrying, the partition waits",
+                        subscription.group, envelope.event_id, *where, cause, failures.transient,
+                    )  # fmt: skip
+                    return False  # backed off, then read again from this offset
+                failures.count += 1
+                failures.last_error = _describe(error)
+                if failures.count < self._max_attempts:
+                    logger.warning(
+                        "group %s failed on event %s of %s (attempt %d of %d); trying it again",
+                        subscription.group, envelope.event_id, record.topic, failures.count, self._max_attempts,
+                        exc_info=True,
+                    )  # fmt: skip
+            else:
+                state.failures.pop(where, None)
+                return True
+        logger.error(
+            "event %s of %s dead-lettered by group %s after %d attempts: %s",
+            envelope.event_id, record.topic, subscription.group, failures.count, failures.last_error,
+        )  # fmt: skip
+        if await self._dead_letter(broker, subscription.group, record, headers, failures.count, failures.last_error):
+            state.failures.pop(where, None)
+            return True
+        return False  # read again: it comes straight back here and the dead letter is tried again
 
     async def _back_off(self, delay: float) -> None:
         try:
@@ -324,19 +425,25 @@ class KafkaBus(Bus):
             pass
 
     async def _dead_letter(
-        self, broker: KafkaBroker, group: str, message: Any, where: tuple[str, int, int], attempts: int, error: str
-    ) -> None:
-        topic, partition, offset = where
-        headers = {
-            **message.headers,
+        self, broker: KafkaBroker, group: str, record: ConsumerRecord, headers: dict[str, str], attempts: int, error: str
+    ) -> bool:
+        """True once the broker has the dead letter; False (logged) when it could not be sent."""
+        dead_headers = {
+            **headers,
             DLQ_GROUP_HEADER: group,
             DLQ_ATTEMPTS_HEADER: str(attempts),
             DLQ_ERROR_HEADER: error,
-            DLQ_SOURCE_HEADER: f"{topic}/{partition}@{offset}",
+            DLQ_SOURCE_HEADER: f"{record.topic}/{record.partition}@{record.offset}",
         }
         # The original bytes and key, untouched: the dead letter is the message, not a re-encoding.
-        event_id = message.headers.get(EVENT_ID_HEADER, "")
-        await self._send(broker, dead_letter_topic(topic), message.raw_message.key, message.body, headers, event_id)
+        try:
+            await self._send(broker, dead_letter_topic(record.topic), record.key, record.value or b"", dead_headers,
+                             headers.get(EVENT_ID_HEADER, ""))  # fmt: skip
+        except Exception:  # noqa: BLE001 - the message stays uncommitted and comes back
+            logger.warning("group %s could not dead-letter %s/%d@%d; it will be read again", group,
+                           record.topic, record.partition, record.offset, exc_info=True)  # fmt: skip
+            return False
+        return True
 
     async def _wait_until_assigned(self, states: Sequence[_ConsumerState]) -> None:
         """Wait until every consumer has joined its group and the consumers of one group in this
@@ -361,6 +468,17 @@ class KafkaBus(Bus):
                     await asyncio.sleep(0.02)
         except TimeoutError:
             logger.warning("consumers not all assigned after %.0f s; consuming anyway", self._ready_timeout)
+
+
+def _headers(envelope: EventEnvelope) -> dict[str, str]:
+    return {
+        "content-type": "application/json",
+        EVENT_ID_HEADER: envelope.event_id,
+        EVENT_TYPE_HEADER: envelope.event_type,
+        STREAM_TYPE_HEADER: envelope.stream_type,
+        SCHEMA_VERSION_HEADER: str(envelope.schema_version),
+        **_trace_headers(envelope.trace_context),
+    }
 
 
 def _trace_headers(recorded: Mapping[str, str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from croupier_platform.runtime import ServiceContext
 
 from .adapters.tables import metadata
 from .adapters.wallet_client import GrpcWallet
-from .entrypoints.consumers import round_events_handler
+from .entrypoints.consumers import HANDLED, round_events_handler
 from .entrypoints.grpc_server import CommissionServicer
 
 
@@ -36,7 +36,7 @@ class CommissionModule:
         internal_pb2_grpc.add_CommissionServiceServicer_to_server(self.servicer, server)
 
     def subscribe(self, bus: Bus) -> None:
-        bus.subscribe(ROUND_EVENTS, "commission", self.handler)
+        bus.subscribe(ROUND_EVENTS, "commission", self.handler, HANDLED)
 
     async def start(self) -> None:
         return None

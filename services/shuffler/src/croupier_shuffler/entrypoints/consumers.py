@@ -33,4 +33,4 @@ def round_event_handler(
 
 
 def subscribe(bus: Bus, handler: Callable[[EventEnvelope], Awaitable[bool]]) -> None:
-    bus.subscribe(ROUND_EVENTS, GROUP, handler)
+    bus.subscribe(ROUND_EVENTS, GROUP, handler, ROUND_OVER_EVENTS)

@@ -55,7 +55,7 @@ class RoundEventsConsumer:
         self._handle = handle_once(uow_factory, CONSUMER, self._apply)
 
     def subscribe(self, bus: Bus) -> None:
-        bus.subscribe(ROUND_EVENTS, GROUP, self.on_round_event)
+        bus.subscribe(ROUND_EVENTS, GROUP, self.on_round_event, HANDLED)
 
     async def on_round_event(self, envelope: EventEnvelope) -> None:
         if envelope.event_type in HANDLED:
