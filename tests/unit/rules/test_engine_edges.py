@@ -155,3 +155,79 @@ def test_a_cut_seed_cuts_at_the_hash_of_commitment_and_seed():
     assert fairness.cut_shoe(SHOE, 1) == ["Kd", "Qh", "Js", "Ac"]
     assert fairness.card_at(SHOE, 3, 1) == "Ac"
     assert fairness.card_at(SHOE, 1, 4) is None and fairness.card_at(SHOE, 1, -1) is None
+
+
+def test_a_revealed_shoe_names_each_of_its_problems():
+    from croupier_rules.cards import card_text, fresh_shoe
+
+    shoe = [card_text(c) for c in fresh_shoe(1)]
+    assert fairness.check_shoe(shoe, 1) == []
+    assert fairness.check_shoe(["10" + c[1] if c[0] == "T" else c for c in shoe], 1) == []  # the lenient spelling
+    malformed = shoe.copy()
+    malformed[3], malformed[7] = "Xx", "1x"
+    problems = fairness.check_shoe(malformed, 1)
+    assert len(problems) == 2
+    assert problems[0].startswith("position 3: malformed card 'Xx'") and problems[1].startswith("position 7: malformed card '1x'")
+    assert fairness.check_shoe(shoe[:-1], 1) == ["the shoe holds 51 cards, a 1-deck shoe holds 52"]
+    assert fairness.check_shoe(shoe[:-1] + shoe[:1], 1) == ["the shoe does not hold each card exactly 1 time(s)"]
+    two = shoe + shoe
+    assert fairness.check_shoe(two, 2) == []
+    assert fairness.check_shoe(two[:-1] + two[:1], 2) == ["the shoe does not hold each card exactly 2 time(s)"]
+
+
+# -- the engine's refusals, and what it records ------------------------------------------------------
+
+def test_holdem_refuses_an_aa_bonus_without_an_ante():
+    with pytest.raises(RuleError, match="^ante is required at casino-holdem$"):
+        place("casino-holdem", {"aa_bonus": 500})
+
+
+def test_a_deal_records_the_shoe_positions_it_is_given_and_needs_one_per_card():
+    decider = decider_for("casino-war")
+    state, _ = place("casino-war", {"ante": 500})
+    with pytest.raises(RuleError, match="a position is needed for every dealt card"):
+        decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10,)))
+    dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10, 11)))
+    assert [c.position for c in dealt.cards] == [10, 11]
+    dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d")))
+    assert [c.position for c in dealt.cards] == [None, None]
+
+
+def test_a_war_deal_of_the_wrong_size_says_what_the_war_needs():
+    decider = decider_for("casino-war")
+    state, _ = place("casino-war", {"ante": 500})
+    state, _ = decider.execute(state, Deal(cards=("9c", "9d")))
+    state, _ = decider.execute(state, Decide(choice="raise"))
+    assert decider.cards_needed(state) == 5
+    with pytest.raises(RuleError, match=r"^the war deal needs exactly 5 cards \(3 burned then 2 dealt\), got 2$"):
+        decider.decide(state, Deal(cards=("Kc", "2d")))
+    with pytest.raises(RuleError, match=r"^the initial deal needs exactly 2 cards \(2 dealt\), got 1$"):
+        decider.decide(place("casino-war", {"ante": 500})[0], Deal(cards=("Kc",)))
+
+
+def test_a_decision_is_read_without_case_or_spaces_and_names_a_pending_bet():
+    decider = decider_for("dueling-for-dollars")
+    state, _ = place("dueling-for-dollars", {"player": 1000, "combo": 100})
+    state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
+    assert decider.cards_needed(state) == 0
+    with pytest.raises(RuleError, match="bet 'combo' has no decision pending; waiting: player"):
+        decider.decide(state, Decide(choice="war", bet="combo"))
+    (made, settled) = decider.decide(state, Decide(choice="  Surrender "))
+    assert (made.bet, made.choice) == ("player", "surrender")
+    assert settled.results["player"].returned == 500
+
+
+def test_a_void_needs_a_reason_and_records_it_trimmed():
+    from croupier_rules.commands import VoidRound
+
+    decider = decider_for("casino-war")
+    state, _ = place("casino-war", {"ante": 500})
+    with pytest.raises(RuleError, match="a void needs a reason"):
+        decider.decide(state, VoidRound(reason="   "))
+    (voided,) = decider.decide(state, VoidRound(reason="  card reader fault "))
+    assert voided.reason == "card reader fault" and voided.refunds == {"ante": 500}
+
+
+def test_a_table_runs_only_its_own_game():
+    with pytest.raises(RuleError, match="a casino-war table cannot run battle-royale"):
+        decider_for("battle-royale").initial_state(table_for("casino-war"))
