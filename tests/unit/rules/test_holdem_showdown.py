@@ -150,3 +150,21 @@ def test_the_aa_bonus_pays_even_when_the_main_hand_loses():
 def test_a_fold_loses_the_aa_bonus_even_with_a_flush_on_the_flop():
     state, _ = play("casino-holdem", {"ante": ANTE, "aa_bonus": BONUS}, "Ah 9h 2c 3d Kh 7h 4h".split(), ["fold"])
     assert returned(state) == {"ante": 0, "aa_bonus": 0}
+
+
+@pytest.mark.parametrize(
+    "cards, hands",
+    [
+        ("7c 2d Ac Kd 9s 4h 3c Jh 8d", {"player": "high card (J high)", "dealer": "high card (A high)"}),
+        ("Kh Kd 3c 2d 3h 2s Kc Jh 7d", {"player": "three of a kind of Ks", "dealer": "two pair of 3s"}),
+        ("9h Kc 9d Qc 9s 7c 4d 2h 3s", {"player": "pair of 9s", "dealer": "pair of 9s"}),
+        ("Ah Kh 4c 4d Qh Jh Th 3s 2s", {"player": "royal flush", "dealer": "pair of 4s"}),
+    ],
+)
+def test_a_settled_round_describes_both_final_hands(cards, hands):
+    assert showdown(cards).settlement.hands == hands
+
+
+def test_a_fold_describes_the_players_first_five_cards():
+    state, _ = play("casino-holdem", {"ante": ANTE}, "Ah 9h 2c 3d Kh 7h 4h".split(), ["fold"])
+    assert state.settlement.hands == {"player": "flush (A high)"}
