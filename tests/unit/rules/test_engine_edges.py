@@ -231,3 +231,11 @@ def test_a_void_needs_a_reason_and_records_it_trimmed():
 def test_a_table_runs_only_its_own_game():
     with pytest.raises(RuleError, match="a casino-war table cannot run battle-royale"):
         decider_for("battle-royale").initial_state(table_for("casino-war"))
+
+
+def test_a_commitment_needs_a_32_byte_salt_and_says_so():
+    with pytest.raises(RuleError, match=r"^the salt is 32 bytes \(64 hex digits\)$"):
+        fairness.commitment(b"\x00" * 31, SHOE)
+    import hashlib
+
+    assert fairness.commitment(b"\x00" * 32, SHOE) == hashlib.sha256(b"\x00" * 32 + b"Ac,Kd,Qh,Js").hexdigest()

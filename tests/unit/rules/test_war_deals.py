@@ -52,6 +52,7 @@ def test_dueling_after_the_war_the_higher_war_card_decides_each_side(war, expect
     )
     assert returned(state) == expected
     assert deals(events)[1] == BURNED_THEN_ONE_EACH
+    assert [e.stage for e in events if e.event_type == "CardsDealt"] == ["initial", "war"]
 
 
 def test_dueling_a_war_needs_one_war_answer_and_a_surrendered_side_keeps_half():
@@ -70,6 +71,7 @@ def test_dueling_both_surrendering_settles_without_a_war():
         [("player", "surrender"), ("dealer", "surrender")],
     )
     assert returned(state) == {"player": 500, "dealer": 500}
+    assert dict(state.bets) == {"player": 1000, "dealer": 1000}  # a surrender stakes nothing more
     assert len(deals(events)) == 1
 
 
@@ -92,3 +94,28 @@ def test_the_war_burns_three_cards_face_down_then_deals_one_face_up_card_each(ga
 def test_casino_war_tie_bet_pays_on_the_first_cards_even_when_the_war_is_lost():
     state, _ = play("casino-war", {"ante": 500, "tie": 100}, ["9c", "9d", *BURNS, "2c", "Kd"], ["raise"])
     assert returned(state) == {"ante": 0, "raise": 0, "tie": 1100}
+
+
+def outcomes(state):
+    return {name: r.outcome for name, r in state.settlement.results.items()}
+
+
+@pytest.mark.parametrize(
+    "war, expected",
+    [
+        (["Kc", "2d"], {"ante": "win after war", "raise": "push"}),
+        (["2c", "Kd"], {"ante": "lose after war", "raise": "lose after war"}),
+        (["Kc", "Kd"], {"ante": "tie after war: ante bonus", "raise": "push"}),
+    ],
+)
+def test_casino_war_outcomes_after_the_war(war, expected):
+    state, _ = play("casino-war", {"ante": 500}, ["9c", "9d", *BURNS, *war], ["raise"])
+    assert outcomes(state) == expected
+
+
+def test_dueling_outcomes_name_what_happened_to_each_bet():
+    state, _ = play("dueling-for-dollars", {"player": 500, "dealer": 500, "tie_plus": 100, "combo": 100}, ["Kc", "Qc"])
+    assert outcomes(state) == {"player": "win", "dealer": "lose", "tie_plus": "lose", "combo": "straight flush"}
+    state, _ = play("dueling-for-dollars", {"player": 500, "dealer": 500}, ["4c", "4d", *BURNS, "2c", "Kd"],
+                    [("player", "war"), ("dealer", "surrender")])
+    assert outcomes(state) == {"player": "lose after war", "player_war": "lose after war", "dealer": "surrender"}
