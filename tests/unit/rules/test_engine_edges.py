@@ -239,3 +239,43 @@ def test_a_commitment_needs_a_32_byte_salt_and_says_so():
     import hashlib
 
     assert fairness.commitment(b"\x00" * 32, SHOE) == hashlib.sha256(b"\x00" * 32 + b"Ac,Kd,Qh,Js").hexdigest()
+
+
+# -- what the state holds between commands ---------------------------------------------------------
+
+def test_the_state_through_a_war_round_phase_by_phase():
+    decider = decider_for("casino-war")
+    assert decider.name == "casino-war"
+    state, _ = place("casino-war", {"ante": 500, "tie": 100})
+    assert (state.phase, state.stage, state.total_staked, state.is_over) == ("dealing", "initial", 600, False)
+    state, _ = decider.execute(state, Deal(cards=("9c", "9d")))
+    assert (state.phase, state.pending, state.options) == ("deciding", ("ante",), ("raise", "surrender"))
+    state, _ = decider.execute(state, Decide(choice="raise"))
+    assert (state.phase, state.stage, state.pending, state.options) == ("dealing", "war", (), ())
+    assert dict(state.bets) == {"ante": 500, "tie": 100, "raise": 500} and state.total_staked == 1100
+    assert dict(state.decisions) == {"ante": "raise"}
+    state, _ = decider.execute(state, Deal(cards=("2c", "3c", "4c", "Kc", "2d")))
+    assert (state.phase, state.pending, state.options, state.is_over) == ("settled", (), (), True)
+
+
+def test_settling_or_voiding_a_round_clears_what_was_pending():
+    decider = decider_for("dueling-for-dollars")
+    state, _ = place("dueling-for-dollars", {"player": 1000, "dealer": 1000})
+    state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
+    state, _ = decider.execute(state, Decide(choice="surrender", bet="player"))
+    assert (state.phase, state.pending, state.options) == ("deciding", ("dealer",), ("war", "surrender"))
+    from croupier_rules.commands import VoidRound
+
+    voided, _ = decider.execute(state, VoidRound(reason="power cut"))
+    assert (voided.phase, voided.pending, voided.options, voided.is_over) == ("voided", (), (), True)
+    settled, _ = decider.execute(state, Decide(choice="surrender", bet="dealer"))
+    assert (settled.phase, settled.pending, settled.options) == ("settled", (), ())
+
+
+def test_an_unknown_command_or_event_is_refused_by_name():
+    decider = decider_for("casino-war")
+    state = decider.initial_state(table_for("casino-war"))
+    with pytest.raises(RuleError, match="^unknown command object$"):
+        decider.execute(state, object())
+    with pytest.raises(RuleError, match="^unknown event object$"):
+        decider.evolve(state, object())
