@@ -80,6 +80,17 @@ class Player:
         balances = self.call(self.wallet.GetBalances, wallet_pb2.GetBalancesRequest()).balances
         return next((b.available for b in balances if b.currency == currency), 0)
 
+    def reserved(self, currency: str = "PLAY") -> int:
+        balances = self.call(self.wallet.GetBalances, wallet_pb2.GetBalancesRequest()).balances
+        return next((b.reserved for b in balances if b.currency == currency), 0)
+
+    def wait_reserved(self, expected: int, currency: str = "PLAY", seconds: float = 30) -> int:
+        """Until the wallet holds exactly `expected` reserved: in distributed mode settlements arrive late."""
+        deadline = time.monotonic() + seconds
+        while (now := self.reserved(currency)) != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return now
+
     def wait_balance(self, expected: int, currency: str = "PLAY", seconds: float = 10) -> int:
         deadline = time.monotonic() + seconds
         while (now := self.balance(currency)) != expected and time.monotonic() < deadline:

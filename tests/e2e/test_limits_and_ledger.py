@@ -192,6 +192,7 @@ def test_a_raise_over_a_limit_is_refused_and_the_other_choice_stays_open(casino)
     else:
         pytest.fail("no tie in 400 rounds")
     set_limits(player, currency="PLAY", max_stake=500)  # lower: at once; the raise of 1,000 no longer fits
+    assert player.wait_reserved(view.total_staked) == view.total_staked  # the earlier rounds all settled
     before = player.balance()
     with pytest.raises(grpc.RpcError) as refused:
         player.decide(view.round_id, "raise")

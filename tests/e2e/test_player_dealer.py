@@ -144,6 +144,7 @@ def test_disconnections_before_the_deal_and_a_dealer_gone_after_confirming(casin
 
 
 def _settled_balance(who) -> int:  # noqa: ANN001
+    assert who.wait_reserved(0) == 0  # every round of theirs applied by the wallet
     first = who.balance()
     time.sleep(0.2)
     assert who.balance() == first  # no settlement still on its way

@@ -55,7 +55,7 @@ def drop_database(base_url: str, name: str) -> None:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def wait_healthy(port: int, seconds: float = 60) -> None:
+def wait_healthy(port: int, seconds: float = 120) -> None:
     deadline = time.monotonic() + seconds
     while True:
         try:

@@ -57,6 +57,7 @@ class ModelRound:
     stakes: list[int] = field(default_factory=list)
     status: str = "open"
     returned: int = 0
+    released: bool = False  # voided while open: its stakes were released, never posted
 
 
 @dataclass
@@ -145,6 +146,8 @@ def apply(wallet, model: Model, sent: list, op) -> bool:
         if tid in model.stakes:
             if model.stakes[tid] != (player, round_id, amount, currency):
                 expect(call, TransferIdReused)
+            elif model.rounds[round_id].released:
+                expect(call, RoundClosed)  # a released reservation is never handed back as held
             else:
                 call()
             return True
@@ -197,6 +200,7 @@ def apply(wallet, model: Model, sent: list, op) -> bool:
         note(f"void of a round {round_.status}")
         if round_.status == "open":
             model.add(model.reserved, key, -total)
+            round_.released = True
         else:
             model.add(model.posted, key, total - round_.returned)
             # The void restores the player's balance exactly: as if the round never happened.
