@@ -168,3 +168,23 @@ def test_a_settled_round_describes_both_final_hands(cards, hands):
 def test_a_fold_describes_the_players_first_five_cards():
     state, _ = play("casino-holdem", {"ante": ANTE}, "Ah 9h 2c 3d Kh 7h 4h".split(), ["fold"])
     assert state.settlement.hands == {"player": "flush (A high)"}
+
+
+@pytest.mark.parametrize(
+    "cards, expected",
+    [
+        ("Ah 9h 2c 3d Kh 7h 4h 8c Js", {"ante": "dealer does not qualify; flush", "call": "push",
+                                         "aa_bonus": "flush or better"}),
+        ("Ah 9h 8d 2c Kh 7h 4h 8c Js", {"ante": "win; flush", "call": "win", "aa_bonus": "flush or better"}),
+        ("2c 3d 4h 5h As Ks Qd Jc Th", {"ante": "push", "call": "push", "aa_bonus": "lose"}),
+        ("Ac Ad Kc Kd Ks 7h 2c 9d 4s", {"ante": "lose", "call": "lose", "aa_bonus": "pair of aces to straight"}),
+    ],
+)
+def test_holdem_outcomes_name_the_line_paid(cards, expected):
+    state = showdown(cards, bonus=True)
+    assert {name: r.outcome for name, r in state.settlement.results.items()} == expected
+
+
+def test_a_holdem_fold_is_recorded_for_ante_and_aa_bonus():
+    state, _ = play("casino-holdem", {"ante": ANTE, "aa_bonus": BONUS}, "Ah 9h 2c 3d Kh 7h 4h".split(), ["fold"])
+    assert {name: r.outcome for name, r in state.settlement.results.items()} == {"ante": "fold", "aa_bonus": "fold"}

@@ -119,3 +119,40 @@ def test_dueling_outcomes_name_what_happened_to_each_bet():
     state, _ = play("dueling-for-dollars", {"player": 500, "dealer": 500}, ["4c", "4d", *BURNS, "2c", "Kd"],
                     [("player", "war"), ("dealer", "surrender")])
     assert outcomes(state) == {"player": "lose after war", "player_war": "lose after war", "dealer": "surrender"}
+
+
+@pytest.mark.parametrize(
+    "game, choice, war, expected",
+    [
+        ("war-p2p", "raise", ["Kc", "2d"], {"ante": "push", "raise": "win after war"}),
+        ("war-p2p", "raise", ["2c", "Kd"], {"ante": "lose after war", "raise": "lose after war"}),
+        ("battle-royale", "battle", ["Kc", "2d"], {"ante": "push", "battle": "win battle"}),
+        ("battle-royale", "battle", ["Kc", "Kd"], {"ante": "push", "battle": "tie in battle"}),
+        ("battle-royale", "battle", ["2c", "Kd"], {"ante": "lose battle", "battle": "lose battle"}),
+    ],
+)
+def test_war_p2p_and_battle_royale_outcomes_after_the_war(game, choice, war, expected):
+    burns = ["2c", "3c", "4c", "2d", "3d", "4d"] if game == "war-p2p" else BURNS
+    war = [w.replace("c", "h") for w in war] if game == "war-p2p" else war
+    state, _ = play(game, {"ante": 500}, ["9c", "9d", *burns, *war], [choice])
+    assert outcomes(state) == expected
+
+
+@pytest.mark.parametrize(
+    "game, cards, expected",
+    [
+        ("casino-war", ["Kc", "2d"], {"ante": "win"}),
+        ("casino-war", ["2c", "Kd"], {"ante": "lose"}),
+        ("war-p2p", ["Kc", "2d"], {"ante": "win"}),
+        ("battle-royale", ["2c", "Kd"], {"ante": "lose"}),
+    ],
+)
+def test_first_deal_outcomes(game, cards, expected):
+    state, _ = play(game, {"ante": 500}, cards)
+    assert outcomes(state) == expected
+
+
+@pytest.mark.parametrize("game, decision", [("casino-war", "surrender"), ("war-p2p", "surrender"), ("battle-royale", "surrender")])
+def test_a_surrender_is_recorded_as_such(game, decision):
+    state, _ = play(game, {"ante": 500}, ["9c", "9d"], [decision])
+    assert outcomes(state) == {"ante": "surrender"}
