@@ -6,7 +6,7 @@ partition, one order), and `publish` returns only once every in-sync replica has
 
 Consuming: each group is a Kafka consumer group, and every subscriber is one aiokafka consumer
 (auto-commit off) that fetches in batches (`getmany`) and handles the messages of a partition one
-at a time, in order:
+at a time, in order (the partitions of a batch concurrently):
 
 - a message whose EVENT_TYPE_HEADER names a type the subscriber did not declare is passed by,
   undecoded, as handled;
@@ -326,31 +326,47 @@ class KafkaBus(Bus):
     async def _consume_batch(
         self, broker: KafkaBroker, subscription: _Subscription, consumer: AIOKafkaConsumer, state: _ConsumerState
     ) -> None:
+        """One fetch: its partitions handled concurrently (each in order), then one commit of what
+        every partition handled."""
         batches = await consumer.getmany(timeout_ms=1000, max_records=MAX_BATCH)
         state.busy = True
         try:
-            handled: dict[TopicPartition, int] = {}  # the next offset to read, per partition
-            for tp, records in batches.items():
-                for record in records:
-                    if self._stopping.is_set() or tp not in state.partitions:
-                        break  # left for the next owner (or this one, restarted): read again
-                    if await self._handle(broker, subscription, state, record):
-                        handled[tp] = record.offset + 1
-                        continue
-                    # Read it again after a backoff; commit what came before it first, so an
-                    # outage does not hold back what was handled.
-                    await self._commit(consumer, subscription.group, handled)
-                    handled.pop(tp, None)
-                    failures = state.failures.get((record.topic, record.partition, record.offset))
-                    await self._back_off(self._retry.delay(failures.transient if failures else 1))
-                    try:
-                        consumer.seek(tp, record.offset)
-                    except IllegalStateError:
-                        pass  # revoked meanwhile: the next owner reads from the committed offset
-                    break
-            await self._commit(consumer, subscription.group, handled)
+            outcomes = await asyncio.gather(
+                *(self._consume_partition(broker, subscription, consumer, state, tp, records) for tp, records in batches.items()),
+                return_exceptions=True,
+            )  # fmt: skip
+            await self._commit(consumer, subscription.group, {
+                tp: offset for tp, offset in zip(batches, outcomes, strict=True) if isinstance(offset, int)})  # fmt: skip
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         finally:
             state.busy = False
+
+    async def _consume_partition(
+        self, broker: KafkaBroker, subscription: _Subscription, consumer: AIOKafkaConsumer, state: _ConsumerState,
+        tp: TopicPartition, records: list[ConsumerRecord],
+    ) -> int | None:
+        """Handle a partition's records in order; the next offset to commit (None: nothing new)."""
+        handled: int | None = None
+        for record in records:
+            if self._stopping.is_set() or tp not in state.partitions:
+                break  # left for the next owner (or this one, restarted): read again
+            if await self._handle(broker, subscription, state, record):
+                handled = record.offset + 1
+                continue
+            # Read it again after a backoff; commit what came before it first, so an outage does
+            # not hold back what was handled.
+            if handled is not None:
+                await self._commit(consumer, subscription.group, {tp: handled})
+            failures = state.failures.get((record.topic, record.partition, record.offset))
+            await self._back_off(self._retry.delay(failures.transient if failures else 1))
+            try:
+                consumer.seek(tp, record.offset)
+            except IllegalStateError:
+                pass  # revoked meanwhile: the next owner reads from the committed offset
+            return None
+        return handled
 
     async def _commit(self, consumer: AIOKafkaConsumer, group: str, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:

@@ -14,7 +14,9 @@ then dead-letters it; nothing is half-applied.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
@@ -53,13 +55,18 @@ class RoundEventsConsumer:
     def __init__(self, app: WalletApp, uow_factory: UnitOfWorkFactory) -> None:
         self._app = app
         self._handle = handle_once(uow_factory, CONSUMER, self._apply)
+        # Threads of their own: settlements do not queue in the default executor behind the gRPC
+        # requests (at 64 players, dozens of ReserveStakes wait there). The bus hands over one
+        # message per partition at a time (4 partitions by default).
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="wallet-settlements")
 
     def subscribe(self, bus: Bus) -> None:
         bus.subscribe(ROUND_EVENTS, GROUP, self.on_round_event, HANDLED)
 
     async def on_round_event(self, envelope: EventEnvelope) -> None:
         if envelope.event_type in HANDLED:
-            await asyncio.to_thread(self.handle, envelope)
+            context = contextvars.copy_context()  # the consumer's span, as asyncio.to_thread would pass it
+            await asyncio.get_running_loop().run_in_executor(self._executor, context.run, self.handle, envelope)
 
     def handle(self, envelope: EventEnvelope) -> bool:
         """Apply one round event once; False for a duplicate or an event type the wallet ignores."""
