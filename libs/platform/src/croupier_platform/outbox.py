@@ -9,11 +9,16 @@ outbox's `Leadership`, so one replica publishes and the others wait to take over
 """
 
 import asyncio
+import contextvars
 import hashlib
+import json
 import logging
+import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, func, select, text, update
@@ -35,6 +40,13 @@ class OutboxMessage(NamedTuple):
     envelope: EventEnvelope
 
 
+class OutboxBacklog(NamedTuple):
+    """Rows not yet published and when the oldest of them was written (its event's occurred_at; None: none)."""
+
+    rows: int
+    oldest_at: datetime | None
+
+
 class Outbox(ABC):
     @abstractmethod
     def pending(self, limit: int) -> list[OutboxMessage]:
@@ -42,6 +54,11 @@ class Outbox(ABC):
 
     @abstractmethod
     def mark_published(self, ids: Sequence[int]) -> None: ...
+
+    def backlog(self) -> OutboxBacklog:
+        """What waits to be relayed (the metrics' outbox backlog and relay lag); a store overrides it with a cheap query."""
+        rows = self.pending(sys.maxsize)
+        return OutboxBacklog(len(rows), datetime.fromisoformat(rows[0].envelope.occurred_at) if rows else None)
 
     def leadership(self) -> "Leadership":
         """A new claim on relaying this outbox, for one relay loop's lifetime; only one process
@@ -54,6 +71,13 @@ class OutboxRelay:
         self._outbox = outbox
         self._publisher = publisher
         self._batch_size = batch_size
+        # A thread of its own for the outbox's reads and marks: in the default executor they would
+        # queue behind the service's requests (dozens at 64 players), and the events with them.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-relay")
+
+    async def _blocking(self, call: Callable[..., object], *args: object) -> object:
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, call, *args)
 
     async def relay_once(self) -> int:
         """Publish one batch in order and return how many went out; a publish error propagates
@@ -61,12 +85,12 @@ class OutboxRelay:
 
         The batch goes to the publisher at once (`publish_many`: on Kafka every record in flight
         together, their acknowledgements awaited together), not one awaited send per row."""
-        messages = await asyncio.to_thread(self._outbox.pending, self._batch_size)
+        messages: list[OutboxMessage] = await self._blocking(self._outbox.pending, self._batch_size)  # type: ignore[assignment]
         if not messages:
             return 0
         done, error = await self._publisher.publish_many([Outgoing(m.topic, m.key, m.envelope) for m in messages])
         if done:
-            await asyncio.to_thread(self._outbox.mark_published, [m.id for m in messages[:done]])
+            await self._blocking(self._outbox.mark_published, [m.id for m in messages[:done]])
         if error is not None:
             raise error
         return done
@@ -94,6 +118,16 @@ class SqlOutbox(Outbox):
         return [
             OutboxMessage(row.id, row.topic, row.key, EventEnvelope.model_validate_json(row.envelope)) for row in rows
         ]
+
+    def backlog(self) -> OutboxBacklog:
+        # Both through the partial index of unpublished rows; only the oldest row's envelope is read.
+        unpublished = outbox_table.c.published_at.is_(None)
+        with reading(self._engine) as connection:
+            rows, oldest = connection.execute(select(func.count(), func.min(outbox_table.c.id)).where(unpublished)).one()
+            envelope = connection.execute(select(outbox_table.c.envelope).where(outbox_table.c.id == oldest)).scalar() if rows else None
+        if envelope is None:
+            return OutboxBacklog(rows, None)
+        return OutboxBacklog(rows, datetime.fromisoformat(json.loads(envelope)["occurred_at"]))
 
     def mark_published(self, ids: Sequence[int]) -> None:
         # The database's clock, not the process's: this is bookkeeping, never hashed or replayed.
