@@ -279,3 +279,25 @@ def test_an_unknown_command_or_event_is_refused_by_name():
         decider.execute(state, object())
     with pytest.raises(RuleError, match="^unknown event object$"):
         decider.evolve(state, object())
+
+
+def test_a_decider_built_directly_runs_its_game():
+    # decider_for caches its deciders; this builds one, as a replay tool or a new game would
+    from croupier_rules.decider import Decider
+    from croupier_rules.games.battle_royale import BattleRoyale
+
+    decider = Decider(BattleRoyale())
+    assert decider.name == "battle-royale"
+    state, events = decider.execute(decider.initial_state(table_for("battle-royale")), PlaceBets(bets={"ante": 500}))
+    state, events = decider.execute(state, Deal(cards=("Kc", "2d")))
+    assert events[-1].results["ante"].returned == 1000
+
+
+def test_a_wrong_decision_says_what_is_allowed_now():
+    decider = decider_for("dueling-for-dollars")
+    state, _ = place("dueling-for-dollars", {"player": 1000, "dealer": 1000})
+    state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
+    with pytest.raises(RuleError, match=r"^unknown decision 'double'; allowed now: war, surrender$"):
+        decider.decide(state, Decide(choice="double"))
+    with pytest.raises(RuleError, match=r"^say which bet decides: player, dealer are waiting \(options: war, surrender\)$"):
+        decider.decide(state, Decide(choice="war"))
