@@ -22,7 +22,9 @@ def authority_for(data_dir: Path) -> TokenAuthority:
 
 
 class EmbeddedServer(Host):
-    def __init__(self, data_dir: Path, listen: str = "127.0.0.1:50051", tables_file: Path | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, listen: str = "127.0.0.1:50051", tables_file: Path | None = None, metrics_port: int = 0
+    ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(
             services=SERVICES,
@@ -31,6 +33,7 @@ class EmbeddedServer(Host):
             bus=InProcessBus(),
             database_url_for=lambda name: f"sqlite:///{data_dir / name}.db",
             tables_file=tables_file,
+            metrics_port=metrics_port,
         )
         self.data_dir = data_dir
 

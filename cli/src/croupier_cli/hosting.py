@@ -19,6 +19,7 @@ from croupier_platform.auth import TokenAuthority
 from croupier_platform.bus import Bus
 from croupier_platform.deadletters import DeadLetterWatch
 from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection, dead_letter_health
+from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
 
 SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
@@ -41,6 +42,9 @@ class Host:
     server_interceptors: list = field(default_factory=list)
     client_interceptors: list = field(default_factory=list)
     dead_letter_check_interval_s: float = DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S
+    # Prometheus scrapes /metrics on this port, on the gRPC listen address's host; 0: no endpoint, nothing recorded.
+    metrics_port: int = 0
+    metrics: Metrics = field(default_factory=Metrics.disabled)
     _server: grpc.aio.Server | None = None
     _dead_letter_watch: DeadLetterWatch | None = None
     _channels: list[grpc.aio.Channel] = field(default_factory=list)
@@ -55,7 +59,12 @@ class Host:
         return channel
 
     async def start(self) -> None:
-        self._server = grpc.aio.server(interceptors=[*self.server_interceptors, AuthInterceptor(self.authority)])
+        if self.metrics_port:
+            self.metrics = Metrics.prometheus("croupier" if len(self.services) > 1 else f"croupier-{self.services[0]}")
+            self.metrics.serve(self.listen.rpartition(":")[0].strip("[]") or "0.0.0.0", self.metrics_port)
+        self._server = grpc.aio.server(
+            interceptors=[*self.metrics.server_interceptors(), *self.server_interceptors, AuthInterceptor(self.authority)]
+        )
         self.port = self._server.add_insecure_port(self.listen)
         if not self.port:
             raise OSError(f"cannot listen on {self.listen}")
@@ -73,6 +82,7 @@ class Host:
                 clock=utc_now,
                 service_token=service_token,
                 channels=channels,
+                metrics=self.metrics,
             )
             module = bootstrap(context, self.tables_file) if name == "game" else bootstrap(context)
             module.register(self._server)
@@ -101,6 +111,7 @@ class Host:
         await self.bus.stop()
         for channel in self._channels:
             await channel.close()
+        self.metrics.shutdown()
 
     async def serve_until_signal(self, on_ready: Callable[[int], None] | None = None) -> None:
         await self.start()

@@ -25,11 +25,12 @@ def serve(
     data: Annotated[Path, typer.Option(help="embedded mode: data directory (SQLite files, token secret)")] = DEFAULT_DATA,
     listen: Annotated[Optional[str], typer.Option(help="HOST:PORT to listen on (embedded default 127.0.0.1:50051; distributed: LISTEN_HOST:PORT)")] = None,
     tables: Annotated[Optional[Path], typer.Option(help="table catalogue (TOML); the built-in one by default")] = None,
+    metrics_port: Annotated[Optional[int], typer.Option(envvar="METRICS_PORT", min=0, max=65535, help="embedded: serve Prometheus /metrics on this port (0: off, the default); a distributed service reads METRICS_PORT")] = None,
 ) -> None:
     """Serve the whole API in one process on SQLite (embedded), or one service on Kafka and PostgreSQL."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if service is None:
-        host = EmbeddedServer(data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables)
+        host = EmbeddedServer(data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables, metrics_port=metrics_port or 0)
         where = f"data in {data}/"
     else:
         if service not in SERVICES:
@@ -90,6 +91,7 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         server_interceptors=server_interceptors,
         client_interceptors=client_interceptors,
         dead_letter_check_interval_s=settings.dead_letter_check_interval_s,
+        metrics_port=settings.metrics_port,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -11,6 +11,7 @@ import grpc
 
 from .auth import TokenAuthority
 from .bus import Bus
+from .metrics import Metrics
 
 Clock = Callable[[], datetime]
 
@@ -35,6 +36,8 @@ class ServiceContext:
     # (embedded: this process's own server on loopback; distributed: per-service addresses).
     service_token: str
     channels: dict[str, grpc.aio.Channel]
+    # The process's instruments (one for all the services it hosts); records nothing unless exported.
+    metrics: Metrics = field(default_factory=Metrics.disabled)
 
 
 class ServiceModule(Protocol):

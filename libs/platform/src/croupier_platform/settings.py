@@ -39,6 +39,8 @@ class ServiceSettings(BaseSettings):
     consumer_retry_max_backoff_s: float = Field(default=5.0, ge=0.1, le=30)
     # How often the dead-letter topics are read for the croupier.deadletters health entry.
     dead_letter_check_interval_s: float = Field(default=30.0, ge=1)
+    # Prometheus scrapes /metrics on this port (on LISTEN_HOST); 0: no metrics endpoint.
+    metrics_port: int = Field(default=0, ge=0, le=65535)
 
     @field_validator("croupier_token_secret")
     @classmethod

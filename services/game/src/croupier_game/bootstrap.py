@@ -46,7 +46,8 @@ class GameModule:
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay")
         shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token)
         stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
-        book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake)
+        ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
+        book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake, metrics=ctx.metrics)
         self.catalogue = catalogue
         points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token)
         checks = DealerChecks(stakes, points)

@@ -43,6 +43,7 @@ class ShufflerModule:
             new_id=lambda: str(uuid.uuid4()),
         )
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay")
+        ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
         self._on_round_event = consumers.round_event_handler(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
 

@@ -14,7 +14,7 @@ from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.outbox import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.repository import SqlWalletUnitOfWorkFactory
+from .adapters.repository import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.tables import wallet_metadata
 from .application.services import WalletApp
 from .config import LimitsSettings, ReservationSettings
@@ -88,6 +88,8 @@ def bootstrap(ctx: ServiceContext) -> WalletModule:
     reservations = ReservationSettings()  # $CROUPIER_RESERVATION_TIMEOUT_S
     app = WalletApp(
         uow_factory, ctx.clock, timedelta(seconds=limits.limits_cooling_off_s),
-        timedelta(seconds=reservations.reservation_timeout_s),
+        timedelta(seconds=reservations.reservation_timeout_s), ctx.metrics,
     )  # fmt: skip
+    ctx.metrics.watch_outbox("wallet", store.outbox.backlog)
+    ctx.metrics.watch_reservations(lambda: pending_reservations(engine))
     return WalletModule(engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus, uow_factory)

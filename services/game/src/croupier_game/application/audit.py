@@ -84,6 +84,7 @@ class AuditUseCases:
         if not 0 <= page <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be from 1 to {MAX_PAGE} (0: {DEFAULT_PAGE}), not {page}")
         async for step in run_audit(self._book.store, self._shoes, self._ledger, page=page or DEFAULT_PAGE, lag_bound=self._lag_bound()):
+            self._book.metrics.audit_violations_found(len(step.violations))  # each step's are found since the last
             yield step
 
     def _lag_bound(self) -> LagBound:

@@ -144,6 +144,8 @@ class Keeper(LeaderLoop):
             if due is not None:
                 seen[row.round_id] = due
         self._due = seen
+        self._book.metrics.keeper_acted("decided", len(done.decided))  # one default decision per pending bet
+        self._book.metrics.keeper_acted("voided", len(done.voided))
         if done.acted or done.failed:
             logger.info("%s: decided %s, voided %s, skipped %s, failed %s", self.name, done.decided, done.voided, done.skipped, done.failed)
         return done

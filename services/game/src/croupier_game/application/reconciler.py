@@ -195,6 +195,7 @@ class Reconciler(LeaderLoop):
                 if await sink.apply_round_event(envelope):
                     applied_any = True
                     done.redriven.append((round_id, sink.service, envelope.event_type))
+                    self._book.metrics.reconciler_redrove(sink.service, envelope.event_type)
                     logger.warning("%s: round %s: the %s had not applied %s v%d (event %s); applied now from the log",
                                    self.name, round_id, sink.service, envelope.event_type, envelope.version,
                                    envelope.event_id)  # fmt: skip

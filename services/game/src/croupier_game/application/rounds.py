@@ -11,7 +11,8 @@ from croupier_platform.auth import Identity
 import grpc
 
 from croupier_platform.errors import Conflict, NotFound, ServiceError
-from croupier_platform.eventstore import ConcurrencyConflict
+from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
+from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.commands import VoidRound
 from croupier_rules.events import RoundEvent
@@ -28,8 +29,12 @@ ROUND_CACHE_SIZE = 10_000
 
 
 class RoundBook:
-    def __init__(self, store: GameStore, shuffler: Shuffler, clock: Clock, on_commit: Callable[[], None]) -> None:
+    def __init__(
+        self, store: GameStore, shuffler: Shuffler, clock: Clock, on_commit: Callable[[], None], metrics: Metrics | None = None
+    ) -> None:
         self._store = store
+        # Rounds opened, settled and voided are counted in `recorded`, where every append of a round ends.
+        self.metrics = metrics or Metrics.disabled()
         self._shuffler = shuffler
         self._clock = clock
         self._on_commit = on_commit
@@ -50,8 +55,10 @@ class RoundBook:
     def now(self) -> str:
         return iso(self._clock())
 
-    def committed(self) -> None:
-        """Wake the outbox relay."""
+    def recorded(self, round_: Round, events: Sequence[NewEvent]) -> None:
+        """After `events` were committed to the round's stream: keep the round, count it, wake the outbox relay."""
+        self.remember(round_)
+        self.metrics.round_events(round_.opened.game, round_.opened.table_id, [e.event_type for e in events])
         self._on_commit()
 
     async def in_transaction(self, work: Callable[..., T]) -> T:
@@ -133,8 +140,7 @@ class RoundBook:
         except BaseException:
             self.forget(round_.round_id)  # stale, or not written: the next command reads the stream
             raise
-        self.remember(extended)
-        self.committed()
+        self.recorded(extended, new)
         return extended
 
     async def void(self, round_: Round, reason: str, causation_id: str | None = None) -> Round:

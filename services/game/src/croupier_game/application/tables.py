@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from croupier_platform.auth import Identity
 from croupier_platform.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, ServiceError
-from croupier_platform.eventstore import ConcurrencyConflict
+from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
 from croupier_platform.tracing import round_span
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.decider import PHASE_TEXT
@@ -389,7 +389,7 @@ class TableUseCases:
         if committed is not None:
             new_events.append(new_event(SHOE_COMMITTED, committed.model_dump(mode="json"), at, round_id))
 
-        def append(uow: GameUnitOfWork) -> tuple[Round, str | None, Seat | None]:
+        def append(uow: GameUnitOfWork) -> tuple[Round, str | None, Seat | None, list[NewEvent]]:
             # A concurrent call for the same seat opened the round meanwhile: both took the seat's next
             # round id, so the append at version 0 below raises ConcurrencyConflict and the retry reads it.
             current = uow.seats.get(seat.seat_id)
@@ -420,18 +420,17 @@ class TableUseCases:
                 # The dealer's confirmation is used up; a dealer who left after confirming: the round goes on.
                 if dealer is not None and (dealing := uow.seats.get(dealer.seat_id)) is not None:
                     uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
-            return round_, refused, current
+            return round_, refused, current, events
 
         try:
-            round_, refused, seat_now = await self._book.in_transaction(append)
+            round_, refused, seat_now, appended_events = await self._book.in_transaction(append)
         except ConcurrencyConflict:  # another request opened the round first: ours is not written
             await self._release_unclaimed(round_id, stakes_id)
             raise
         except DuplicateRow:  # another request took the key first: nothing written; the retry compares the requests
             await self._release_unclaimed(round_id, stakes_id)
             raise ConcurrencyConflict(round_id, 0, None) from None
-        self._book.remember(round_)
-        self._book.committed()
+        self._book.recorded(round_, appended_events)
         if seat_now is not None:
             await self._commit_next_shoe(seat_now)
         if unreachable is not None:

@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Row, and_, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Row, and_, func, insert, or_, select, update
 
+from croupier_platform.db import reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 
@@ -223,6 +224,15 @@ def _transfer(row: Row) -> Transfer:
     )  # fmt: skip
     return Transfer(request, Status(row.status), row.occurred_at, row.available_before, row.available_after, row.expires_at,
                     row.details)
+
+
+def pending_reservations(engine: Engine) -> dict[str, int]:
+    """Reservations (stakes, covers, commission holds) neither posted nor released, per currency: the
+    metrics' gauge, read without the write lock through the (status, expires_at) index."""
+    pending = transfers_table.c.status == Status.PENDING.value
+    query = select(transfers_table.c.currency, func.count()).where(pending).group_by(transfers_table.c.currency)
+    with reading(engine) as connection:
+        return {currency: count for currency, count in connection.execute(query)}
 
 
 # ---------------------------------------------------------------------- unit of work

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
 
 from croupier_wallet.config import LIMITS_COOLING_OFF_S, RESERVATION_TIMEOUT_S
@@ -110,9 +111,10 @@ def _view(transfer: Transfer, player_id: str, round_: Round | None = None) -> Tr
 class WalletApp:
     def __init__(
         self, uow_factory: UnitOfWorkFactory, clock: Clock, limits_cooling_off: timedelta = timedelta(seconds=LIMITS_COOLING_OFF_S),
-        reservation_timeout: timedelta = timedelta(seconds=RESERVATION_TIMEOUT_S),
+        reservation_timeout: timedelta = timedelta(seconds=RESERVATION_TIMEOUT_S), metrics: Metrics | None = None,
     ) -> None:
         self._uow = uow_factory
+        self._metrics = metrics or Metrics.disabled()  # money staked and paid, counted where a settlement posts it
         self._clock = clock
         self._reservation_timeout = reservation_timeout
         self.limits = LimitsUseCases(uow_factory, clock, limits_cooling_off)  # SetLimits, GetLimits
@@ -310,6 +312,11 @@ class WalletApp:
             session.create(request, pending=False)
         uow.ledger.save_round(Round(round_.round_id, round_.player_id, round_.currency, RoundStatus.SETTLED, round_.version))
         session.flush()
+        # The player's stakes posted and what was paid back to the player (stakes returned with the winnings);
+        # a player-dealer's cover is neither.
+        paid = sum(r.amount for r in requests if r.kind is Kind.PAYOUT and r.player_id == round_.player_id)
+        self._metrics.money_staked(staked, round_.currency)
+        self._metrics.money_paid(paid, round_.currency)
         return True
 
     def void_round(self, uow: WalletUnitOfWork, round_id: str, reason: str, causation_id: str) -> bool:

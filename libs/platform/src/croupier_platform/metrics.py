@@ -1,0 +1,307 @@
+"""OpenTelemetry metrics for every process, exported for Prometheus on `/metrics`; off unless a port is set.
+
+One `Metrics` per process, built by the composition root (`croupier serve`, embedded or one service)
+and handed to the services in their `ServiceContext`. Its instruments are created once, here; the
+services call its methods, which name the attributes, so every series is defined in this module:
+
+=================================  ==========  ==============================================================
+series (OpenTelemetry name)        kind        attributes
+=================================  ==========  ==============================================================
+rpc.server.duration (s)            histogram   rpc.system, rpc.service, rpc.method, rpc.grpc.status_code
+croupier.rounds.opened             counter     croupier.game.name, croupier.table.id
+croupier.rounds.settled            counter     croupier.game.name, croupier.table.id
+croupier.rounds.voided             counter     croupier.game.name, croupier.table.id
+croupier.money.staked              counter     croupier.currency (minor units of stakes posted)
+croupier.money.paid                counter     croupier.currency (minor units of payouts posted)
+croupier.wallet.reservations.pending  gauge    croupier.currency (stakes reserved, not yet posted or released)
+croupier.outbox.backlog            gauge       croupier.service (outbox rows not yet published)
+croupier.outbox.lag (s)            gauge       croupier.service (age of the oldest unpublished row; 0 when none)
+croupier.keeper.actions            counter     croupier.keeper.action (decided, voided)
+croupier.reconciler.redrives       counter     croupier.service (the service re-driven), croupier.event.type
+croupier.audit.violations          counter     (none)
+=================================  ==========  ==============================================================
+
+Prometheus sees them with dots as underscores, the unit as a suffix and ``_total`` on counters:
+``rpc_server_duration_seconds_bucket``, ``croupier_rounds_opened_total``, ``croupier_outbox_lag_seconds`` …
+(`PROMETHEUS_SERIES` lists them). No player id is ever an attribute.
+
+With no port (`Metrics.disabled()`), the instruments are the OpenTelemetry API's no-ops, the gauges'
+callbacks are never called and `server_interceptors()` is empty, so the gRPC path has no extra layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import grpc
+from opentelemetry import metrics as otel_metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from .outbox import OutboxBacklog
+
+__all__ = ["PROMETHEUS_SERIES", "Metrics", "RpcMetricsInterceptor"]
+
+logger = logging.getLogger(__name__)
+
+_METER_NAME = "croupier"
+# OpenTelemetry's recommended boundaries for rpc.server.duration in seconds.
+RPC_DURATION_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+ROUND_EVENTS = {"RoundOpened": "opened", "RoundSettled": "settled", "RoundVoided": "voided"}
+
+# Every series as Prometheus names it (what a dashboard or an alert may query): the deploy tests check
+# that infra/grafana names only these.
+PROMETHEUS_SERIES = frozenset(
+    {
+        "rpc_server_duration_seconds_bucket",
+        "rpc_server_duration_seconds_count",
+        "rpc_server_duration_seconds_sum",
+        "croupier_rounds_opened_total",
+        "croupier_rounds_settled_total",
+        "croupier_rounds_voided_total",
+        "croupier_money_staked_total",
+        "croupier_money_paid_total",
+        "croupier_wallet_reservations_pending",
+        "croupier_outbox_backlog",
+        "croupier_outbox_lag_seconds",
+        "croupier_keeper_actions_total",
+        "croupier_reconciler_redrives_total",
+        "croupier_audit_violations_total",
+    }
+)
+
+
+class Metrics:
+    """The process's instruments (see the module docstring); `disabled()` records nothing."""
+
+    def __init__(self, meter_provider: otel_metrics.MeterProvider, *, registry: Any = None) -> None:
+        self._provider = meter_provider
+        self._registry = registry  # prometheus_client's CollectorRegistry when exported
+        self._http: WSGIServer | None = None
+        self._lock = threading.Lock()
+        self._outboxes: dict[str, Callable[[], OutboxBacklog]] = {}
+        self._reservations: list[Callable[[], Mapping[str, int]]] = []
+        meter = meter_provider.get_meter(_METER_NAME)
+        self._rpc_duration = meter.create_histogram(
+            "rpc.server.duration", unit="s", description="Duration of inbound RPCs",
+            explicit_bucket_boundaries_advisory=RPC_DURATION_BUCKETS_S,
+        )  # fmt: skip
+        self._rounds = {
+            state: meter.create_counter(f"croupier.rounds.{state}", unit="{round}", description=f"Rounds {state}")
+            for state in ROUND_EVENTS.values()
+        }
+        self._staked = meter.create_counter("croupier.money.staked", unit="{minor_unit}", description="Stakes posted, in minor units")
+        self._paid = meter.create_counter("croupier.money.paid", unit="{minor_unit}", description="Payouts posted, in minor units")
+        self._keeper = meter.create_counter("croupier.keeper.actions", unit="{action}", description="Rounds the keeper decided or voided")
+        self._redrives = meter.create_counter(
+            "croupier.reconciler.redrives", unit="{event}", description="Round events the reconciler re-drove to a service"
+        )
+        self._violations = meter.create_counter("croupier.audit.violations", unit="{violation}", description="Violations the audit found")
+        meter.create_observable_gauge(
+            "croupier.wallet.reservations.pending", callbacks=[self._observe_reservations], unit="{reservation}",
+            description="Stakes reserved and not yet posted or released",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "croupier.outbox.backlog", callbacks=[self._observe_backlog], unit="{message}",
+            description="Outbox rows not yet published",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
+            description="Age of the oldest outbox row not yet published (0 when none)",
+        )  # fmt: skip
+
+    @classmethod
+    def disabled(cls) -> Metrics:
+        return cls(otel_metrics.NoOpMeterProvider())
+
+    @classmethod
+    def prometheus(cls, service_name: str) -> Metrics:
+        """A meter provider read by a Prometheus collector of its own registry (not the process-global
+        one, so several servers in one process, as in the tests, never mix their series)."""
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+        from prometheus_client import CollectorRegistry
+
+        registry = CollectorRegistry(auto_describe=True)
+        reader = PrometheusMetricReader(registry=registry)
+        provider = MeterProvider(metric_readers=[reader], resource=Resource.create({SERVICE_NAME: service_name}))
+        return cls(provider, registry=registry)
+
+    @property
+    def enabled(self) -> bool:
+        return self._registry is not None
+
+    # -------------------------------------------------------------- the /metrics endpoint
+
+    def serve(self, host: str, port: int) -> int:
+        """Serve `/metrics` over HTTP on host:port (a thread of its own); returns the port bound."""
+        if self._registry is None:
+            raise ValueError("metrics are disabled: build them with Metrics.prometheus() to serve them")
+        from prometheus_client import start_http_server
+
+        self._http, _ = start_http_server(port, addr=host, registry=self._registry)
+        return self._http.server_port
+
+    def shutdown(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        shutdown = getattr(self._provider, "shutdown", None)
+        if shutdown is not None and self.enabled:
+            shutdown()
+
+    def server_interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        """The RPC interceptor to put first among a server's interceptors; none when disabled."""
+        return [RpcMetricsInterceptor(self)] if self.enabled else []
+
+    # -------------------------------------------------------------- recording
+
+    def rpc_finished(self, method: str, code: grpc.StatusCode, duration_s: float) -> None:
+        """One inbound call; `method` as gRPC names it, "/package.Service/Method"."""
+        service, _, name = method.lstrip("/").rpartition("/")
+        self._rpc_duration.record(
+            duration_s,
+            {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name, "rpc.grpc.status_code": code.value[0]},
+        )
+
+    def round_events(self, game: str, table_id: str, event_types: Iterable[str]) -> None:
+        """Events just committed to one round's stream: counts its opening, settlement and void."""
+        attributes = {"croupier.game.name": game, "croupier.table.id": table_id}
+        for event_type in event_types:
+            if (state := ROUND_EVENTS.get(event_type)) is not None:
+                self._rounds[state].add(1, attributes)
+
+    def money_staked(self, amount_minor: int, currency: str) -> None:
+        if amount_minor:
+            self._staked.add(amount_minor, {"croupier.currency": currency})
+
+    def money_paid(self, amount_minor: int, currency: str) -> None:
+        if amount_minor:
+            self._paid.add(amount_minor, {"croupier.currency": currency})
+
+    def keeper_acted(self, action: str, rounds: int) -> None:
+        if rounds:
+            self._keeper.add(rounds, {"croupier.keeper.action": action})
+
+    def reconciler_redrove(self, service: str, event_type: str) -> None:
+        self._redrives.add(1, {"croupier.service": service, "croupier.event.type": event_type})
+
+    def audit_violations_found(self, count: int) -> None:
+        if count:
+            self._violations.add(count)
+
+    # -------------------------------------------------------------- observed at each scrape
+
+    def watch_outbox(self, service: str, backlog: Callable[[], OutboxBacklog]) -> None:
+        """Report `backlog()` (a cheap query of the service's outbox) as its backlog and relay lag."""
+        with self._lock:
+            self._outboxes[service] = backlog
+
+    def watch_reservations(self, pending: Callable[[], Mapping[str, int]]) -> None:
+        """Report `pending()` (pending reservations per currency, a cheap query of the ledger)."""
+        with self._lock:
+            self._reservations.append(pending)
+
+    def _observe_reservations(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            readers = list(self._reservations)
+        for read in readers:
+            for currency, count in _safely(read, "pending reservations", {}).items():
+                yield Observation(count, {"croupier.currency": currency})
+
+    def _backlogs(self) -> list[tuple[str, OutboxBacklog]]:
+        with self._lock:
+            outboxes = list(self._outboxes.items())
+        return [(service, found) for service, read in outboxes if (found := _safely(read, f"the {service} outbox", None))]
+
+    def _observe_backlog(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(backlog.rows, {"croupier.service": service}) for service, backlog in self._backlogs()]
+
+    def _observe_lag(self, options: CallbackOptions) -> Iterable[Observation]:
+        now = datetime.now(UTC)
+        return [
+            Observation(max(0.0, (now - b.oldest_at).total_seconds()) if b.oldest_at else 0.0, {"croupier.service": service})
+            for service, b in self._backlogs()
+        ]
+
+
+def _safely(read: Callable[[], Any], what: str, default: Any) -> Any:
+    """A gauge's reading; a failing one (the database down) is left out of the scrape, logged at DEBUG."""
+    try:
+        return read()
+    except Exception:  # noqa: BLE001 - a scrape must not fail for one source
+        logger.debug("metrics: could not read %s", what, exc_info=True)
+        return default
+
+
+class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Records `rpc.server.duration` of every unary and server-streaming call with its status code.
+
+    Put it first in ``grpc.aio.server(interceptors=[...])`` so calls refused by authentication are
+    counted too. Client-streaming calls (only reflection's) pass through unmeasured, and so do calls
+    to methods the server does not have (their names are the caller's to choose: no series for them)."""
+
+    def __init__(self, metrics: Metrics, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._metrics = metrics
+        self._clock = clock
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming:
+            return handler
+        method, measured_call = handler_call_details.method, self._measured
+        serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+        if (inner := handler.unary_unary) is not None:
+
+            async def measured(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with measured_call(method, context):
+                    return await inner(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(measured, **serializers)
+
+        inner_stream = handler.unary_stream
+
+        async def measured_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            with measured_call(method, context):
+                async for message in inner_stream(request, context):
+                    yield message
+
+        return grpc.unary_stream_rpc_method_handler(measured_stream, **serializers)
+
+    @contextmanager
+    def _measured(self, method: str, context: grpc.aio.ServicerContext) -> Iterator[None]:
+        """Records the call around its handler: the code it set or aborted with, OK, or what an escape becomes."""
+        started, code = self._clock(), grpc.StatusCode.UNKNOWN
+        try:
+            yield
+            code = _status(context, grpc.StatusCode.OK)
+        except grpc.aio.AbortError:
+            code = _status(context, grpc.StatusCode.UNKNOWN)
+            raise
+        except BaseException as exc:
+            code = _raised(exc)
+            raise
+        finally:
+            self._metrics.rpc_finished(method, code, self._clock() - started)
+
+
+def _status(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
+    """The code the handler set (set_code or abort), else `default`."""
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default
+
+
+def _raised(exc: BaseException) -> grpc.StatusCode:
+    # A cancelled call (the client went away, a deadline) is CANCELLED; any other escape is UNKNOWN, as gRPC answers.
+    return grpc.StatusCode.CANCELLED if isinstance(exc, (asyncio.CancelledError, GeneratorExit)) else grpc.StatusCode.UNKNOWN
