@@ -18,9 +18,19 @@ import grpc
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.bus import Bus
 from croupier_platform.deadletters import DeadLetterWatch
-from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection, dead_letter_health
+from croupier_platform.grpc_server import (
+    SERVER_OPTIONS,
+    AccessLogInterceptor,
+    AuthInterceptor,
+    add_health_and_reflection,
+    dead_letter_health,
+    listen,
+    serving_health,
+)
+from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
+from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S
 
 SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
 GRACE_S = 5.0
@@ -42,6 +52,10 @@ class Host:
     server_interceptors: list = field(default_factory=list)
     client_interceptors: list = field(default_factory=list)
     dead_letter_check_interval_s: float = DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S
+    health_check_interval_s: float = DEFAULT_HEALTH_CHECK_INTERVAL_S
+    outbox_stuck_after_s: float = DEFAULT_OUTBOX_STUCK_AFTER_S
+    # Distributed mode: the broker's reachability, for health; None with an in-process bus.
+    broker_probe: KafkaProbe | None = None
     # Prometheus scrapes /metrics on this port, on the gRPC listen address's host; 0: no endpoint, nothing recorded.
     metrics_port: int = 0
     metrics: Metrics = field(default_factory=Metrics.disabled)
@@ -49,6 +63,8 @@ class Host:
     _dead_letter_watch: DeadLetterWatch | None = None
     _channels: list[grpc.aio.Channel] = field(default_factory=list)
     _health: object | None = None
+    _health_watch: HealthWatch | None = None
+    _store_probes: list[StoreProbe] = field(default_factory=list)
 
     def _channel(self, address: str) -> grpc.aio.Channel:
         # A restarted peer is found again within a second, not after gRPC's default backoff (up to 2 min).
@@ -63,11 +79,10 @@ class Host:
             self.metrics = Metrics.prometheus("croupier" if len(self.services) > 1 else f"croupier-{self.services[0]}")
             self.metrics.serve(self.listen.rpartition(":")[0].strip("[]") or "0.0.0.0", self.metrics_port)
         self._server = grpc.aio.server(
-            interceptors=[*self.metrics.server_interceptors(), *self.server_interceptors, AuthInterceptor(self.authority)]
+            interceptors=[*self.metrics.server_interceptors(), *self.server_interceptors, AccessLogInterceptor(), AuthInterceptor(self.authority)],
+            options=SERVER_OPTIONS,
         )
-        self.port = self._server.add_insecure_port(self.listen)
-        if not self.port:
-            raise OSError(f"cannot listen on {self.listen}")
+        self.port = listen(self._server, self.listen)
         local = self._channel(f"127.0.0.1:{self.port}")
         channels = {name: local for name in self.services}
         channels.update({name: self._channel(address) for name, address in self.remote_addresses.items()})
@@ -95,13 +110,33 @@ class Host:
             self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
         )
         self._dead_letter_watch.start()
+        self._health_watch = HealthWatch(self._health_probes(), serving_health(self._health), self.health_check_interval_s)  # type: ignore[arg-type]
+        self._health_watch.start()
         await self._server.start()
         for module in self.modules:
             await module.start()
 
+    def _health_probes(self) -> list[Probe]:
+        """Each service's store and outbox gate its own names; the broker gates them all."""
+        probes = []
+        for module in self.modules:
+            store = StoreProbe(self.database_url_for(module.name), self.outbox_stuck_after_s)
+            self._store_probes.append(store)
+            probes.append(Probe(f"{module.name} store", store, tuple(module.service_names)))
+        if self.broker_probe is not None:
+            names = tuple(name for module in self.modules for name in module.service_names)
+            probes.append(Probe("broker", self.broker_probe, names))
+        return probes
+
     async def stop(self) -> None:
         if self._dead_letter_watch is not None:
             await self._dead_letter_watch.stop()
+        if self._health_watch is not None:
+            await self._health_watch.stop()
+        for probe in self._store_probes:
+            probe.close()
+        if self.broker_probe is not None:
+            await self.broker_probe.close()
         if self._health is not None:
             await self._health.enter_graceful_shutdown()  # type: ignore[attr-defined]
         if self._server is not None:

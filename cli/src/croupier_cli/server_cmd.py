@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import logging
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 
+from croupier_platform.logs import configure_logging
 from croupier_platform.runtime import utc_now
+from croupier_platform.settings import DEPENDENCIES, SERVICES, ProcessSettings
 
-from croupier_platform.settings import DEPENDENCIES, SERVICES
-
-from .embedded import EmbeddedServer, authority_for
+from .embedded import EmbeddedServer, secret_path
 
 console = Console(stderr=True)
 DEFAULT_DATA = Path("var")
@@ -27,8 +27,12 @@ def serve(
     tables: Annotated[Optional[Path], typer.Option(help="table catalogue (TOML); the built-in one by default")] = None,
     metrics_port: Annotated[Optional[int], typer.Option(envvar="METRICS_PORT", min=0, max=65535, help="embedded: serve Prometheus /metrics on this port (0: off, the default); a distributed service reads METRICS_PORT")] = None,
 ) -> None:
-    """Serve the whole API in one process on SQLite (embedded), or one service on Kafka and PostgreSQL."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Serve the whole API in one process on SQLite (embedded), or one service on Kafka and PostgreSQL.
+
+    Logs are JSON lines on stderr at LOG_LEVEL (default INFO); health looks at the stores, the
+    broker and the outbox relays every HEALTH_CHECK_INTERVAL_S (OUTBOX_STUCK_AFTER_S: a stuck relay)."""
+    process = settings_or_exit(ProcessSettings, service or "croupier")
+    configure_logging(process.log_level)
     if service is None:
         host = EmbeddedServer(data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables, metrics_port=metrics_port or 0)
         where = f"data in {data}/"
@@ -39,6 +43,8 @@ def serve(
         host = distributed_host(service, listen, tables)
         where = "Kafka and PostgreSQL"
     name = service or "croupier"
+    host.health_check_interval_s = process.health_check_interval_s
+    host.outbox_stuck_after_s = process.outbox_stuck_after_s
 
     def ready(port: int) -> None:
         console.print(f"{name} serving on port {port} ({where}); Ctrl-C stops it")
@@ -61,17 +67,11 @@ def kafka_bus(settings, service: str):
 
 def distributed_host(service: str, listen: str | None, tables: Path | None):
     """One service in its own process: settings from the environment, fail fast on anything missing."""
-    from pydantic import ValidationError
-
     from croupier_platform.auth import TokenAuthority
+    from croupier_platform.health import KafkaProbe
     from croupier_platform.settings import ServiceSettings, database_url_for
 
-    try:
-        settings = ServiceSettings()
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-        console.print(f"[red]cannot start {service}: {problems}[/red]")
-        raise typer.Exit(2) from None
+    settings = settings_or_exit(ServiceSettings, service)
     missing = settings.missing_addresses(service)
     if missing:
         console.print(f"[red]cannot start {service}: set {', '.join(missing)} (host:port of the services it calls)[/red]")
@@ -92,30 +92,71 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         client_interceptors=client_interceptors,
         dead_letter_check_interval_s=settings.dead_letter_check_interval_s,
         metrics_port=settings.metrics_port,
+        broker_probe=KafkaProbe(settings.kafka_bootstrap_servers),
     )
+
+
+def settings_or_exit(settings_class, what: str):
+    """The settings from the environment, or a line naming each bad variable and exit 2."""
+    from pydantic import ValidationError
+
+    try:
+        return settings_class()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        console.print(f"[red]cannot start {what}: {problems}[/red]")
+        raise typer.Exit(2) from None
 
 
 def token(
     player: Annotated[str, typer.Argument(help="player id the token names")],
     operator: Annotated[bool, typer.Option("--operator", help="an operator token (audit, void, deposits)")] = False,
-    data: Annotated[Path, typer.Option(help="the server's data directory (holds its secret)")] = DEFAULT_DATA,
+    data: Annotated[Optional[Path], typer.Option(help=f"the embedded server's data directory, which holds its secret ({DEFAULT_DATA}/ unless CROUPIER_TOKEN_SECRET is set)")] = None,
     ttl: Annotated[int, typer.Option(help="lifetime in seconds", min=60)] = 24 * 3600,
     secret_file: Annotated[Optional[Path], typer.Option(help="a hex secret file (the distributed stack's) instead of DATA's")] = None,
 ) -> None:
-    """Mint a bearer token from the server's secret, for local use: export CROUPIER_TOKEN=$(croupier token alice)."""
+    """Mint a bearer token from the server's secret, for local use: export CROUPIER_TOKEN=$(croupier token alice).
+
+    The secret is the running server's, never a new one: --secret-file, else --data's secret.key,
+    else CROUPIER_TOKEN_SECRET (the distributed servers' variable), else var/secret.key. Where it
+    came from goes to stderr; no secret there fails (exit 2)."""
     from croupier_platform.auth import TokenAuthority
 
-    if secret_file is not None:
-        if not secret_file.is_file():
-            console.print(f"[red]no secret file {secret_file}[/red]")
-            raise typer.Exit(2)
-        authority = TokenAuthority(bytes.fromhex(secret_file.read_text().strip()))
-    else:
-        authority = authority_for(data)
+    secret, where = server_secret(data, secret_file)
     try:
-        print(authority.mint(player, "operator" if operator else "player", int(utc_now().timestamp()), ttl))
+        minted = TokenAuthority(secret).mint(player, "operator" if operator else "player", int(utc_now().timestamp()), ttl)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]the secret of {where} cannot sign: {exc}[/red]")
+        raise typer.Exit(2) from None
+    console.print(f"signed with the server secret of {where}", style="dim")
+    print(minted)
+
+
+def server_secret(data: Path | None, secret_file: Path | None) -> tuple[bytes, str]:
+    """The server's signing secret and where it was found; exit 2 when there is none (never created here)."""
+    if data is not None and secret_file is not None:
+        console.print("[red]pass --data (an embedded server's) or --secret-file (the distributed stack's), not both[/red]")
+        raise typer.Exit(2)
+    from_env = os.environ.get("CROUPIER_TOKEN_SECRET", "").strip()
+    if secret_file is None and data is None and from_env:
+        text, where = from_env, "CROUPIER_TOKEN_SECRET"
+    else:
+        path = secret_file if secret_file is not None else secret_path(data or DEFAULT_DATA)
+        where = str(path)
+        if not path.is_file():
+            hint = (
+                "pass the file the servers read"
+                if secret_file is not None
+                else f"`croupier serve --data {data or DEFAULT_DATA}` creates it when it first starts; for the distributed "
+                "stack pass --secret-file FILE or set CROUPIER_TOKEN_SECRET to the servers' secret"
+            )
+            console.print(f"[red]no server secret at {path}: {hint}[/red]")
+            raise typer.Exit(2)
+        text = path.read_text().strip()
+    try:
+        return bytes.fromhex(text), where
+    except ValueError:
+        console.print(f"[red]the secret of {where} is not hex[/red]")
         raise typer.Exit(2) from None
 
 

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from croupier_platform.grpc_server import LIVENESS_HEALTH
 from croupier_platform.settings import DEPENDENCIES
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -178,6 +179,16 @@ def test_every_deployment_probes_grpc_health_on_the_grpc_port(probe: str) -> Non
             assert set(container[probe]) - {"grpc"} <= {
                 "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold",
             }
+
+
+def test_readiness_asks_the_overall_health_and_liveness_only_whether_the_process_answers() -> None:
+    """A database or broker outage turns "" NOT_SERVING: the pod becomes unready, never restarted
+    (liveness and startup ask LIVENESS_HEALTH, which no dependency turns NOT_SERVING)."""
+    for name, deployment in objects("Deployment").items():
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            assert container["readinessProbe"]["grpc"].get("service", "") == "", f"{name} readiness"
+            for probe in ("livenessProbe", "startupProbe"):
+                assert container[probe]["grpc"]["service"] == LIVENESS_HEALTH, f"{name} {probe}"
 
 
 def test_every_container_has_requests_and_limits() -> None:

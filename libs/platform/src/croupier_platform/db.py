@@ -101,13 +101,14 @@ tracking_table = Table(
 )
 
 
-def make_engine(url: str | URL) -> Engine:
-    """An engine for `url`; a SQLite file gets its directory, WAL, foreign keys and a busy timeout."""
+def make_engine(url: str | URL, **options: Any) -> Engine:
+    """An engine for `url` (`options` go to create_engine, e.g. a poolclass); a SQLite file gets its
+    directory, WAL, foreign keys and a busy timeout."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(parsed)
+        return create_engine(parsed, **options)
     _create_parent_directory(parsed)
-    engine = create_engine(parsed)
+    engine = create_engine(parsed, **options)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin)
     return engine

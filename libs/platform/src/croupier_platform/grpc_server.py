@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
@@ -79,6 +80,75 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
 
 
+# ---------------------------------------------------------------- the access log
+
+access_logger = logging.getLogger("croupier.access")
+
+
+@dataclass
+class _Call:
+    subject: str | None = None
+    role: str | None = None
+
+
+# The call in progress, filled in by the AuthInterceptor once the caller is known.
+_access_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("croupier_access_call", default=None)
+
+
+class AccessLogInterceptor(grpc.aio.ServerInterceptor):
+    """One line per call, when it ends: method, status code, duration in ms and the verified
+    caller (subject and role, never the token), as fields of the JSON line. INFO, but DEBUG for
+    health and reflection (a probe every few seconds). Put it before the AuthInterceptor, so calls
+    refused there are logged too, and after the tracing one, so the line carries the call's trace."""
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming:
+            return handler
+        method = handler_call_details.method
+        level = logging.DEBUG if _is_public(method) else logging.INFO
+        serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+        if (inner := handler.unary_unary) is not None:
+
+            async def logged(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with _access_logged(method, level, context):
+                    return await inner(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(logged, **serializers)
+
+        inner_stream = handler.unary_stream
+
+        async def logged_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            with _access_logged(method, level, context):
+                async for message in inner_stream(request, context):
+                    yield message
+
+        return grpc.unary_stream_rpc_method_handler(logged_stream, **serializers)
+
+
+@contextmanager
+def _access_logged(method: str, level: int, context: grpc.aio.ServicerContext) -> Iterator[None]:
+    call = _Call()
+    marker = _access_call.set(call)
+    started = time.perf_counter()
+    failed = False
+    try:
+        yield
+    except grpc.aio.AbortError:
+        raise
+    except BaseException:
+        failed = True  # gRPC answers UNKNOWN (CANCELLED when the client went away)
+        raise
+    finally:
+        _access_call.reset(marker)
+        if access_logger.isEnabledFor(level):
+            code = context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)
+            name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+            duration_ms = round((time.perf_counter() - started) * 1000, 1)
+            fields = {"method": method, "code": name, "duration_ms": duration_ms, "subject": call.subject, "role": call.role}
+            access_logger.log(level, "%s %s %.1f ms", method, name, duration_ms, extra=fields)
+
+
 # Hostile or broken clients can send thousands a second: one line per kind per interval.
 REFUSAL_LOG_INTERVAL_S = 10.0
 _outages = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
@@ -121,6 +191,9 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], 
 
 @contextmanager
 def _acting_as(identity: Identity | None) -> Iterator[None]:
+    call = _access_call.get()
+    if call is not None and identity is not None:
+        call.subject, call.role = identity.subject, identity.role
     token = set_identity(identity)
     try:
         yield
@@ -173,17 +246,39 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
     return wrapper
 
 
+# Every gRPC server's options: no SO_REUSEPORT, so a second server on a port in use fails to
+# start instead of taking half the calls.
+SERVER_OPTIONS = (("grpc.so_reuseport", 0),)
+
+
+def listen(server: grpc.aio.Server, address: str) -> int:
+    """Bind `server` to `address` (host:port; port 0 picks one) and return the port; OSError naming
+    the address when it cannot (the port in use by another process, a host not of this machine)."""
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:
+        port = 0
+    if not port:
+        raise OSError(f"cannot listen on {address}: the port is in use or the address is not of this machine")
+    return port
+
+
+# Liveness: SERVING while the process's event loop answers (the health servicer runs on it), even
+# with the database or the broker down; a probe restarts the pod only when this stops answering.
+LIVENESS_HEALTH = "croupier.liveness"
+
 # A health entry of its own, NOT_SERVING while this process's consumer groups have dead letters
 # not replayed: an operator's alert, not a probe's reason to restart a pod ("" is left as it is).
 DEAD_LETTERS_HEALTH = "croupier.deadletters"
 
 
 async def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.aio.HealthServicer:
-    """grpc.health.v1 (every service, DEAD_LETTERS_HEALTH and "" SERVING) and reflection, so grpcurl and probes work."""
+    """grpc.health.v1 (every service, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH and "" SERVING) and
+    reflection, so grpcurl and probes work."""
     names = list(service_names)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in [*names, DEAD_LETTERS_HEALTH, ""]:
+    for name in [*names, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, ""]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     return health_servicer
@@ -195,6 +290,16 @@ def dead_letter_health(health_servicer: health.aio.HealthServicer) -> Callable[[
     async def set_status(clear: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if clear else health_pb2.HealthCheckResponse.NOT_SERVING
         await health_servicer.set(DEAD_LETTERS_HEALTH, status)
+
+    return set_status
+
+
+def serving_health(health_servicer: health.aio.HealthServicer) -> Callable[[str, bool], Awaitable[None]]:
+    """The `set_status` of a HealthWatch: one health entry SERVING or NOT_SERVING."""
+
+    async def set_status(name: str, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        await health_servicer.set(name, status)
 
     return set_status
 

@@ -36,3 +36,50 @@ class RateLimitedLog:
 
     def warning(self, key: str, message: str, *args: object) -> bool:
         return self.log(logging.WARNING, key, message, *args)
+
+
+# ---------------------------------------------------------------- the process's log setup
+
+# The fields of every line, in this order; a line inside a round adds trace_id and round_id, and
+# `extra={...}` adds its own (the access line's method, code, duration_ms, subject).
+_FIELDS = ("levelname", "name", "message")
+_RENAMED = {"levelname": "level", "name": "logger"}
+
+
+class RoundContext(logging.Filter):
+    """Adds the current trace id (the span's: a round's is derived from its id, tracing on or off)
+    and round id to a record; lines outside any trace or round get neither."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from opentelemetry import trace
+
+        from .tracing import current_round_id
+
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid and not hasattr(record, "trace_id"):
+            record.trace_id = format(context.trace_id, "032x")
+        round_id = current_round_id()
+        if round_id is not None and not hasattr(record, "round_id"):
+            record.round_id = round_id
+        return True
+
+
+class _JsonLines(logging.StreamHandler):
+    """The one handler configure_logging installs (found again by its type, so a second call replaces it)."""
+
+
+def configure_logging(level: str | int = "INFO", stream: object = None) -> logging.Handler:
+    """Every line of this process as one JSON object on stderr (or `stream`) at `level` and above:
+    level, logger, message, time (ISO 8601, UTC), then trace_id/round_id inside a round and any `extra` fields.
+    Called once by each server process (`croupier serve`); calling it again replaces the setup."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    handler = _JsonLines(stream)  # type: ignore[arg-type]
+    handler.setFormatter(JsonFormatter(list(_FIELDS), rename_fields=_RENAMED, timestamp="time"))
+    handler.addFilter(RoundContext())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _JsonLines)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    return handler

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,10 +18,30 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 
-class ServiceSettings(BaseSettings):
-    """One service in distributed mode: `croupier serve SERVICE`."""
+DEFAULT_HEALTH_CHECK_INTERVAL_S = 5.0
+DEFAULT_OUTBOX_STUCK_AFTER_S = 60.0
+
+
+class ProcessSettings(BaseSettings):
+    """What every server process reads, embedded (`croupier serve`) or distributed: logs and health."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    # How often the store (SELECT 1), the broker and the outbox relay are looked at for health.
+    health_check_interval_s: float = Field(default=DEFAULT_HEALTH_CHECK_INTERVAL_S, gt=0, le=300)
+    # The outbox relay counts as stuck (health NOT_SERVING) once its oldest unpublished row has
+    # waited this long without the relay getting past it.
+    outbox_stuck_after_s: float = Field(default=DEFAULT_OUTBOX_STUCK_AFTER_S, gt=0)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+class ServiceSettings(ProcessSettings):
+    """One service in distributed mode: `croupier serve SERVICE`."""
 
     port: int = Field(default=50051, ge=0, le=65535)
     listen_host: str = "0.0.0.0"

@@ -27,6 +27,7 @@ the messaging code, not here.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 from collections.abc import Iterator, Mapping
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ROUND_ID_ATTRIBUTE",
     "configure_tracing",
+    "current_round_id",
     "grpc_client_interceptors",
     "grpc_server_interceptor",
     "round_span",
@@ -52,6 +54,13 @@ __all__ = [
 ROUND_ID_ATTRIBUTE = "croupier.round.id"
 _TRACER_NAME = "croupier"
 _KNOWN_EXPORTERS = frozenset({"otlp", "console"})
+# The round the current work belongs to (set by round_span), for log lines: tracing on or off.
+_round_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("croupier_round_id", default=None)
+
+
+def current_round_id() -> str | None:
+    """The id of the round whose round_span is open in this context, if any."""
+    return _round_id.get()
 
 
 def _exporter_names(environ: Mapping[str, str]) -> list[str]:
@@ -165,10 +174,14 @@ def round_span(
     caller = trace.get_current_span().get_span_context()
     links = [trace.Link(caller)] if caller.is_valid else []
     parent = trace.set_span_in_context(trace.NonRecordingSpan(round_span_context(round_id)))
-    with tracer.start_as_current_span(
-        name, context=parent, links=links, attributes={ROUND_ID_ATTRIBUTE: round_id, **(attributes or {})}
-    ) as span:
-        yield span
+    marker = _round_id.set(round_id)
+    try:
+        with tracer.start_as_current_span(
+            name, context=parent, links=links, attributes={ROUND_ID_ATTRIBUTE: round_id, **(attributes or {})}
+        ) as span:
+            yield span
+    finally:
+        _round_id.reset(marker)
 
 
 def round_span_context(round_id: str) -> trace.SpanContext:

@@ -1,0 +1,192 @@
+"""Health that means it: the overall gRPC health ("" and each service's name) NOT_SERVING while a
+service's store or the broker is unreachable or its outbox relay is stuck, SERVING again once
+they recover.
+
+One HealthWatch per process runs every probe each interval in one loop. A probe is an async
+callable that returns when all is well and raises (any exception, its message the reason) when
+not; each gates the health entries of the services that depend on it, and "" is SERVING only
+while every probe passes. Liveness is another entry (grpc_server.LIVENESS_HEALTH) that no probe
+touches: a database outage makes the pods unready, never restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, func, inspect, select, text
+from sqlalchemy.pool import NullPool
+
+from .db import make_engine, outbox_table, reading
+from .logs import RateLimitedLog
+
+logger = logging.getLogger(__name__)
+
+Check = Callable[[], Awaitable[None]]
+SetStatus = Callable[[str, bool], Awaitable[None]]
+
+UNHEALTHY_LOG_INTERVAL_S = 60.0
+
+
+class Unhealthy(Exception):
+    """A probe's finding: what is wrong, in words for an operator."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    what: str  # "wallet store", "broker": named in the log lines
+    check: Check
+    gates: tuple[str, ...]  # the health entries it turns NOT_SERVING ("" always)
+
+
+class HealthWatch:
+    """Runs every probe each `interval_s` (each within `interval_s`, all at once) and sets the
+    health entries to match through `set_status(name, serving)`, only when one changes. A failing
+    probe is logged (WARNING, then at most once a minute), its recovery at INFO."""
+
+    def __init__(self, probes: Sequence[Probe], set_status: SetStatus, interval_s: float) -> None:
+        self._probes = list(probes)
+        self._set_status = set_status
+        self._interval_s = interval_s
+        self._entries = sorted({"", *(name for probe in self._probes for name in probe.gates)})
+        self._serving: dict[str, bool] = {}
+        self._failing: set[str] = set()
+        self._log = RateLimitedLog(logger, max(UNHEALTHY_LOG_INTERVAL_S, interval_s))
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="health-watch")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def check(self) -> dict[str, str]:
+        """One look: {probe: reason} of the failing probes (and the health set to match)."""
+        outcomes = await asyncio.gather(*(self._run_probe(probe) for probe in self._probes))
+        failing = {probe.what: reason for probe, reason in zip(self._probes, outcomes) if reason is not None}
+        for what, reason in failing.items():
+            self._log.warning(what, "health: %s is unhealthy (NOT_SERVING until it recovers): %s", what, reason)
+        for what in self._failing - failing.keys():
+            logger.info("health: %s recovered", what)
+        self._failing = set(failing)
+        down = {name for probe in self._probes if probe.what in failing for name in probe.gates}
+        for name in self._entries:
+            serving = not failing if name == "" else name not in down
+            if self._serving.get(name) != serving:
+                self._serving[name] = serving
+                await self._set_status(name, serving)
+        return failing
+
+    async def _run_probe(self, probe: Probe) -> str | None:
+        try:
+            await asyncio.wait_for(probe.check(), timeout=self._interval_s)
+        except TimeoutError:
+            return f"no answer within {self._interval_s:g} s"
+        except Exception as exc:  # noqa: BLE001 - whatever the probe raised is the reason
+            return f"{type(exc).__name__}: {exc}" if not isinstance(exc, Unhealthy) else str(exc)
+        return None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.check()
+            except Exception:  # noqa: BLE001 - setting the health failed; look again later
+                logger.warning("health check failed; trying again in %.1f s", self._interval_s, exc_info=True)
+            await asyncio.sleep(self._interval_s)
+
+
+# ---------------------------------------------------------------- the probes
+
+
+class StoreProbe:
+    """A service's store: `SELECT 1`, then (if the store has an outbox) its oldest unpublished row. The relay counts as
+    stuck once the same row has been the oldest unpublished one for `stuck_after_s` (measured from
+    when this probe first saw it: no clock of the rows is trusted, and a relay that keeps moving
+    is never stuck, however long its backlog).
+
+    Its own engine with no pool (a fresh connection each look: a pool's dead connections would
+    fail the first look after a recovery, and a service's busy pool must not make it look down);
+    the blocking work runs in a thread of its own (not the default executor, where the services'
+    own work queues), and a look still under way when the next is due counts as a failure rather
+    than piling threads up."""
+
+    def __init__(self, database_url: str, stuck_after_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._engine: Engine = make_engine(database_url, poolclass=NullPool)
+        self._stuck_after_s = stuck_after_s
+        self._clock = clock
+        self._oldest: tuple[int, float] | None = None  # (row id, when first seen oldest)
+        self._looking: asyncio.Future[Any] | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health-store")
+        self._has_outbox: bool | None = None  # learnt at the first look that reaches the store (the dealer has none)
+
+    async def __call__(self) -> None:
+        if self._looking is not None and not self._looking.done():
+            raise Unhealthy("the previous look at the store has not returned")
+        self._looking = asyncio.get_running_loop().run_in_executor(self._thread, self._oldest_unpublished)
+        oldest = await asyncio.shield(self._looking)
+        now = self._clock()
+        if oldest is None:
+            self._oldest = None
+            return
+        if self._oldest is None or self._oldest[0] != oldest:
+            self._oldest = (oldest, now)
+        waited = now - self._oldest[1]
+        if waited >= self._stuck_after_s:
+            raise Unhealthy(f"outbox relay stuck: row {oldest} unpublished for {waited:.0f} s (limit {self._stuck_after_s:g} s)")
+
+    def _oldest_unpublished(self) -> int | None:
+        try:
+            with reading(self._engine) as connection:
+                connection.execute(text("SELECT 1"))
+                if self._has_outbox is None:
+                    self._has_outbox = inspect(connection).has_table(outbox_table.name)
+                if not self._has_outbox:
+                    return None
+                query = select(func.min(outbox_table.c.id)).where(outbox_table.c.published_at.is_(None))
+                return connection.execute(query).scalar_one_or_none()
+        except Exception as exc:
+            raise Unhealthy(f"store unreachable: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False)
+        self._engine.dispose()
+
+
+class KafkaProbe:
+    """The broker: a metadata request over one kept client (connected on the first look)."""
+
+    def __init__(self, bootstrap_servers: str, timeout_s: float = 5.0) -> None:
+        self._servers = bootstrap_servers
+        self._timeout_ms = int(timeout_s * 1000)
+        self._client: Any = None
+
+    async def __call__(self) -> None:
+        from aiokafka.client import AIOKafkaClient
+
+        if self._client is None:
+            client = AIOKafkaClient(bootstrap_servers=self._servers, client_id="croupier-health", request_timeout_ms=self._timeout_ms)
+            try:
+                await client.bootstrap()
+            except Exception as exc:
+                await client.close()
+                raise Unhealthy(f"broker unreachable at {self._servers}: {exc}") from exc
+            self._client = client
+            return
+        try:
+            await self._client.fetch_all_metadata()
+        except Exception as exc:
+            raise Unhealthy(f"broker unreachable at {self._servers}: {exc}") from exc
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()

@@ -1,0 +1,88 @@
+"""`croupier token` only ever uses the server's secret (never makes one), and `croupier serve`
+refuses a port another server holds."""
+
+import logging
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+from typer.testing import CliRunner
+
+from croupier_cli.main import app
+from croupier_platform.auth import TokenAuthority
+from croupier_platform.grpc_server import SERVER_OPTIONS
+
+SECRET = bytes(range(32))
+NOW = 1_700_000_000
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.chdir(tmp_path)  # the default data directory, var/, is relative
+    monkeypatch.delenv("CROUPIER_TOKEN_SECRET", raising=False)
+    return CliRunner()
+
+
+def subject_of(token: str, secret: bytes = SECRET) -> str:
+    return TokenAuthority(secret).verify(token.strip(), NOW + 60).subject
+
+
+def test_without_a_secret_anywhere_token_fails_and_creates_nothing(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["token", "alice"])
+    assert result.exit_code == 2
+    assert "no server secret at var/secret.key" in result.output
+    assert "croupier serve --data var" in result.output
+    assert not (tmp_path / "var").exists()
+
+
+def test_a_missing_data_directory_or_secret_file_fails_naming_it(runner: CliRunner, tmp_path: Path) -> None:
+    assert runner.invoke(app, ["token", "alice", "--data", "elsewhere"]).exit_code == 2
+    assert not (tmp_path / "elsewhere").exists()
+    result = runner.invoke(app, ["token", "alice", "--secret-file", "missing.key"])
+    assert result.exit_code == 2 and "no server secret at missing.key" in result.output
+
+
+def test_the_embedded_servers_secret_signs_and_is_named(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "secret.key").write_text(SECRET.hex())
+    result = runner.invoke(app, ["token", "alice"])
+    assert result.exit_code == 0, result.output
+    assert "signed with the server secret of var/secret.key" in result.output
+    assert subject_of(result.stdout.splitlines()[-1]) == "alice"
+
+
+def test_the_distributed_servers_variable_signs_when_no_file_is_named(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CROUPIER_TOKEN_SECRET", SECRET.hex())
+    result = runner.invoke(app, ["token", "bob", "--operator"])
+    assert result.exit_code == 0, result.output
+    assert "CROUPIER_TOKEN_SECRET" in result.output
+    assert subject_of(result.stdout.splitlines()[-1]) == "bob"
+
+
+def test_a_secret_that_is_not_hex_fails(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "bad.key").write_text("not hex")
+    result = runner.invoke(app, ["token", "alice", "--secret-file", "bad.key"])
+    assert result.exit_code == 2 and "is not hex" in result.output
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_serve_refuses_a_port_another_server_holds(runner: CliRunner, tmp_path: Path, restored_logging: None) -> None:
+    holder = grpc.server(futures.ThreadPoolExecutor(max_workers=1), options=SERVER_OPTIONS)
+    port = holder.add_insecure_port("127.0.0.1:0")
+    holder.start()
+    try:
+        result = runner.invoke(app, ["serve", "--data", str(tmp_path / "data"), "--listen", f"127.0.0.1:{port}"])
+    finally:
+        holder.stop(None)
+    assert result.exit_code == 1
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in " ".join(result.output.split())
