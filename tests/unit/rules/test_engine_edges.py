@@ -301,3 +301,13 @@ def test_a_wrong_decision_says_what_is_allowed_now():
         decider.decide(state, Decide(choice="double"))
     with pytest.raises(RuleError, match=r"^say which bet decides: player, dealer are waiting \(options: war, surrender\)$"):
         decider.decide(state, Decide(choice="war"))
+
+
+def test_bets_and_cards_out_of_turn_say_where_the_round_is():
+    decider = decider_for("casino-war")
+    state, _ = place("casino-war", {"ante": 500})
+    with pytest.raises(RuleError, match="^bets are only taken before the deal; this round is waiting for cards$"):
+        decider.decide(state, PlaceBets(bets={"ante": 500}))
+    state, _ = decider.execute(state, Deal(cards=("Kc", "2d")))
+    with pytest.raises(RuleError, match="^no cards are due now; this round is settled$"):
+        decider.decide(state, Deal(cards=("Kc", "2d")))
