@@ -9,7 +9,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
-import grpc
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -21,7 +20,7 @@ from croupier_game.application.full_audit import LAG_BOUND_S
 from croupier_game.application.round_check import LagBound
 from croupier_platform.runtime import utc_now
 
-from .client import DEFAULT_TARGET, Client
+from .client import DEFAULT_TARGET, Client, calls_server
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -32,7 +31,8 @@ def replay(
     target: Annotated[str, typer.Option(help="server HOST:PORT")] = DEFAULT_TARGET,
     as_json: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
 ) -> None:
-    """Rebuild a round from its events and check it; exits 1 naming the first disagreement."""
+    """Rebuild a round from its events and check it; exits 1 naming the first disagreement, 3 when the
+    server refuses (no such round, not an operator), 2 when no server answers."""
     client = Client.connect(target)
     report = client.call(client.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=round_id))
     if as_json:
@@ -72,7 +72,8 @@ def audit(
     lag_bound: Annotated[float, typer.Option(help="seconds after a round ended that the wallet may still be applying it; "
                                                   "past them, a round open in the wallet is a violation", min=0)] = LAG_BOUND_S,
 ) -> None:
-    """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation.
+    """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation
+    (2: no store or server to read, 3: the server refuses, e.g. a player's token).
 
     Reads the stores directly (--data DIR, --database-url URL), which is the fast way (--jobs N: N
     processes), or asks a running server with --target. The progress bar goes to stderr, so --json's
@@ -133,20 +134,16 @@ def _over_grpc(target: str, page: int) -> Iterator:
     from croupier_game.application.ports import LedgerCheck
 
     client = Client.connect(target)
-    try:
-        for reply in client.audit.AuditAll(audit_pb2.AuditAllRequest(page_size=page), metadata=client.metadata):
-            yield AuditProgress(
-                rounds=reply.rounds, events=reply.events, total=reply.rounds_total, notes=reply.rounds_with_notes,
-                violations=[Violation(v.round_id or None, v.event or None, v.problem, v.event_id or None) for v in reply.violations],
-                done=reply.done, seconds=reply.seconds,
-                ledger=LedgerCheck(reply.ledger_accounts, reply.ledger_entries, 0, []) if reply.done else None,
-            )  # fmt: skip
-    except grpc.RpcError as error:
-        err.print(f"[red]{error.code().name}: {escape(error.details() or '')}[/red]")
-        raise typer.Exit(2) from None
+    for reply in client.audit.AuditAll(audit_pb2.AuditAllRequest(page_size=page), metadata=client.metadata):  # a status: calls_server
+        yield AuditProgress(
+            rounds=reply.rounds, events=reply.events, total=reply.rounds_total, notes=reply.rounds_with_notes,
+            violations=[Violation(v.round_id or None, v.event or None, v.problem, v.event_id or None) for v in reply.violations],
+            done=reply.done, seconds=reply.seconds,
+            ledger=LedgerCheck(reply.ledger_accounts, reply.ledger_entries, 0, []) if reply.done else None,
+        )  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
-    app.command("replay")(replay)
-    app.command("void")(void)
-    app.command("audit")(audit)
+    app.command("replay")(calls_server(replay))
+    app.command("void")(calls_server(void))
+    app.command("audit")(calls_server(audit))

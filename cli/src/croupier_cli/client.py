@@ -1,18 +1,73 @@
-"""A thin synchronous client of the public API for the command line."""
+"""A thin synchronous client of the public API for the command line, and the one place where a
+command's failure becomes its exit code.
+
+Exit codes of every command:
+
+====  =====================================================================================
+0     done; every check passed
+1     a finding: an audit, replay, verify or ledger check disagrees with the record
+2     a usage or connection error: bad arguments, no token or secret, no server answering
+3     a refused call: the server answered with a status (NOT_FOUND, PERMISSION_DENIED, ...)
+====  =====================================================================================
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import grpc
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from croupier.v1 import audit_pb2_grpc, table_pb2_grpc, wallet_pb2_grpc
 
 DEFAULT_TARGET = "127.0.0.1:50051"
-err = Console(stderr=True)
+CONNECT_TIMEOUT_S = 3.0  # a server on this machine or the next answers well within it
+EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
+# Statuses that say the server could not be reached (or stopped answering), not that it refused.
+UNREACHED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED})
+err = Console(stderr=True, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def exit_code_of(error: grpc.RpcError) -> int:
+    """2 when the server was not reached, 3 when it answered with a refusal."""
+    return EXIT_USAGE if error.code() in UNREACHED else EXIT_REFUSED
+
+
+def calls_server(command: F) -> F:
+    """Wrap a command that calls the server: a gRPC status becomes `CODE: message` on stderr and
+    exit 2 (not reached) or 3 (refused), never a stack trace nor a finding's exit 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except grpc.RpcError as error:
+            code = error.code()
+            err.print(f"[red]{code.name if code else 'UNKNOWN'}: {escape(error.details() or '')}[/red]")
+            raise typer.Exit(exit_code_of(error)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def open_channel(target: str, wait_s: float = CONNECT_TIMEOUT_S) -> grpc.Channel:
+    """A channel to `target` once it is connected; exit 2 naming the target when nothing answers in `wait_s`."""
+    channel = grpc.insecure_channel(target)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=wait_s)
+    except grpc.FutureTimeoutError:
+        channel.close()
+        err.print(f"[red]no Croupier server answers at {escape(target)} within {wait_s:g} s "
+                  f"(start one with: croupier serve, or pass --target HOST:PORT)[/red]")  # fmt: skip
+        raise typer.Exit(EXIT_USAGE) from None
+    return channel
 
 
 @dataclass
@@ -22,18 +77,13 @@ class Client:
     wallet_channel: grpc.Channel | None = None  # distributed mode: the wallet service's own address
 
     @classmethod
-    def connect(cls, target: str, wait_s: float = 15.0, wallet_target: str | None = None) -> Client:
+    def connect(cls, target: str, wait_s: float = CONNECT_TIMEOUT_S, wallet_target: str | None = None) -> Client:
         token = os.environ.get("CROUPIER_TOKEN", "").strip()
         if not token:
             err.print("[red]no token: set CROUPIER_TOKEN (mint one with: croupier token PLAYER --data DIR)[/red]")
-            raise typer.Exit(2)
-        channel = grpc.insecure_channel(target)
-        try:
-            grpc.channel_ready_future(channel).result(timeout=wait_s)
-        except grpc.FutureTimeoutError:
-            err.print(f"[red]no Croupier server answers at {target} (start one with: croupier serve)[/red]")
-            raise typer.Exit(2) from None
-        wallet = grpc.insecure_channel(wallet_target) if wallet_target and wallet_target != target else None
+            raise typer.Exit(EXIT_USAGE)
+        channel = open_channel(target, wait_s)
+        wallet = open_channel(wallet_target, wait_s) if wallet_target and wallet_target != target else None
         return cls(channel, token, wallet)
 
     @property
@@ -52,10 +102,6 @@ class Client:
     def audit(self) -> audit_pb2_grpc.AuditServiceStub:
         return audit_pb2_grpc.AuditServiceStub(self.channel)
 
-    def call(self, method, request, timeout: float = 30.0):
-        """Call and turn a status into a clear message and exit code, never a stack trace."""
-        try:
-            return method(request, metadata=self.metadata, timeout=timeout)
-        except grpc.RpcError as error:
-            err.print(f"[red]{error.code().name}: {error.details()}[/red]")
-            raise typer.Exit(1) from None
+    def call(self, method, request, timeout: float = 30.0):  # noqa: ANN001, ANN201
+        """Call with the token; a status raises grpc.RpcError, which `calls_server` turns into exit 2 or 3."""
+        return method(request, metadata=self.metadata, timeout=timeout)

@@ -9,6 +9,8 @@ from . import audit_cmd, dlq_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, 
 app = typer.Typer(
     name="croupier",
     help="Croupier: an event-sourced casino backend for table games.",
+    epilog="Exit codes: 0 done, 1 a finding (an audit, replay, verify or ledger check disagrees), "
+    "2 a usage or connection error, 3 a call the server refused (its status on stderr).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -14,7 +14,7 @@ from rich.markup import escape
 from croupier.v1 import table_pb2
 from croupier_rules.verify import NotRevealed, Report, verify_round
 
-from .client import DEFAULT_TARGET, Client
+from .client import DEFAULT_TARGET, Client, calls_server
 
 console = Console(soft_wrap=True)  # a reason stays on one line, for people and for grep
 err = Console(stderr=True, soft_wrap=True)
@@ -40,10 +40,13 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _print(report: Report) -> None:
+def print_report(report: Report) -> None:
+    """Each check on a line, then the verdict when every one passes (`croupier verify`, `croupier play`)."""
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.passed else "[red]FAIL[/red]"
         console.print(f"{mark} {check.name:<10} {escape(check.reason)}")
+    if report.ok:
+        console.print("[green]every check passes: this round was dealt from the committed shoe and settled by the rules[/green]")
 
 
 def verify(
@@ -60,7 +63,8 @@ def verify(
 ) -> None:
     """Check a finished round yourself: commitment, shoe, cut, every card, the settlement.
 
-    Exits 0 when every check passes, 1 naming the first failure, 2 when the shoe is not revealed yet.
+    Exits 0 when every check passes, 1 naming the first failure, 2 when the shoe is not revealed yet
+    (or no server answers), 3 when the server refuses (no such round, not yours).
     """
     if (round_id is None) == (file is None):
         both = "not both" if file is not None else "one of them"
@@ -83,14 +87,12 @@ def verify(
         print(json.dumps(report.as_dict(), indent=2))
     else:
         console.print(f"round {escape(report.round_id)} ({escape(str(view.get('game', '')))})")
-        _print(report)
+        print_report(report)
     failure = report.first_failure
     if failure is not None:
         err.print(f"[red]verification failed: {failure.name}: {escape(failure.reason)}[/red]")
         raise typer.Exit(1)
-    if not as_json:
-        console.print("[green]every check passes: this round was dealt from the committed shoe and settled by the rules[/green]")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("verify")(verify)
+    app.command("verify")(calls_server(verify))
