@@ -8,19 +8,25 @@ import time
 import uuid
 from typing import Annotated, Optional
 
+import grpc
 import typer
 from rich.console import Console
-from rich.prompt import IntPrompt, Prompt
+from rich.markup import escape
+from rich.prompt import Prompt
 
 from croupier.v1 import common_pb2, table_pb2, wallet_pb2
 from croupier_rules.tables import GAMES
+from croupier_rules.verify import verify_round
 
-from .client import DEFAULT_TARGET, Client
+from .amounts import bet_problem, chip_unit, format_amount, parse_amount
+from .client import DEFAULT_TARGET, EXIT_REFUSED, Client, calls_server, err, exit_code_of
+from .verify_cmd import print_report, view_as_dict
 
-console = Console()
+console = Console(soft_wrap=True)  # a commitment or a command to copy stays on one line
 WAR_CHOICE = {"casino-war": "raise", "war-p2p": "raise", "battle-royale": "battle", "dueling-for-dollars": "war",
               "casino-holdem": "call"}
 TOP_UP = 1_000_000
+REVEAL_WAIT_S = 5.0  # the shoe is revealed from the round's events a moment after it ends
 
 
 def play_money_tables(client: Client) -> dict[str, table_pb2.TableInfo]:
@@ -112,22 +118,67 @@ def demo(
     if as_json:
         print(json.dumps({"summary": summary}))
     else:
-        console.print(f"demo: {played} rounds of {len(GAMES)} games, wagered {wagered / 100:,.2f} PLAY, "
-                      f"returned {returned / 100:,.2f}; balance {before / 100:,.2f} → {after / 100:,.2f}")
+        console.print(f"demo: {played} rounds of {len(GAMES)} games, wagered {money(wagered, 'PLAY')}, "
+                      f"returned {money(returned, 'PLAY')}; balance {format_amount(before, 'PLAY')} → {money(after, 'PLAY')}")
     if after != expected:
-        console.print(f"[red]balance {after} differs from the expected {expected}[/red]")
+        err.print(f"[red]balance {money(after, 'PLAY')} differs from the expected {money(expected, 'PLAY')}[/red]")
         raise typer.Exit(1)
 
 
 def show(view: table_pb2.RoundView) -> None:
+    """The cards by hand, the hands named at a showdown (Casino Hold'em), each bet's result in the currency's units."""
     by_hand: dict[str, list[str]] = {}
     for card in view.cards:
         by_hand.setdefault(card.hand, []).append(card.card or "??")
     for hand, cards in by_hand.items():
         if hand != "burn":
-            console.print(f"  {hand:12s} {' '.join(cards)}")
+            named = view.hand_values.get(hand, "")
+            console.print(f"  {hand:12s} {' '.join(cards)}" + (f"  [bold]{escape(named)}[/bold]" if named else ""))
+    for hand, named in view.hand_values.items():
+        if hand not in by_hand:  # e.g. the best five of hole cards and board
+            console.print(f"  {hand:12s} [bold]{escape(named)}[/bold]")
     for result in view.results:
-        console.print(f"  {result.bet:12s} staked {result.stake / 100:,.2f} returned {result.returned / 100:,.2f} ({result.outcome})")
+        console.print(f"  {result.bet:12s} staked {money(result.stake, view.currency)} "
+                      f"returned {money(result.returned, view.currency)} ({result.outcome})")  # fmt: skip
+
+
+def ask_bets(table: table_pb2.TableInfo) -> dict[str, int]:
+    """Each bet of the table in the currency's units, asked again until the table would take it."""
+    bets = {}
+    unit = format_amount(chip_unit(table.chips), table.currency)
+    for name in table.bets:
+        limit = table.limits[name]
+        span = f"{format_amount(limit.min, table.currency)}-{format_amount(limit.max, table.currency)} {table.currency}"
+        default = format_amount(limit.min if name == table.bets[0] else 0, table.currency)
+        while True:
+            text = Prompt.ask(f"bet on {name} ({span}, chips of {unit}; 0 for none)", default=default)
+            try:
+                amount = parse_amount(text, table.currency)
+            except ValueError as exc:
+                console.print(f"[red]{escape(str(exc))}[/red]")
+                continue
+            problem = bet_problem(amount, limit, table.chips, table.currency, over_max_ok=table.over_limit == "auto-adjust")
+            if problem is None:
+                break
+            console.print(f"[red]{escape(problem)}[/red]")
+        if amount:
+            bets[name] = amount
+    return bets
+
+
+def verify_after(client: Client, round_id: str, commitment: str) -> None:
+    """Once the shoe is revealed, check the round as `croupier verify ROUND --commitment C` does."""
+    deadline = time.monotonic() + REVEAL_WAIT_S
+    view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id))
+    while not view.revealed_shoe and time.monotonic() < deadline:  # revealed from the round's events, a moment later
+        time.sleep(0.1)
+        view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id))
+    later = f"croupier verify {round_id} --commitment {commitment}"
+    if not view.revealed_shoe:
+        console.print(f"the shoe is not revealed yet; check the round later with: {later}")
+        return
+    console.print("verification (as: " + later + "):")
+    print_report(verify_round(view_as_dict(view), committed_before=commitment or None))
 
 
 def play(
@@ -136,30 +187,34 @@ def play(
     wallet_target: Annotated[Optional[str], typer.Option(help="wallet HOST:PORT when it is served apart (distributed)")] = None,
     real: Annotated[bool, typer.Option("--real", help="play a real-money table instead of play money")] = False,
 ) -> None:
-    """Play a game interactively against a running server."""
+    """Play a game interactively against a running server: amounts in the currency's units, the shoe's
+    commitment shown before the bets and each round verified after."""
     client = Client.connect(target, wallet_target=wallet_target)
-    currency_real = real
     tables = [t for t in client.call(client.tables.ListTables, table_pb2.ListTablesRequest(game=game)).tables
-              if (t.currency != "PLAY") == currency_real and t.dealer != "player"]
+              if (t.currency != "PLAY") == real and t.dealer != "player"]  # fmt: skip
     if not tables:
-        console.print(f"[red]no {'real-money' if real else 'play-money'} table for {game!r}; games: {', '.join(GAMES)}[/red]")
+        err.print(f"[red]no {'real-money' if real else 'play-money'} table for {game!r}; games: {', '.join(GAMES)}[/red]")
         raise typer.Exit(2)
     table = tables[0]
+    currency = table.currency
     if not real and available(client, "PLAY") < 10 * max(l.max for l in table.limits.values()):
         top_up(client)
     seat = client.call(client.tables.JoinTable, table_pb2.JoinTableRequest(table_id=table.table_id))
-    console.print(f"seated at {table.table_id} ({game}); chips {', '.join(f'{c / 100:g}' for c in table.chips)}")
+    console.print(f"seated at {table.table_id} ({game}, {currency}); chips {', '.join(format_amount(c, currency) for c in table.chips)}")
     while True:
-        console.print(f"balance {available(client, table.currency) / 100:,.2f} {table.currency}")
-        bets = {}
-        for name in table.bets:
-            limit = table.limits[name]
-            amount = IntPrompt.ask(f"bet on {name} (minor units, {limit.min}-{limit.max}, 0 for none)",
-                                   default=limit.min if name == table.bets[0] else 0)
-            if amount:
-                bets[name] = amount
-        view = client.call(client.tables.PlaceBets, table_pb2.PlaceBetsRequest(
-            seat_id=seat.seat_id, bets=bets, idempotency_key=str(uuid.uuid4())))
+        console.print(f"balance {money(available(client, currency), currency)}")
+        status = client.call(client.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat.seat_id))
+        if status.next_commitment:
+            console.print(f"next round {status.next_round_id}: its shoe is committed as sha256 {status.next_commitment}")
+        bets = ask_bets(table)
+        try:
+            view = client.call(client.tables.PlaceBets, table_pb2.PlaceBetsRequest(
+                seat_id=seat.seat_id, bets=bets, idempotency_key=str(uuid.uuid4())))  # fmt: skip
+        except grpc.RpcError as error:
+            if exit_code_of(error) != EXIT_REFUSED:
+                raise
+            console.print(f"[red]refused: {escape(error.details() or error.code().name)}[/red]")  # bet again
+            continue
         view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id))
         show(view)
         while view.phase == "deciding":
@@ -167,11 +222,16 @@ def play(
             choice = Prompt.ask(f"{bet}: decide", choices=list(view.options), default=view.options[0])
             view = client.call(client.tables.Decide, table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=bet))
             show(view)
-        console.print(f"round {view.round_id}: net {(view.total_returned - view.total_staked) / 100:+,.2f}")
+        console.print(f"round {view.round_id}: net {money(view.total_returned - view.total_staked, currency, signed=True)}")
+        verify_after(client, view.round_id, status.next_commitment)
         if Prompt.ask("again?", choices=["y", "n"], default="y") != "y":
             return
 
 
+def money(minor: int, currency: str, signed: bool = False) -> str:
+    return f"{format_amount(minor, currency, signed)} {currency}"
+
+
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
-    app.command("play")(play)
+    app.command("demo")(calls_server(demo))
+    app.command("play")(calls_server(play))
