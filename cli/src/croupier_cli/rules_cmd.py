@@ -55,7 +55,10 @@ def odds(
 ) -> None:
     """Exact odds by combinatorics: every outcome of every bet and its house edge."""
     try:
-        report = odds_for(game, decks)
+        # Casino Hold'em enumerates every (hole cards, flop) situation for seconds: a spinner on stderr
+        # (drawn on a terminal only; --json's stdout holds the JSON alone).
+        with err_console.status(f"computing the exact odds of {game} (every deal, every decision)…"):
+            report = odds_for(game, decks)
     except RuleError as exc:
         err_console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
