@@ -311,3 +311,28 @@ def test_bets_and_cards_out_of_turn_say_where_the_round_is():
     state, _ = decider.execute(state, Deal(cards=("Kc", "2d")))
     with pytest.raises(RuleError, match="^no cards are due now; this round is settled$"):
         decider.decide(state, Deal(cards=("Kc", "2d")))
+
+
+def test_folding_records_the_adjusted_bets_the_dealt_phase_and_the_void():
+    from croupier_rules.commands import VoidRound
+
+    decider = decider_for("casino-holdem")
+    table = table_for("casino-holdem")
+    state, _ = place("casino-holdem", {"ante": 50100})
+    assert dict(state.adjusted_from) == {"ante": 50100}
+    state, events = decider.execute(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
+    dealt = decider.fold(table, [*place("casino-holdem", {"ante": 50100})[1], events[0]])
+    assert (dealt.phase, dealt.hands["player"]) == ("dealt", ("Ac", "Kd"))
+    (voided,) = decider.decide(state, VoidRound(reason="jam"))
+    state = decider.evolve(state, voided)
+    assert state.void == voided and state.void.refunds == {"ante": 50000}
+
+
+@pytest.mark.parametrize(
+    "game, message",
+    [("casino-war", "no bet placed; place at least one of: ante"),
+     ("dueling-for-dollars", "no bet placed; place at least one of: player, dealer, tie_plus, combo")],
+)
+def test_no_bet_at_all_names_the_bets_to_place(game, message):
+    with pytest.raises(RuleError, match=f"^{message}$"):
+        place(game, {})
