@@ -336,3 +336,15 @@ def test_folding_records_the_adjusted_bets_the_dealt_phase_and_the_void():
 def test_no_bet_at_all_names_the_bets_to_place(game, message):
     with pytest.raises(RuleError, match=f"^{message}$"):
         place(game, {})
+
+
+def test_void_refusals_are_worded_exactly():
+    from croupier_rules.commands import VoidRound
+
+    decider = decider_for("casino-war")
+    state, _ = place("casino-war", {"ante": 500})
+    with pytest.raises(RuleError, match="^a void needs a reason$"):
+        decider.decide(state, VoidRound(reason=""))
+    state, _ = decider.execute(state, VoidRound(reason="jam"))
+    with pytest.raises(RuleError, match="^this round is already voided$"):
+        decider.decide(state, VoidRound(reason="jam"))

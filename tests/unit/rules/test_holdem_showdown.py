@@ -188,3 +188,8 @@ def test_holdem_outcomes_name_the_line_paid(cards, expected):
 def test_a_holdem_fold_is_recorded_for_ante_and_aa_bonus():
     state, _ = play("casino-holdem", {"ante": ANTE, "aa_bonus": BONUS}, "Ah 9h 2c 3d Kh 7h 4h".split(), ["fold"])
     assert {name: r.outcome for name, r in state.settlement.results.items()} == {"ante": "fold", "aa_bonus": "fold"}
+
+
+def test_a_call_deals_the_turn_and_river_as_the_showdown_stage():
+    _, events = play("casino-holdem", {"ante": ANTE}, "2c 3d 4h 5h As Ks Qd Jc Th".split(), ["call"])
+    assert [e.stage for e in events if e.event_type == "CardsDealt"] == ["initial", "showdown"]

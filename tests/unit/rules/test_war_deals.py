@@ -156,3 +156,10 @@ def test_first_deal_outcomes(game, cards, expected):
 def test_a_surrender_is_recorded_as_such(game, decision):
     state, _ = play(game, {"ante": 500}, ["9c", "9d"], [decision])
     assert outcomes(state) == {"ante": "surrender"}
+
+
+def test_casino_war_tie_bet_outcomes():
+    state, _ = play("casino-war", {"ante": 500, "tie": 100}, ["9c", "9d"], ["surrender"])
+    assert outcomes(state) == {"ante": "surrender", "tie": "tie"}
+    state, _ = play("casino-war", {"ante": 500, "tie": 100}, ["9c", "Td"])
+    assert outcomes(state) == {"ante": "lose", "tie": "lose"}
