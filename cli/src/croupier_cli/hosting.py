@@ -35,6 +35,16 @@ from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_
 SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
 GRACE_S = 5.0
 DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S = 30.0
+# Every channel to a service, in one place. round_robin: the Kubernetes Services are headless, so
+# the dns resolver returns every ready pod and the calls go to each in turn (the default,
+# pick_first, would hold one connection to one pod). A restarted peer is found again within a
+# second, not after gRPC's default backoff (up to 2 min).
+CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, str | int], ...] = (
+    ("grpc.lb_policy_name", "round_robin"),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
 
 
 @dataclass
@@ -67,10 +77,7 @@ class Host:
     _store_probes: list[StoreProbe] = field(default_factory=list)
 
     def _channel(self, address: str) -> grpc.aio.Channel:
-        # A restarted peer is found again within a second, not after gRPC's default backoff (up to 2 min).
-        options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-                   ("grpc.max_reconnect_backoff_ms", 1000)]
-        channel = grpc.aio.insecure_channel(address, options=options, interceptors=self.client_interceptors or None)
+        channel = grpc.aio.insecure_channel(address, options=CLIENT_CHANNEL_OPTIONS, interceptors=self.client_interceptors or None)
         self._channels.append(channel)
         return channel
 
