@@ -292,6 +292,207 @@ def test_kafka_topics_are_strimzi_resources_for_every_topic_and_its_dlq() -> Non
 
 
 # ---------------------------------------------------------------------------------------------
+# Kubernetes: disruption budgets, network policies, headless Services (issue 14, item 9)
+# ---------------------------------------------------------------------------------------------
+
+PUBLIC = ("game", "wallet")
+MIGRATE = "croupier-migrate"
+METRICS_PORT = 9464
+POSTGRESQL_PORT = 5432
+KAFKA_PORT = 9092
+INGRESS_NAMESPACE_LABEL = {"croupier.dev/ingress": "true"}
+# Every distributed process talks to Kafka: shuffler, wallet, game relay an outbox; shuffler, wallet,
+# commission consume; the dealer does neither, but its readiness probes the broker and it reads the
+# dead-letter topics (cli/src/croupier_cli/hosting.py), so without Kafka it is never ready.
+KAFKA_CLIENTS = frozenset(SERVICES)
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions) applied to a pod's labels."""
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True  # {} selects every pod
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expr in selector.get("matchExpressions", []):
+        key, op, values = expr["key"], expr["operator"], expr.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def pod_labels() -> dict[str, dict[str, str]]:
+    """Every pod template's labels, by app.kubernetes.io/name (the Deployments' and the Job's)."""
+    templates = [d["spec"]["template"] for kind in ("Deployment", "Job") for d in objects(kind).values()]
+    labels = {t["metadata"]["labels"]["app.kubernetes.io/name"]: t["metadata"]["labels"] for t in templates}
+    assert set(labels) == {*SERVICES, MIGRATE}
+    return labels
+
+
+def policies_for(pod: str, direction: str) -> list[dict[str, Any]]:
+    """The NetworkPolicies that select `pod` and restrict `direction` ("Ingress" or "Egress")."""
+    labels = pod_labels()[pod]
+    return [
+        p for p in objects("NetworkPolicy").values()
+        if direction in p["spec"]["policyTypes"] and selects(p["spec"]["podSelector"], labels)
+    ]
+
+
+def allowed(pod: str, direction: str) -> list[tuple[dict[str, Any], set[Any]]]:
+    """(peer, ports) for every peer a policy lets `pod` talk to in `direction`; ports by number or name."""
+    key, peers = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+    found = []
+    for policy in policies_for(pod, direction):
+        for rule in policy["spec"].get(key, []):
+            assert rule.get(peers), f"{policy['metadata']['name']}: a rule without peers allows every peer"
+            assert rule.get("ports"), f"{policy['metadata']['name']}: a rule without ports allows every port"
+            ports = {p["port"] for p in rule["ports"]}
+            found += [(peer, ports) for peer in rule[peers]]
+    return found
+
+
+def croupier_pods(peer: dict[str, Any]) -> set[str]:
+    """The Croupier pods (of this namespace) a peer stands for; none for a namespace or ipBlock peer."""
+    if "podSelector" not in peer or "namespaceSelector" in peer or "ipBlock" in peer:
+        return set()
+    return {name for name, labels in pod_labels().items() if selects(peer["podSelector"], labels)}
+
+
+def grpc_peers(pod: str, direction: str) -> set[str]:
+    return {name for peer, ports in allowed(pod, direction) if ports & {"grpc", GRPC_PORT} for name in croupier_pods(peer)}
+
+
+def callers_of(service: str) -> set[str]:
+    return {caller for caller, callees in DEPENDENCIES.items() if service in callees}
+
+
+def test_the_call_graph_is_the_one_the_services_use() -> None:
+    """DEPENDENCIES (which addresses `croupier serve SERVICE` opens channels to) is what the code reads."""
+    for svc in SERVICES:
+        source = " ".join(p.read_text() for p in (ROOT / "services" / svc / "src").rglob("*.py"))
+        used = set(re.findall(r"channels(?:\[|\.get\()\s*[\"'](\w+)[\"']", source))
+        assert used == set(DEPENDENCIES[svc]), svc
+
+
+def test_every_deployment_has_a_disruption_budget_selecting_its_pods() -> None:
+    pdbs = objects("PodDisruptionBudget")
+    labels = pod_labels()
+    for name, deployment in objects("Deployment").items():
+        (pdb,) = [p for p in pdbs.values() if selects(p["spec"]["selector"], labels[name])]
+        assert {n for n, lab in labels.items() if selects(pdb["spec"]["selector"], lab)} == {name}, "its pods only"
+        spec = pdb["spec"]
+        replicas = deployment["spec"].get("replicas") or objects("HorizontalPodAutoscaler")[name]["spec"]["minReplicas"]
+        assert replicas >= 2, name
+        # One pod at a time, whatever the HPA scaled to (see pdb.yaml for why not minAvailable: 1).
+        assert spec == {**spec, "maxUnavailable": 1} and "minAvailable" not in spec, name
+        assert spec["unhealthyPodEvictionPolicy"] == "AlwaysAllow", name
+
+
+def test_every_pod_is_selected_by_a_default_deny_policy() -> None:
+    deny_all = [
+        p for p in objects("NetworkPolicy").values()
+        if set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"} and not p["spec"].get("ingress") and not p["spec"].get("egress")
+    ]
+    assert deny_all
+    for name, labels in pod_labels().items():
+        assert any(selects(p["spec"]["podSelector"], labels) for p in deny_all), name
+
+
+def test_every_policy_selects_some_pod_and_names_both_directions_it_restricts() -> None:
+    labels = pod_labels()
+    for name, policy in objects("NetworkPolicy").items():
+        spec = policy["spec"]
+        assert any(selects(spec["podSelector"], lab) for lab in labels.values()), name
+        assert spec["podSelector"], f"{name}: the whole namespace holds Strimzi's pods too; select Croupier's"
+        assert set(spec["policyTypes"]) >= {t for t, k in (("Ingress", "ingress"), ("Egress", "egress")) if k in spec}, name
+
+
+@pytest.mark.parametrize("service", [s for s in SERVICES if s not in PUBLIC])
+def test_an_internal_service_takes_grpc_only_from_its_callers(service: str) -> None:
+    assert callers_of(service), f"{service}: nobody calls it"
+    assert grpc_peers(service, "Ingress") == callers_of(service)
+    for peer, ports in allowed(service, "Ingress"):
+        assert croupier_pods(peer) or ports == {"metrics"}, f"{service}: only Prometheus from outside, on metrics"
+
+
+@pytest.mark.parametrize("service", PUBLIC)
+def test_a_public_service_takes_grpc_from_its_callers_and_the_ingress_namespace(service: str) -> None:
+    assert grpc_peers(service, "Ingress") == callers_of(service)
+    outside = [peer for peer, ports in allowed(service, "Ingress") if ports & {"grpc", GRPC_PORT} and not croupier_pods(peer)]
+    assert outside == [{"namespaceSelector": {"matchLabels": INGRESS_NAMESPACE_LABEL}}], service
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_a_service_reaches_over_grpc_exactly_the_services_it_calls(service: str) -> None:
+    assert grpc_peers(service, "Egress") == set(DEPENDENCIES[service])
+
+
+def test_only_prometheus_reaches_the_metrics_port_of_every_service() -> None:
+    for name, deployment in objects("Deployment").items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        (metrics,) = [p for p in container["ports"] if p["name"] == "metrics"]
+        assert metrics["containerPort"] == METRICS_PORT, name
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["METRICS_PORT"] == str(METRICS_PORT), name
+        scrapers = [peer for peer, ports in allowed(name, "Ingress") if ports & {"metrics", METRICS_PORT}]
+        assert scrapers == [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+            }
+        ], name
+
+
+def _reach(port: int) -> set[str]:
+    return {pod for pod in pod_labels() if any(port in ports for _, ports in allowed(pod, "Egress"))}
+
+
+def test_postgresql_egress_only_for_the_services_with_a_schema_and_the_migration() -> None:
+    with_schema = {p.name for p in (ROOT / "migrations").iterdir() if (p / "versions").is_dir()}
+    assert with_schema == set(SERVICES), "every service has a schema: all five need the store"
+    assert _reach(POSTGRESQL_PORT) == {*with_schema, MIGRATE}
+
+
+def test_kafka_egress_only_for_the_services_and_to_the_strimzi_cluster_of_the_topics() -> None:
+    assert _reach(KAFKA_PORT) == KAFKA_CLIENTS, "not the migration Job"
+    (cluster,) = {d["metadata"]["labels"]["strimzi.io/cluster"] for d in load_all(BASE / "topics.yaml")}
+    for pod in KAFKA_CLIENTS:
+        peers = [peer for peer, ports in allowed(pod, "Egress") if KAFKA_PORT in ports]
+        assert peers == [{"podSelector": {"matchLabels": {"strimzi.io/cluster": cluster, "strimzi.io/kind": "Kafka"}}}]
+
+
+def test_every_pod_resolves_names_through_kube_dns_and_nothing_else_leaves() -> None:
+    dns = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    }
+    for pod in pod_labels():
+        egress = allowed(pod, "Egress")
+        assert (dns, {53}) in egress, pod
+        policy_ports = [
+            p for policy in policies_for(pod, "Egress") for rule in policy["spec"].get("egress", []) for p in rule["ports"]
+            if p["port"] == 53
+        ]
+        assert {p["protocol"] for p in policy_ports} == {"UDP", "TCP"}, pod
+        # DNS, PostgreSQL, Kafka and the gRPC callees: nothing else.
+        assert {port for _, ports in egress for port in ports} <= {53, POSTGRESQL_PORT, KAFKA_PORT, GRPC_PORT}, pod
+
+
+def test_services_are_headless_for_client_side_round_robin() -> None:
+    from croupier_cli.hosting import CLIENT_CHANNEL_OPTIONS
+
+    assert ("grpc.lb_policy_name", "round_robin") in CLIENT_CHANNEL_OPTIONS
+    for name, service in objects("Service").items():
+        assert service["spec"]["type"] == "ClusterIP" and service["spec"]["clusterIP"] == "None", name
+        assert not service["spec"].get("publishNotReadyAddresses"), f"{name}: DNS must list ready pods only"
+
+
+# ---------------------------------------------------------------------------------------------
 # docker-compose.yml
 # ---------------------------------------------------------------------------------------------
 
