@@ -348,3 +348,17 @@ def test_void_refusals_are_worded_exactly():
     state, _ = decider.execute(state, VoidRound(reason="jam"))
     with pytest.raises(RuleError, match="^this round is already voided$"):
         decider.decide(state, VoidRound(reason="jam"))
+
+
+@pytest.mark.parametrize("decks", [1, 2])
+def test_a_proper_shoe_is_counted_at_once_not_parsed_card_by_card(decks, monkeypatch):
+    # audits check every revealed shoe: the usual, proper one takes the fast path (fairness.check_shoe)
+    from croupier_rules.cards import card_text, fresh_shoe
+
+    shoe = [card_text(c) for c in fresh_shoe(decks)]
+
+    def parsed(text):
+        raise AssertionError("a proper shoe was parsed card by card")
+
+    monkeypatch.setattr(fairness, "parse_card", parsed)
+    assert fairness.check_shoe(shoe, decks) == []
