@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event, text
 
-from croupier_platform.db import _group_commits, create_schema, make_engine, transaction
+from croupier_platform.db import _group_commits, create_schema, make_engine, reading, transaction
 from croupier_platform.eventstore import ConcurrencyConflict, DuplicateEventId, NewEvent, SqlEventStore
 from croupier_platform.tracking import handle_once
 
@@ -181,3 +181,52 @@ def test_a_crash_between_the_batch_commit_and_the_replies_loses_nothing(tmp_path
             assert handled(store.read_stream(f"round-{n}")[0]) is False
     finally:
         engine.dispose()
+
+
+def test_a_unit_failing_on_an_earlier_units_write_raises_only_once_that_write_is_visible(sqlite_engine: Engine) -> None:
+    """Two commands race for a stream in one batch: the loser's conflict reaches it after the batch's
+    commit, so what it reads next (to find the winner's round) is there — not before, while a third
+    unit still holds the batch open."""
+    store = SqlEventStore(sqlite_engine)
+    store.append("warm-up", 0, [new_event(0)], stream_type="round")
+    group = _group_commits[sqlite_engine]
+    third_may_finish = threading.Event()
+    seen_by_loser: list[int] = []
+
+    def version_read_apart() -> int:
+        with reading(sqlite_engine) as connection:  # a snapshot reader, as the game's round loads are
+            found = connection.execute(text("SELECT max(version) FROM events WHERE stream_id = 'round-x'")).scalar()
+        return found or 0
+
+    def winner() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append("round-x", 0, [new_event(1)], stream_type="round")
+            wait_until(lambda: group._queued >= 1)  # the loser queues behind: the same batch
+
+    def loser() -> None:
+        try:
+            with store.unit_of_work() as uow:
+                wait_until(lambda: group._queued >= 1)  # the third unit queues behind: the batch stays open
+                uow.events.append("round-x", 0, [new_event(2)], stream_type="round")
+        except ConcurrencyConflict:
+            seen_by_loser.append(version_read_apart())
+
+    def third() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append("round-y", 0, [new_event(3)], stream_type="round")
+            third_may_finish.wait(10)
+
+    threads = [threading.Thread(target=winner), threading.Thread(target=loser), threading.Thread(target=third)]
+    threads[0].start()
+    wait_until(lambda: group._owner is not None)
+    threads[1].start()
+    wait_until(lambda: group._owner == threads[1].ident)  # the loser holds the writer, the batch still open
+    threads[2].start()
+    # The loser may not report before the batch commits, which waits for the third unit.
+    deadline = time.monotonic() + 0.5
+    while not seen_by_loser and time.monotonic() < deadline:
+        time.sleep(0.01)
+    third_may_finish.set()
+    for thread in threads:
+        thread.join(10)
+    assert seen_by_loser == [1]

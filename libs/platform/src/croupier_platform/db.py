@@ -157,9 +157,11 @@ class GroupCommit:
 
     Each unit runs in the caller's thread, alone on the writer, inside a SAVEPOINT of its own: a unit
     that raises is rolled back to its savepoint and the others of the batch keep their effects. The
-    unit that finds no one queued behind it (or fills the batch) commits; every unit returns only
-    after that commit, so nothing is acknowledged before it is durable. Should the commit fail, every
-    unit of the batch raises (BatchLost) and none of them was written.
+    unit that finds no one queued behind it (or fills the batch) commits; every unit returns (or
+    raises) only after that commit, so nothing is acknowledged before it is durable, and a unit that
+    failed on what an earlier unit of its batch wrote (a version conflict) finds that write visible
+    once it raises. Should the commit fail, every unit of the batch raises (BatchLost) and none of
+    them was written.
 
     A unit opened inside a unit of the same thread nests as a savepoint of it (as a read inside a
     write does in the in-memory store)."""
@@ -204,7 +206,8 @@ class GroupCommit:
                     self._finish(batch)
             finally:
                 self._turn.release()
-        batch.committed.wait()
+            if batch is not None:
+                batch.committed.wait()  # a failed unit too: the caller reads next what made it fail
         if batch.error is not None:
             raise BatchLost(f"the shared commit failed: {batch.error}") from batch.error
 

@@ -521,7 +521,9 @@ class TableUseCases:
             try:
                 claimed = claimed_stake_ids(await self._book.load(round_id))
             except NotFound:
-                claimed = set()
+                # Not visible (yet): the stake may be the winner's own (the same request), so it is left to
+                # the round's end, or to the reconciler once it expires should the round never appear.
+                return
             if stakes_id not in claimed:
                 await self._stakes.release_stakes(stakes_id, round_id)
         except ServiceError as exc:
