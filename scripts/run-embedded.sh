@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${CROUPIER_DATA:-var}
 listen=${CROUPIER_LISTEN:-127.0.0.1:50051}
-.venv/bin/croupier serve --data "$data" --listen "$listen" &
+# The console is for the demo and the hint: warnings and errors only (LOG_LEVEL=INFO make run shows
+# one JSON access line per call, as a deployed service logs).
+LOG_LEVEL=${LOG_LEVEL:-WARNING} .venv/bin/croupier serve --data "$data" --listen "$listen" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 trap 'exit 0' INT TERM
