@@ -6,7 +6,7 @@ import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,23 +107,31 @@ class AccessLogInterceptor(grpc.aio.ServerInterceptor):
             return handler
         method = handler_call_details.method
         level = logging.DEBUG if _is_public(method) else logging.INFO
-        serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
-        if (inner := handler.unary_unary) is not None:
+        return around_each_call(handler, lambda context: _access_logged(method, level, context))
 
-            async def logged(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                with _access_logged(method, level, context):
-                    return await inner(request, context)
 
-            return grpc.unary_unary_rpc_method_handler(logged, **serializers)
+def around_each_call(
+    handler: grpc.RpcMethodHandler, around: Callable[[grpc.aio.ServicerContext], AbstractContextManager[Any]]
+) -> grpc.RpcMethodHandler:
+    """`handler` with each unary or server-streaming call run inside `around(context)` (the access
+    log's and the metrics' interceptors); a client-streaming handler is returned as it is."""
+    serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+    if (inner := handler.unary_unary) is not None:
 
-        inner_stream = handler.unary_stream
+        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            with around(context):
+                return await inner(request, context)
 
-        async def logged_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            with _access_logged(method, level, context):
+        return grpc.unary_unary_rpc_method_handler(unary, **serializers)
+    if (inner_stream := handler.unary_stream) is not None:
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            with around(context):
                 async for message in inner_stream(request, context):
                     yield message
 
-        return grpc.unary_stream_rpc_method_handler(logged_stream, **serializers)
+        return grpc.unary_stream_rpc_method_handler(stream, **serializers)
+    return handler
 
 
 @contextmanager

@@ -44,6 +44,8 @@ import grpc
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from .grpc_server import around_each_call
+
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
@@ -260,24 +262,8 @@ class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_streaming:
             return handler
-        method, measured_call = handler_call_details.method, self._measured
-        serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
-        if (inner := handler.unary_unary) is not None:
-
-            async def measured(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                with measured_call(method, context):
-                    return await inner(request, context)
-
-            return grpc.unary_unary_rpc_method_handler(measured, **serializers)
-
-        inner_stream = handler.unary_stream
-
-        async def measured_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            with measured_call(method, context):
-                async for message in inner_stream(request, context):
-                    yield message
-
-        return grpc.unary_stream_rpc_method_handler(measured_stream, **serializers)
+        method = handler_call_details.method
+        return around_each_call(handler, lambda context: self._measured(method, context))
 
     @contextmanager
     def _measured(self, method: str, context: grpc.aio.ServicerContext) -> Iterator[None]:
