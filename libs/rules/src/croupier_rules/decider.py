@@ -194,7 +194,7 @@ class Decider:
                 if table.over_limit != "auto-adjust":
                     raise InvalidInput(f"bet {name} of {amount} is over the table maximum {limit.max} (limits {limit.min}-{limit.max})")
                 adjusted[name] = amount
-                amount = limit.max - limit.max % table.chip_unit
+                amount = table.whole_chips(limit.max)
                 bets[name] = amount
             if amount % table.chip_unit:
                 raise InvalidInput(

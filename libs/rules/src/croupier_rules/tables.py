@@ -55,6 +55,10 @@ class TableConfig(BaseModel):
         """Every sum of chips is a multiple of this, and (for large enough sums) every multiple is a sum."""
         return reduce(gcd, self.chips)
 
+    def whole_chips(self, amount: int) -> int:
+        """`amount` rounded down to a whole number of chips (a multiple of the chip unit)."""
+        return amount - amount % self.chip_unit
+
 
 class CasinoWarTable(TableConfig):
     game: Literal["casino-war"] = "casino-war"

@@ -77,11 +77,6 @@ def leave(uow: GameUnitOfWork, seat: Seat) -> None:
         pair(uow, alone)
 
 
-def whole_chips(amount: int, config: TableConfig) -> int:
-    """`amount` rounded down to the table's chip unit."""
-    return amount - amount % config.chip_unit
-
-
 def dealt_by_player(config: TableConfig) -> WarP2PTable:
     """The table's parameters for a round a player deals (commission charged)."""
     assert isinstance(config, WarP2PTable)
@@ -120,7 +115,7 @@ class DealerChecks:
     async def bet_cap(self, dealer_id: str, config: TableConfig, currency: str) -> int:
         """The largest ante this dealer covers now, in whole chips (so betting it is accepted)."""
         assert isinstance(config, WarP2PTable)
-        return whole_chips(largest_covered_ante(await self._stakes.available_balance(dealer_id, currency), config), config)
+        return config.whole_chips(largest_covered_ante(await self._stakes.available_balance(dealer_id, currency), config))
 
     async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
         return await self._points.dealer_status(player_id, currency)

@@ -36,7 +36,7 @@ from ..domain.round import (
 from ..domain.visibility import RoundView
 from .ports import DEALER, PLAYER, CommittedShoe, Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
 from .rounds import RoundBook, retrying
-from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair, whole_chips
+from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair
 
 logger = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ class TableUseCases:
             player_net = sum(r.net for r in settlement.results.values())
             result = (settlement.dealer_net or 0) if seat.role == DEALER else player_net
         round_commission = last.state.settlement.commission if last and last.state.settlement else 0
-        max_ante = whole_chips(entry.config.limits["ante"].max, entry.config) if "ante" in entry.config.limits else 0
+        max_ante = entry.config.whole_chips(entry.config.limits["ante"].max) if "ante" in entry.config.limits else 0
         if seat.role == PLAYER and partner is not None:
             max_ante = min(max_ante, await self._checks.bet_cap(partner.player_id, entry.config, entry.currency))
         return SeatStatus(
