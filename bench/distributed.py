@@ -251,7 +251,7 @@ class Player:
         """One Casino War round; appends (command, finished at, latency ms) for every command."""
         async def timed(name, call, request):
             started = time.monotonic()
-            view = await call(request, metadata=self.meta, timeout=TIMEOUT)
+            view = (await call(request, metadata=self.meta, timeout=TIMEOUT)).round
             finished = time.monotonic()
             samples.append((name, finished, (finished - started) * 1000))
             return view

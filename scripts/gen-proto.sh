@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=libs/proto/src
+# From scratch: stubs of a proto that was moved or removed must not linger and keep old imports working.
+rm -rf "$out/croupier"
 mkdir -p "$out"
 protos=$(find proto -name '*.proto' | sort)
 if [ -z "$protos" ]; then exit 0; fi

@@ -12,7 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from croupier.v1 import audit_pb2_grpc, common_pb2, internal_pb2_grpc, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier.internal.v1 import internal_pb2_grpc
+from croupier.v1 import audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_cli.embedded import EmbeddedServer
 
 
@@ -102,16 +103,16 @@ class Player:
 
     def place(self, seat_id: str, bets: dict[str, int], key: str | None = None, cut: str = ""):
         return self.call(self.tables.PlaceBets, table_pb2.PlaceBetsRequest(
-            seat_id=seat_id, bets=bets, idempotency_key=key or str(uuid.uuid4()), cut_seed=cut))
+            seat_id=seat_id, bets=bets, idempotency_key=key or str(uuid.uuid4()), cut_seed=cut)).round
 
     def deal(self, round_id: str):
-        return self.call(self.tables.Deal, table_pb2.DealRequest(round_id=round_id))
+        return self.call(self.tables.Deal, table_pb2.DealRequest(round_id=round_id)).round
 
     def decide(self, round_id: str, choice: str, bet: str = ""):
-        return self.call(self.tables.Decide, table_pb2.DecideRequest(round_id=round_id, choice=choice, bet=bet))
+        return self.call(self.tables.Decide, table_pb2.DecideRequest(round_id=round_id, choice=choice, bet=bet)).round
 
     def get_round(self, round_id: str):
-        return self.call(self.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id))
+        return self.call(self.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id)).round
 
 
 @dataclass

@@ -99,7 +99,7 @@ class Client:
         tables = self.player.tables
         seat = self.call(tables.JoinTable, table_pb2.JoinTableRequest(table_id=rng.choice(GAMES))).seat_id
         view = self.call(tables.PlaceBets, table_pb2.PlaceBetsRequest(
-            seat_id=seat, bets={"ante": rng.choice((100, 200, 500))}, idempotency_key=str(uuid.uuid4())))
+            seat_id=seat, bets={"ante": rng.choice((100, 200, 500))}, idempotency_key=str(uuid.uuid4()))).round
         self.finish(view, rng)
 
     def finish(self, view, rng: random.Random) -> None:  # noqa: ANN001
@@ -107,10 +107,10 @@ class Client:
         while view.phase in ("dealing", "deciding"):
             seen = view.version
             if view.phase == "dealing":
-                view = self.call(tables.Deal, table_pb2.DealRequest(round_id=view.round_id, version=seen))
+                view = self.call(tables.Deal, table_pb2.DealRequest(round_id=view.round_id, version=seen)).round
             else:
                 view = self.call(tables.Decide, table_pb2.DecideRequest(
-                    round_id=view.round_id, choice=rng.choice(list(view.options)), version=seen))
+                    round_id=view.round_id, choice=rng.choice(list(view.options)), version=seen)).round
         self.rounds[view.round_id] = view
 
 

@@ -11,7 +11,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from sqlalchemy import create_engine, text
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_cli.localstack import ServiceProcesses
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.settings import database_url_for

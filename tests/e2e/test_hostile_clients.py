@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from croupier.v1 import audit_pb2, internal_pb2, table_pb2, wallet_pb2
+from croupier.internal.v1 import internal_pb2
+from croupier.v1 import audit_pb2, table_pb2, wallet_pb2
 from croupier_platform.auth import TokenAuthority
 from tests.proto_strategies import Pools, message_strategy, rpcs_of
 

@@ -48,7 +48,7 @@ def join(who, role: str = "player", nickname: str = "", auto_confirm: bool = Fal
 
 
 def seat_status(who, seat_id: str):  # noqa: ANN001, ANN201
-    return who.call(who.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat_id))
+    return who.call(who.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat_id)).status
 
 
 def become_dealer(casino, nickname: str):  # noqa: ANN001, ANN201

@@ -32,7 +32,7 @@ def test_a_player_verifies_a_round_and_an_edited_card_is_caught(casino, tmp_path
     player.top_up()
     seat = player.seat("casino-holdem-play")
     # The shoe of the seat's next round is committed before the bets and the cut seed: keep the commitment.
-    shown = player.call(player.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat))
+    shown = player.call(player.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat)).status
     round_id = player.place(seat, {"ante": 500, "aa_bonus": 500}, cut="my own cut").round_id
     assert round_id == shown.next_round_id
     view = player.deal(round_id)

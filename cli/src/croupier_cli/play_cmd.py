@@ -71,13 +71,13 @@ def play_round(client: Client, seat_id: str, table: table_pb2.TableInfo, rng: ra
         client.tables.PlaceBets,
         table_pb2.PlaceBetsRequest(seat_id=seat_id, bets=demo_bets(table, rng), idempotency_key=str(uuid.uuid4()),
                                    cut_seed=f"{rng.getrandbits(64):x}"),
-    )
-    view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id))
+    ).round
+    view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id)).round
     while view.phase == "deciding":
         brave = rng.random() < 0.8
         choice = WAR_CHOICE[table.game] if brave else ("fold" if table.game == "casino-holdem" else "surrender")
         view = client.call(client.tables.Decide,
-                           table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=view.pending_bets[0]))
+                           table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=view.pending_bets[0])).round
     return view
 
 
@@ -169,10 +169,10 @@ def ask_bets(table: table_pb2.TableInfo) -> dict[str, int]:
 def verify_after(client: Client, round_id: str, commitment: str) -> None:
     """Once the shoe is revealed, check the round as `croupier verify ROUND --commitment C` does."""
     deadline = time.monotonic() + REVEAL_WAIT_S
-    view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id))
+    view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id)).round
     while not view.revealed_shoe and time.monotonic() < deadline:  # revealed from the round's events, a moment later
         time.sleep(0.1)
-        view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id))
+        view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id)).round
     later = f"croupier verify {round_id} --commitment {commitment}"
     if not view.revealed_shoe:
         console.print(f"the shoe is not revealed yet; check the round later with: {later}")
@@ -203,24 +203,24 @@ def play(
     console.print(f"seated at {table.table_id} ({game}, {currency}); chips {', '.join(format_amount(c, currency) for c in table.chips)}")
     while True:
         console.print(f"balance {money(available(client, currency), currency)}")
-        status = client.call(client.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat.seat_id))
+        status = client.call(client.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat.seat_id)).status
         if status.next_commitment:
             console.print(f"next round {status.next_round_id}: its shoe is committed as sha256 {status.next_commitment}")
         bets = ask_bets(table)
         try:
             view = client.call(client.tables.PlaceBets, table_pb2.PlaceBetsRequest(
-                seat_id=seat.seat_id, bets=bets, idempotency_key=str(uuid.uuid4())))  # fmt: skip
+                seat_id=seat.seat_id, bets=bets, idempotency_key=str(uuid.uuid4()))).round  # fmt: skip
         except grpc.RpcError as error:
             if exit_code_of(error) != EXIT_REFUSED:
                 raise
             console.print(f"[red]refused: {escape(error.details() or error.code().name)}[/red]")  # bet again
             continue
-        view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id))
+        view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id)).round
         show(view)
         while view.phase == "deciding":
             bet = view.pending_bets[0]
             choice = Prompt.ask(f"{bet}: decide", choices=list(view.options), default=view.options[0])
-            view = client.call(client.tables.Decide, table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=bet))
+            view = client.call(client.tables.Decide, table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=bet)).round
             show(view)
         console.print(f"round {view.round_id}: net {money(view.total_returned - view.total_staked, currency, signed=True)}")
         verify_after(client, view.round_id, status.next_commitment)

@@ -74,7 +74,7 @@ def verify(
         view = _load(file)
     else:
         client = Client.connect(target, wallet_target=wallet_target)
-        view = view_as_dict(client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id)))
+        view = view_as_dict(client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=round_id)).round)
     if save is not None:
         save.write_text(json.dumps(view, indent=2) + "\n", encoding="utf-8")
         err.print(f"saved round {escape(str(view.get('round_id', '')))} to {escape(str(save))}")

@@ -61,28 +61,30 @@ class FakeTables(table_pb2_grpc.TableServiceServicer):
         return table_pb2.JoinTableResponse(seat_id="seat-1", table=HOLDEM)
 
     async def GetSeatStatus(self, request, context):  # noqa: N802, ANN001, ANN201
-        return table_pb2.SeatStatus(seat_id=request.seat_id, next_round_id="round-1", next_commitment=COMMITMENT, currency="PLAY")
+        status = table_pb2.SeatStatus(seat_id=request.seat_id, next_round_id="round-1", next_commitment=COMMITMENT, currency="PLAY")
+        return table_pb2.GetSeatStatusResponse(status=status)
 
     async def PlaceBets(self, request, context):  # noqa: N802, ANN001, ANN201
         self.placed.append(dict(request.bets))
-        return table_pb2.RoundView(round_id="round-1", game="casino-holdem", currency="PLAY", phase="dealing", bets=request.bets)
+        view = table_pb2.RoundView(round_id="round-1", game="casino-holdem", currency="PLAY", phase="dealing", bets=request.bets)
+        return table_pb2.PlaceBetsResponse(round=view)
 
     async def Deal(self, request, context):  # noqa: N802, ANN001, ANN201
         stake = sum(self.placed[-1].values())
         cards = [common_pb2.Card(card=c, hand=h, face_up=True) for c, h in
                  (("Ah", "player"), ("Kh", "player"), ("2c", "dealer"), ("7d", "dealer"),
                   ("Qh", "board"), ("Jh", "board"), ("Th", "board"), ("3s", "board"), ("4d", "board"))]  # fmt: skip
-        return table_pb2.RoundView(
+        return table_pb2.DealResponse(round=table_pb2.RoundView(
             round_id=request.round_id, game="casino-holdem", currency="PLAY", phase="settled", cards=cards,
             hand_values={"player": "royal flush", "dealer": "high card (Q high)"},
             results=[common_pb2.BetResult(bet="ante", stake=stake, returned=stake * 101, net=stake * 100, outcome="royal flush")],
             total_staked=stake, total_returned=stake * 101, commitment=COMMITMENT,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     async def GetRound(self, request, context):  # noqa: N802, ANN001, ANN201
         if request.round_id != "round-1":
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no round {request.round_id}")
-        return table_pb2.RoundView(round_id="round-1", phase="settled", commitment=COMMITMENT)  # shoe not revealed
+        return table_pb2.GetRoundResponse(round=table_pb2.RoundView(round_id="round-1", phase="settled", commitment=COMMITMENT))  # shoe not revealed
 
 
 class FakeWallet(wallet_pb2_grpc.WalletServiceServicer):

@@ -6,7 +6,7 @@ import uuid
 import grpc
 import pytest
 
-from croupier.v1.internal_pb2 import CutShoeRequest, DealCardsRequest, NewShoeRequest, RevealShoeRequest
+from croupier.internal.v1.internal_pb2 import CutShoeRequest, DealCardsRequest, NewShoeRequest, RevealShoeRequest
 from croupier_rules import fairness
 
 from ..shuffler.harness import run, running, status_of

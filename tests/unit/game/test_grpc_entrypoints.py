@@ -45,8 +45,8 @@ async def scenario() -> None:
             seat = (await tables.JoinTable(table_pb2.JoinTableRequest(table_id="casino-holdem-usd"), metadata=alice)).seat_id
             game.shuffler.stack("As", "Ad", "2c", "7d", "Ah", "Kc", "9s", "3d", "4h")
             request = table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1000, "aa_bonus": 500}, idempotency_key="k")
-            view = await tables.PlaceBets(request, metadata=alice)
-            view = await tables.Deal(table_pb2.DealRequest(round_id=view.round_id), metadata=alice)
+            view = (await tables.PlaceBets(request, metadata=alice)).round
+            view = (await tables.Deal(table_pb2.DealRequest(round_id=view.round_id), metadata=alice)).round
             assert view.phase == "deciding" and list(view.options) == ["call", "fold"]
             assert [(c.card, c.position) for c in view.cards if c.hand == "dealer"] == [("", -1), ("", -1)]
 
@@ -63,7 +63,7 @@ async def scenario() -> None:
                 await tables.ListRounds(table_pb2.ListRoundsRequest())
             assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
-            view = await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="call"), metadata=alice)
+            view = (await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="call"), metadata=alice)).round
             assert view.phase == "settled" and {r.bet for r in view.results} == {"ante", "call", "aa_bonus"}
             assert view.hand_values["player"].startswith("three of a kind") and len(view.revealed_shoe) == 52
             rounds = await tables.ListRounds(table_pb2.ListRoundsRequest(limit=5), metadata=alice)

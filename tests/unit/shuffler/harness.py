@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from croupier.v1 import internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2_grpc
 from croupier_dealer.bootstrap import bootstrap as bootstrap_dealer
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.bus import ROUND_EVENTS, SHOE_REVEALS, InProcessBus

@@ -14,7 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
+from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.bus import LEDGER_EVENTS, ROUND_EVENTS, InProcessBus
 from croupier_platform.events import EventEnvelope
@@ -43,7 +44,7 @@ class Harness:
 
     async def top_up(self, who: str, amount: int, tid: str, currency: str = "PLAY") -> wallet_pb2.Transaction:
         request = wallet_pb2.TopUpPlayMoneyRequest(amount=common_pb2.Money(amount_minor=amount, currency=currency), transaction_id=tid)
-        return await self.wallet.TopUpPlayMoney(request, metadata=self.auth(who))
+        return (await self.wallet.TopUpPlayMoney(request, metadata=self.auth(who))).transaction
 
     async def reserve(self, tid: str, player: str, round_id: str, amount: int, who: str = "game") -> internal_pb2.ReserveStakesResponse:
         request = internal_pb2.ReserveStakesRequest(
@@ -166,7 +167,7 @@ def test_deposits_are_for_operators_and_real_money(tmp_path):
         assert code == grpc.StatusCode.PERMISSION_DENIED and "operators" in details
         code, _ = await status_of(deposit("ops", "PLAY", "d1"))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
-        transaction = await deposit("ops", "USD", "d1")
+        transaction = (await deposit("ops", "USD", "d1")).transaction
         assert (transaction.kind, transaction.amount, transaction.currency) == ("deposit", 5_000, "USD")
         reply = await h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(), metadata=h.auth("alice"))
         assert {b.currency: b.available for b in reply.balances} == {"PLAY": 0, "USD": 5_000}

@@ -7,7 +7,7 @@ import uuid
 
 import grpc
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore

@@ -36,8 +36,7 @@ class WalletModule:
         self, engine: Engine, store: SqlEventStore, app: WalletApp, consumer: RoundEventsConsumer, bus: Bus,
         uow_factory: SqlWalletUnitOfWorkFactory | None = None,
     ) -> None:
-        self.service_names = ["croupier.v1.WalletService", "croupier.v1.LedgerService", "croupier.v1.StakeService",
-                              audit_server.SERVICE_NAME]  # fmt: skip
+        self.service_names = [*grpc_server.SERVICE_NAMES, audit_server.SERVICE_NAME]
         self.engine = engine
         self.store = store
         self.app = app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.grpc_server import call_metadata
 
 CALL_TIMEOUT_S = 5.0

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import Engine
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument, PermissionDenied
 from croupier_platform.events import EventEnvelope
@@ -26,7 +26,7 @@ class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
     async def ApplyRoundEvent(self, request, context):
         current_identity().require_service()
         applied = await self._apply_round_event(envelope_from_json(request.envelope_json))
-        return internal_pb2.ApplyRoundEventResponse(applied=applied)
+        return internal_pb2.CommissionServiceApplyRoundEventResponse(applied=applied)
 
     @handles_errors
     async def GetDealerStatus(self, request, context):

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.errors import InvalidArgument, NotFound, Unavailable
 
 DEFAULT_TIMEOUT_S = 5.0

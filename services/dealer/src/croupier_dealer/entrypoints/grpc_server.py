@@ -6,7 +6,7 @@ import asyncio
 
 import grpc
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.grpc_server import handles_errors
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 
 from ..application.ports import LedgerCheck, LedgerEntry, RevealedShoe
 from .grpc_clients import _Client

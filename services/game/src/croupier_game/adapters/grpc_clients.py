@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 import grpc
 
-from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
+from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable
 from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import call_metadata
@@ -57,15 +58,18 @@ class _Client:
 
 class _RoundEventSink(_Client):
     """A consumer of round events the reconciler re-drives (application.ports.RoundEventSink): the wallet,
-    the shuffler and the commission service each serve ApplyRoundEvent."""
+    the shuffler and the commission service each serve ApplyRoundEvent, each with its own request type."""
+
+    apply_request: type  # the service's own <Service>ApplyRoundEventRequest
 
     async def apply_round_event(self, envelope: EventEnvelope) -> bool:
-        request = internal_pb2.ApplyRoundEventRequest(envelope_json=envelope_to_json(envelope))
+        request = self.apply_request(envelope_json=envelope_to_json(envelope))
         return (await self._call("ApplyRoundEvent", request)).applied
 
 
 class GrpcShuffler(_RoundEventSink):
     service = "shuffler"
+    apply_request = internal_pb2.ShufflerServiceApplyRoundEventRequest
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
         return internal_pb2_grpc.ShufflerServiceStub(channel)
@@ -106,6 +110,7 @@ class GrpcDealer(_Client):
 
 class GrpcStakes(_RoundEventSink):
     service = "wallet"
+    apply_request = internal_pb2.StakeServiceApplyRoundEventRequest
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
         self._balances = wallet_pb2_grpc.WalletServiceStub(channel)
@@ -171,6 +176,7 @@ class GrpcStakes(_RoundEventSink):
 
 class GrpcDealerPoints(_RoundEventSink):
     service = "commission"
+    apply_request = internal_pb2.CommissionServiceApplyRoundEventRequest
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
         return internal_pb2_grpc.CommissionServiceStub(channel)

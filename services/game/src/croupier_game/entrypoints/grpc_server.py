@@ -109,11 +109,11 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             raise InvalidArgument(f"auto_confirm {request.auto_confirm!r} is not allowed; send on, off, or leave it empty")
         seen = request.after_round_id if request.HasField("after_round_id") else None
         await self._tables.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch], seen)
-        return seat_message(await self._tables.seat_status(identity, request.seat_id))
+        return table_pb2.ConfirmRoundResponse(status=seat_message(await self._tables.seat_status(identity, request.seat_id)))
 
     @handles_errors
     async def GetSeatStatus(self, request, context):  # noqa: ANN001, ANN201, N802
-        return seat_message(await self._tables.seat_status(current_identity(), request.seat_id))
+        return table_pb2.GetSeatStatusResponse(status=seat_message(await self._tables.seat_status(current_identity(), request.seat_id)))
 
     @handles_errors
     async def LeaveTable(self, request, context):  # noqa: ANN001, ANN201, N802
@@ -126,12 +126,13 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         view = await self._tables.place_bets(
             current_identity(), request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
         )
-        return round_message(view)
+        return table_pb2.PlaceBetsResponse(round=round_message(view))
 
     @handles_errors
     async def Deal(self, request, context):  # noqa: ANN001, ANN201, N802
         with round_span("Deal", request.round_id):
-            return round_message(await self._tables.deal(current_identity(), request.round_id, request.version))
+            view = await self._tables.deal(current_identity(), request.round_id, request.version)
+        return table_pb2.DealResponse(round=round_message(view))
 
     @handles_errors
     async def Decide(self, request, context):  # noqa: ANN001, ANN201, N802
@@ -139,16 +140,16 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             view = await self._tables.decide(
                 current_identity(), request.round_id, request.choice, request.bet, request.version
             )
-        return round_message(view)
+        return table_pb2.DecideResponse(round=round_message(view))
 
     @handles_errors
     async def Rebet(self, request, context):  # noqa: ANN001, ANN201, N802
         view = await self._tables.rebet(current_identity(), request.seat_id, request.idempotency_key, request.cut_seed)
-        return round_message(view)
+        return table_pb2.RebetResponse(round=round_message(view))
 
     @handles_errors
     async def GetRound(self, request, context):  # noqa: ANN001, ANN201, N802
-        return round_message(await self._tables.get_round(current_identity(), request.round_id))
+        return table_pb2.GetRoundResponse(round=round_message(await self._tables.get_round(current_identity(), request.round_id)))
 
     @handles_errors
     async def ListRounds(self, request, context):  # noqa: ANN001, ANN201, N802

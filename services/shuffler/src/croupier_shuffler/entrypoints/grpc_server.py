@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import handles_errors
@@ -25,11 +25,11 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
 
     @handles_errors
     async def ApplyRoundEvent(
-        self, request: internal_pb2.ApplyRoundEventRequest, context: grpc.aio.ServicerContext
-    ) -> internal_pb2.ApplyRoundEventResponse:
+        self, request: internal_pb2.ShufflerServiceApplyRoundEventRequest, context: grpc.aio.ServicerContext
+    ) -> internal_pb2.ShufflerServiceApplyRoundEventResponse:
         current_identity().require_service()
         applied = await self._apply_round_event(envelope_from_json(request.envelope_json))
-        return internal_pb2.ApplyRoundEventResponse(applied=applied)
+        return internal_pb2.ShufflerServiceApplyRoundEventResponse(applied=applied)
 
     @handles_errors
     async def NewShoe(
@@ -65,7 +65,7 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
         shoes = await asyncio.to_thread(self._shuffler.reveal_many, list(request.shoe_ids))
         return internal_pb2.RevealShoesResponse(
             shoes=[
-                internal_pb2.RevealShoeResponse(shoe_id=s.shoe_id, commitment=s.commitment, salt_hex=s.salt.hex(), cards=s.cards)
+                internal_pb2.RevealedShoe(shoe_id=s.shoe_id, commitment=s.commitment, salt_hex=s.salt.hex(), cards=s.cards)
                 for s in shoes
             ]
         )

@@ -13,7 +13,8 @@ from typing import TypeVar
 import grpc
 from sqlalchemy import Connection, Engine
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc, wallet_pb2
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
+from croupier.v1 import wallet_pb2
 from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.grpc_server import handles_errors

@@ -11,7 +11,8 @@ import functools
 
 import grpc
 
-from croupier.v1 import common_pb2, internal_pb2, internal_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
+from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.grpc_server import handles_errors
@@ -92,7 +93,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             raise PermissionDenied("play money is topped up by the player it is for; operators credit players with Deposit")
         amount, currency = _money(request.amount)
         view = await asyncio.to_thread(self._app.top_up, identity.subject, amount, currency, request.transaction_id)
-        return _transaction(view)
+        return wallet_pb2.TopUpPlayMoneyResponse(transaction=_transaction(view))
 
     @handles_errors
     @translated
@@ -100,7 +101,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         current_identity().require_operator()
         amount, currency = _money(request.amount)
         view = await asyncio.to_thread(self._app.deposit, request.player_id, amount, currency, request.transaction_id)
-        return _transaction(view)
+        return wallet_pb2.DepositResponse(transaction=_transaction(view))
 
     @handles_errors
     @translated
@@ -162,8 +163,9 @@ class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
         return _report(report, wallet_pb2.GetCommissionTotalsResponse, wallet_pb2.CommissionTotal)
 
 
-def _reservation(reservation) -> internal_pb2.ReserveStakesResponse:  # noqa: ANN001
-    return internal_pb2.ReserveStakesResponse(
+def _reservation(reservation, response_type):  # noqa: ANN001, ANN202
+    """A ReserveStakesResponse or a ReserveDealerCoverResponse: the same fields."""
+    return response_type(
         transaction_id=reservation.transaction_id,
         available_before=reservation.available_before,
         available_after=reservation.available_after,
@@ -184,7 +186,7 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
             self._app.reserve_stakes, request.transaction_id, request.player_id, request.round_id, amount, currency,
             dict(request.bets), request.game, request.table_id,
         )  # fmt: skip
-        return _reservation(reservation)
+        return _reservation(reservation, internal_pb2.ReserveStakesResponse)
 
     @handles_errors
     @translated
@@ -202,7 +204,7 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
             self._app.reserve_cover, request.transaction_id, request.dealer_id, request.round_id, cover,
             request.commission_hold, currency,
         )  # fmt: skip
-        return _reservation(reservation)
+        return _reservation(reservation, internal_pb2.ReserveDealerCoverResponse)
 
     @handles_errors
     @translated
@@ -222,11 +224,11 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
 
     @handles_errors
     @translated
-    async def ApplyRoundEvent(self, request: internal_pb2.ApplyRoundEventRequest, context: grpc.aio.ServicerContext):
+    async def ApplyRoundEvent(self, request: internal_pb2.StakeServiceApplyRoundEventRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         envelope = envelope_from_json(request.envelope_json)
         applied = await asyncio.to_thread(self._consumer.handle, envelope)  # the consumer's own handle_once path
-        return internal_pb2.ApplyRoundEventResponse(applied=applied)
+        return internal_pb2.StakeServiceApplyRoundEventResponse(applied=applied)
 
     @handles_errors
     @translated
@@ -245,6 +247,13 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         current_identity().require_service()
         released = await asyncio.to_thread(self._app.release_orphan_round, request.round_id)
         return internal_pb2.ReleaseOrphanRoundResponse(released=released)
+
+
+SERVICE_NAMES = [
+    wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name,
+    wallet_pb2.DESCRIPTOR.services_by_name["LedgerService"].full_name,
+    internal_pb2.DESCRIPTOR.services_by_name["StakeService"].full_name,
+]
 
 
 def register(server: grpc.aio.Server, app: WalletApp, consumer: RoundEventsConsumer) -> None:
