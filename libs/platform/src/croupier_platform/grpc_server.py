@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from .auth import Identity, TokenAuthority, reset_identity, set_identity
 from .errors import Unauthenticated, bounded, status_for
@@ -282,14 +283,56 @@ DEAD_LETTERS_HEALTH = "croupier.deadletters"
 
 async def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.aio.HealthServicer:
     """grpc.health.v1 (every service, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH and "" SERVING) and
-    reflection, so grpcurl and probes work."""
+    reflection v1 and v1alpha, so grpcurl and probes work."""
     names = list(service_names)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in [*names, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, ""]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    add_reflection(server, [*names, health.SERVICE_NAME])
     return health_servicer
+
+
+REFLECTION_V1_SERVICE = "grpc.reflection.v1.ServerReflection"
+_REFLECTION_V1_FILE = "grpc/reflection/v1/reflection.proto"
+
+
+def add_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> None:
+    """Server reflection as grpc.reflection.v1 (what grpcurl, Postman and buf curl ask first) and v1alpha.
+
+    grpcio-reflection serves only v1alpha; v1 is the same protocol, message for message and field for field,
+    under another package. So one servicer answers both, and v1's descriptor (derived from v1alpha's) joins
+    the default pool for the v1 service to be described too."""
+    _add_reflection_v1_descriptor()
+    servicer = reflection.aio.ReflectionServicer([*service_names, REFLECTION_V1_SERVICE, reflection.SERVICE_NAME])
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    info = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(REFLECTION_V1_SERVICE, {"ServerReflectionInfo": info}),))
+
+
+def _add_reflection_v1_descriptor() -> None:
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(_REFLECTION_V1_FILE)
+        return
+    except KeyError:
+        pass
+    file = descriptor_pb2.FileDescriptorProto()
+    reflection_pb2.DESCRIPTOR.CopyToProto(file)
+    old, new = f".{file.package}.", ".grpc.reflection.v1."
+    file.name, file.package = _REFLECTION_V1_FILE, "grpc.reflection.v1"
+    file.ClearField("options")
+    for message in file.message_type:
+        for field in message.field:
+            if field.HasField("type_name"):
+                field.type_name = field.type_name.replace(old, new)
+    for method in file.service[0].method:
+        method.input_type, method.output_type = method.input_type.replace(old, new), method.output_type.replace(old, new)
+    pool.AddSerializedFile(file.SerializeToString())
 
 
 def dead_letter_health(health_servicer: health.aio.HealthServicer) -> Callable[[bool], Awaitable[None]]:
