@@ -27,6 +27,7 @@ from croupier_platform.grpc_server import (
     listen,
     serving_health,
 )
+from croupier_platform.local_channel import HandlerRecorder, LocalChannel
 from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
@@ -90,8 +91,10 @@ class Host:
             options=SERVER_OPTIONS,
         )
         self.port = listen(self._server, self.listen)
-        local = self._channel(f"127.0.0.1:{self.port}")
-        channels = {name: local for name in self.services}
+        # Services hosted here call each other in-process (local_channel); the others over the network.
+        registry = HandlerRecorder(self._server)
+        local = LocalChannel(registry.handlers, self.authority)
+        channels: dict[str, grpc.aio.Channel] = {name: local for name in self.services}  # type: ignore[misc]
         channels.update({name: self._channel(address) for name, address in self.remote_addresses.items()})
         service_token = self.authority.mint("croupier-services", "service", int(utc_now().timestamp()), SERVICE_TOKEN_LIFETIME_S)
         names: list[str] = []
@@ -107,7 +110,7 @@ class Host:
                 metrics=self.metrics,
             )
             module = bootstrap(context, self.tables_file) if name == "game" else bootstrap(context)
-            module.register(self._server)
+            module.register(registry)  # type: ignore[arg-type]
             module.subscribe(self.bus)
             names += module.service_names
             self.modules.append(module)

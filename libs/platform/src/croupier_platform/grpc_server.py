@@ -50,7 +50,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             identity = None
             if not public:
                 try:
-                    identity = authority.verify(_bearer_token(metadata), int(clock()))
+                    identity = authority.verify(bearer_token(metadata), int(clock()))
                 except Unauthenticated as exc:
                     refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
                     await context.abort(grpc.StatusCode.UNAUTHENTICATED, bounded(str(exc)))
@@ -167,7 +167,7 @@ def _is_public(method: str) -> bool:
     return method.startswith(PUBLIC_METHOD_PREFIXES)
 
 
-def _bearer_token(metadata: tuple[tuple[str, Any], ...]) -> str:
+def bearer_token(metadata: tuple[tuple[str, Any], ...]) -> str:
     headers = [value for key, value in metadata if key == "authorization"]
     if len(headers) > 1:
         # Proxies and servers disagree on which of several wins: refuse rather than pick one.
