@@ -36,6 +36,17 @@ def wait_until(condition, seconds: float = 10.0) -> None:  # noqa: ANN001
         time.sleep(0.001)
 
 
+def run_second_behind_first(group, first, second) -> None:  # noqa: ANN001
+    """`first` in a thread, and once it holds the writer, `second` in another; both joined."""
+    a = threading.Thread(target=first)
+    a.start()
+    wait_until(lambda: group._owner is not None)
+    b = threading.Thread(target=second)
+    b.start()
+    a.join(10)
+    b.join(10)
+
+
 def test_one_failing_unit_leaves_the_others_of_its_group_commit_committed(sqlite_engine: Engine) -> None:
     store = SqlEventStore(sqlite_engine)
     store.append("warm-up", 0, [new_event(0)], stream_type="round")  # the engine's GroupCommit exists now
@@ -57,13 +68,7 @@ def test_one_failing_unit_leaves_the_others_of_its_group_commit_committed(sqlite
         except RuntimeError as error:
             outcomes["second"] = error
 
-    a = threading.Thread(target=first)
-    a.start()
-    wait_until(lambda: group._owner is not None)
-    b = threading.Thread(target=second)
-    b.start()
-    a.join(10)
-    b.join(10)
+    run_second_behind_first(group, first, second)
 
     assert outcomes["first"] == "committed"
     assert isinstance(outcomes["second"], RuntimeError)
@@ -230,3 +235,34 @@ def test_a_unit_failing_on_an_earlier_units_write_raises_only_once_that_write_is
     for thread in threads:
         thread.join(10)
     assert seen_by_loser == [1]
+
+
+def test_a_failing_first_unit_ends_its_batch_and_the_unit_queued_behind_it_commits(sqlite_engine: Engine) -> None:
+    # The batch's first unit runs without a savepoint: when it fails, the whole transaction (its
+    # effects only) is rolled back and the next unit starts a batch of its own.
+    store = SqlEventStore(sqlite_engine)
+    store.append("warm-up", 0, [new_event(0)], stream_type="round")
+    group = _group_commits[sqlite_engine]
+    outcomes: dict[str, object] = {}
+
+    def first() -> None:
+        try:
+            with store.unit_of_work() as uow:
+                uow.events.append("round-a", 0, [new_event(1)], stream_type="round")
+                wait_until(lambda: group._queued == 1)  # the second unit waits behind it
+                raise RuntimeError("the first command fails")
+        except RuntimeError as error:
+            outcomes["first"] = error
+
+    def second() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append("round-b", 0, [new_event(2)], stream_type="round")
+        outcomes["second"] = "committed"
+
+    run_second_behind_first(group, first, second)
+    assert isinstance(outcomes["first"], RuntimeError) and outcomes["second"] == "committed"
+    assert store.read_stream("round-a") == []
+    assert [e.payload["n"] for e in store.read_stream("round-b")] == [2]
+    with store.unit_of_work() as uow:  # the writer is free and its connection sound
+        uow.events.append("round-c", 0, [new_event(3)], stream_type="round")
+    assert len(store.read_stream("round-c")) == 1

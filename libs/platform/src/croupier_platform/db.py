@@ -146,17 +146,40 @@ class _Batch:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.transaction = connection.begin()  # BEGIN IMMEDIATE (_begin)
+        self.dbapi: Any = connection.connection.dbapi_connection
         self.units = 0
         self.committed = threading.Event()
         self.error: BaseException | None = None
+        # The first unit failed: the transaction holds only its effects, so it is rolled back whole
+        # (no savepoint needed for the first unit) and the batch ends there.
+        self.discard = False
+
+
+class _Savepoint:
+    """A unit's savepoint, said straight to sqlite3: SQLAlchemy's nested transaction costs more than
+    the unit's own statements, and the batch's connection is the writer's alone while the unit runs."""
+
+    NAME = "croupier_unit"
+
+    def __init__(self, batch: _Batch) -> None:
+        self._dbapi = batch.dbapi
+        self._dbapi.execute(f"SAVEPOINT {self.NAME}")
+
+    def release(self) -> None:
+        self._dbapi.execute(f"RELEASE SAVEPOINT {self.NAME}")
+
+    def rollback(self) -> None:
+        self._dbapi.execute(f"ROLLBACK TO SAVEPOINT {self.NAME}")
+        self._dbapi.execute(f"RELEASE SAVEPOINT {self.NAME}")
 
 
 class GroupCommit:
     """Group commit on one SQLite file: one writer connection, one transaction for the units of
     work that queue while the previous commit is under way, one COMMIT (one fsync) for all of them.
 
-    Each unit runs in the caller's thread, alone on the writer, inside a SAVEPOINT of its own: a unit
-    that raises is rolled back to its savepoint and the others of the batch keep their effects. The
+    Each unit runs in the caller's thread, alone on the writer, inside a SAVEPOINT of its own (the
+    batch's first unit in the transaction itself): a unit that raises is rolled back to its savepoint
+    and the others of the batch keep their effects (a first unit that raises ends its batch, rolled back). The
     unit that finds no one queued behind it (or fills the batch) commits; every unit returns (or
     raises) only after that commit, so nothing is acknowledged before it is durable, and a unit that
     failed on what an earlier unit of its batch wrote (a version conflict) finds that write visible
@@ -192,17 +215,18 @@ class GroupCommit:
         try:
             batch = self._batch = self._batch or self._open()
             batch.units += 1
-            savepoint = batch.connection.begin_nested()
+            savepoint = _Savepoint(batch) if batch.units > 1 else None
             try:
                 yield batch.connection
             except BaseException as error:
                 self._undo(batch, savepoint, error)
                 raise
-            savepoint.commit()
+            if savepoint is not None:
+                savepoint.release()
         finally:
             self._owner = None
             try:
-                if batch is not None and (batch.error is not None or batch.units >= self._max_units or not self._queued):
+                if batch is not None and (batch.error is not None or batch.discard or batch.units >= self._max_units or not self._queued):
                     self._finish(batch)
             finally:
                 self._turn.release()
@@ -220,19 +244,22 @@ class GroupCommit:
             raise
 
     @staticmethod
-    def _undo(batch: _Batch, savepoint: Any, error: BaseException) -> None:
+    def _undo(batch: _Batch, savepoint: "_Savepoint | None", error: BaseException) -> None:
+        if savepoint is None:
+            batch.discard = True  # the batch's first unit: nothing else to keep, the whole transaction goes
+            return
         try:
             savepoint.rollback()
         except Exception as undo_error:  # noqa: BLE001 - the transaction is gone with everything in it
             batch.error = batch.error or undo_error
             return
-        if not batch.connection.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+        if not batch.dbapi.in_transaction:
             batch.error = batch.error or error  # SQLite rolled the whole transaction back (e.g. disk full)
 
     def _finish(self, batch: _Batch) -> None:
         self._batch = None
         try:
-            if batch.error is None:
+            if batch.error is None and not batch.discard:
                 batch.transaction.commit()
             else:
                 batch.transaction.rollback()
