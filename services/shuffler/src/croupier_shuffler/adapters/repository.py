@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from croupier_platform.eventstore import EventLog, SqlEventStore
+from croupier_platform.eventstore import EventLog, SqlEventStore, SqlUnitOfWork
 from croupier_platform.runtime import iso
 from croupier_platform.tracking import Tracking
 
@@ -96,6 +96,13 @@ class SqlShufflerUnitOfWorkFactory:
     @contextmanager
     def __call__(self) -> Iterator[SqlShufflerUnitOfWork]:
         with self._store.unit_of_work() as uow:
-            yield SqlShufflerUnitOfWork(
-                shoes=SqlShoeRepository(uow.connection), events=uow.events, tracking=uow.tracking
-            )
+            yield self._joined(uow)
+
+    @contextmanager
+    def reading(self) -> Iterator[SqlShufflerUnitOfWork]:
+        with self._store.reading() as uow:
+            yield self._joined(uow)
+
+    @staticmethod
+    def _joined(uow: SqlUnitOfWork) -> SqlShufflerUnitOfWork:
+        return SqlShufflerUnitOfWork(shoes=SqlShoeRepository(uow.connection), events=uow.events, tracking=uow.tracking)

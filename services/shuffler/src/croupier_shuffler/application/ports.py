@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -44,4 +44,9 @@ class ShufflerUnitOfWork(Protocol):
     def tracking(self) -> Tracking: ...
 
 
-UnitOfWorkFactory = Callable[[], AbstractContextManager[ShufflerUnitOfWork]]
+class UnitOfWorkFactory(Protocol):
+    def __call__(self) -> AbstractContextManager[ShufflerUnitOfWork]:
+        """A unit of work that may write: committed when the block ends, undone when it raises."""
+
+    def reading(self) -> AbstractContextManager[ShufflerUnitOfWork]:
+        """A unit of work that only reads: a snapshot that neither waits for the writer nor holds it up."""

@@ -82,7 +82,7 @@ class Shuffler:
             raise InvalidShoeRequest(f"at most {MAX_REVEAL_BATCH} shoes a call, not {len(shoe_ids)}")
         for shoe_id in shoe_ids:
             validate_shoe_id(shoe_id)
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             return uow.shoes.get_many(shoe_ids)
 
     def on_round_event(self, uow: ShufflerUnitOfWork, envelope: EventEnvelope) -> None:
@@ -103,7 +103,7 @@ class Shuffler:
 
     def _get(self, shoe_id: str) -> Shoe:
         validate_shoe_id(shoe_id)
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             shoe = uow.shoes.get(shoe_id)
         if shoe is None:
             raise ShoeNotFound(shoe_id)
