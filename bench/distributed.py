@@ -23,6 +23,10 @@ Prints a table and, as the last line, one JSON object: rounds_per_s, p50_ms, p99
 commands), cpu_ms_per_round (total), settle_lag_p50_ms / settle_lag_p99_ms, pgbench_tps, the ratio
 rounds_per_s / pgbench_tps and per-level figures under "distributed_levels".
 
+`--replicas game=2,wallet=2` runs that many processes of those services (the clients' round_robin
+policy spreads internal calls over them; the players are spread over the game's replicas) and reports
+its figures under scaleout_* keys, for the scale-out comparison in `make bench`.
+
 Kafka and PostgreSQL are left running (`scripts/infra.sh up` is idempotent; others may be using them).
 
 `--keep-running SECONDS` / `--only-level N` exist for profiling (see bench/PROFILE.md): run one level,
@@ -55,6 +59,8 @@ from croupier_platform.auth import TokenAuthority
 TABLE = "casino-war-play"
 BETS = {"ante": 500}
 COMMANDS = ("PlaceBets", "Deal", "Decide")
+# What a run with replicas reports (beside the one-replica run's figures in `make bench`).
+SCALE_OUT_KEYS = ("rounds_per_s", "p50_ms", "p99_ms", "cpu_ms_per_round", "settle_lag_p99_ms")
 TIMEOUT = 60
 
 
@@ -274,7 +280,9 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
     options = [("grpc.use_local_subchannel_pool", 1)]
     # A few channels (HTTP/2 connections) so 64 streams do not all queue on one connection.
     n_channels = max(1, min(8, players_n // 8))
-    game_channels = [grpc.aio.insecure_channel(stack.target("game"), options=options) for _ in range(n_channels)]
+    # Players spread over the game's replicas, as a load balancer in front of them would.
+    game_channels = [grpc.aio.insecure_channel(stack.target("game", i % stack.replicas("game")), options=options)
+                     for i in range(n_channels)]
     wallet_channel = grpc.aio.insecure_channel(stack.target("wallet"), options=options)
     try:
         wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)
@@ -424,10 +432,14 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--pgbench-seconds", type=int, default=10)
     parser.add_argument("--no-pgbench", action="store_true")
+    parser.add_argument("--replicas", default="",
+                        help="e.g. game=2,wallet=2: those services run that many processes; the figures' "
+                             "keys get the prefix scaleout_")
     parser.add_argument("--pause-before", type=float, default=0.0,
                         help="seconds to wait after printing the service pids (attach a profiler)")
     args = parser.parse_args()
     levels_n = [int(n) for n in args.levels.split(",")]
+    replicas = {svc: int(n) for svc, _, n in (item.partition("=") for item in args.replicas.split(",") if item)}
 
     up = infra("up")
     if up.returncode:
@@ -437,7 +449,7 @@ def main() -> int:
     lag = None
     try:
         with tempfile.TemporaryDirectory(prefix="croupier-bench-") as workdir:
-            stack = ServiceProcesses.start(Path(workdir))
+            stack = ServiceProcesses.start(Path(workdir), replicas=replicas)
             pids = {svc: [p.pid for p in procs] for svc, procs in stack.processes.items()}
             print("service pids: " + json.dumps(pids), flush=True)
             if args.pause_before:
@@ -482,6 +494,9 @@ def main() -> int:
         "rounds_per_s_over_pgbench_tps": round(top["rounds_per_s"] / tps, 5) if tps else None,
         "distributed_levels": {str(level["players"]): level for level in levels},
     }
+    if replicas:
+        summary = {"scaleout_replicas": replicas, **{f"scaleout_{key}": value for key, value in summary.items()
+                                                       if key in SCALE_OUT_KEYS}}
     print(json.dumps(summary))
     return 0
 

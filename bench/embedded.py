@@ -41,7 +41,10 @@ class EmbeddedStack:
     secret: bytes
     port: int
 
-    def target(self, _service: str) -> str:
+    def replicas(self, _service: str) -> int:
+        return 1
+
+    def target(self, _service: str, _index: int = 0) -> str:
         return f"127.0.0.1:{self.port}"
 
 

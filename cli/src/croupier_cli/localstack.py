@@ -99,7 +99,7 @@ class ServiceProcesses:
             "KAFKA_TOPIC_PREFIX": f"e2e-{name}.",
             "CROUPIER_TOKEN_SECRET": secret.hex(),
             "LISTEN_HOST": "127.0.0.1",
-            **{f"{svc.upper()}_SERVICE_ADDR": f"127.0.0.1:{ports[svc][0]}" for svc in SERVICES},
+            **{f"{svc.upper()}_SERVICE_ADDR": every_replica(ports[svc]) for svc in SERVICES},
         }
         migrated = subprocess.run([CROUPIER, "migrate", "--database-url", url], env=env, capture_output=True, text=True, timeout=300)
         if migrated.returncode:
@@ -117,6 +117,9 @@ class ServiceProcesses:
             stack.stop()
             raise
         return stack
+
+    def replicas(self, service: str) -> int:
+        return len(self.ports[service])
 
     def target(self, service: str, index: int = 0) -> str:
         return f"127.0.0.1:{self.ports[service][index]}"
@@ -153,3 +156,11 @@ class ServiceProcesses:
                 except subprocess.TimeoutExpired:
                     process.kill()
         drop_database(self.base_url, self.database)
+
+
+def every_replica(ports: list[int]) -> str:
+    """A gRPC target naming every replica's port: the clients' round_robin policy spreads the calls
+    over them, as the headless Service's DNS answer does in Kubernetes."""
+    if len(ports) == 1:
+        return f"127.0.0.1:{ports[0]}"
+    return "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in ports)
