@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from croupier_platform.db import transaction
+from croupier_platform.db import reading, transaction
 from croupier_platform.runtime import iso
 
 from ..application.ports import CutAlreadyStored
@@ -104,4 +104,13 @@ class SqlDealerUnitOfWorkFactory:
     @contextmanager
     def __call__(self) -> Iterator[SqlDealerUnitOfWork]:
         with transaction(self._engine) as connection:
-            yield SqlDealerUnitOfWork(cuts=SqlCutRepository(connection), deals=SqlDealRepository(connection))
+            yield self._joined(connection)
+
+    @contextmanager
+    def reading(self) -> Iterator[SqlDealerUnitOfWork]:
+        with reading(self._engine) as connection, connection.begin():
+            yield self._joined(connection)
+
+    @staticmethod
+    def _joined(connection: Connection) -> SqlDealerUnitOfWork:
+        return SqlDealerUnitOfWork(cuts=SqlCutRepository(connection), deals=SqlDealRepository(connection))

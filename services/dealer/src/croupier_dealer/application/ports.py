@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
@@ -39,7 +39,12 @@ class DealerUnitOfWork(Protocol):
     def deals(self) -> DealRepository: ...
 
 
-UnitOfWorkFactory = Callable[[], AbstractContextManager[DealerUnitOfWork]]
+class UnitOfWorkFactory(Protocol):
+    def __call__(self) -> AbstractContextManager[DealerUnitOfWork]:
+        """A unit of work that may write: committed when the block ends, undone when it raises."""
+
+    def reading(self) -> AbstractContextManager[DealerUnitOfWork]:
+        """A unit of work that only reads: a snapshot that neither waits for the writer nor holds it up."""
 
 
 class ShoeOrders(Protocol):

@@ -61,7 +61,7 @@ class Dealer:
             return outcome.deal
 
     def _get_cut(self, round_id: str) -> CutShoe | None:
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             return uow.cuts.get(round_id)
 
     def _store_cut(self, new: CutShoe) -> CutShoe:

@@ -289,10 +289,13 @@ class TableUseCases:
         reaches the same round id, hence the same wallet transaction and shoe; two keys racing for one
         seat share the round id, so one append wins (and the loser's stakes are released)."""
 
-        def check(uow: GameUnitOfWork) -> str | tuple[Seat, Seat | None]:
+        def check(uow: GameUnitOfWork, writing: bool) -> str | tuple[Seat, Seat | None] | None:
             if (existing := uow.keys.get(actor.subject, key)) is not None:
                 return existing
-            seat = self._with_next_round(uow, self._own_seat(uow, actor, seat_id))
+            seat = self._own_seat(uow, actor, seat_id)
+            if not writing and seat.role == PLAYER and not seat.next_round_id:
+                return None  # the seat's next round needs its id: again, in a unit that writes
+            seat = self._with_next_round(uow, seat)
             if seat.role == DEALER:
                 raise FailedPrecondition(f"seat {seat_id} is a dealer's: the player bets, the dealer confirms (ConfirmRound)")
             if (under_way := open_round(uow, seat)) is not None:
@@ -307,7 +310,8 @@ class TableUseCases:
                 )
             return seat, dealer
 
-        found = await self._book.in_transaction(check)
+        # The usual case only reads (the seat has its next round's id), so it does not queue for the writer.
+        found = await self._book.read(lambda uow: check(uow, False)) or await self._book.in_transaction(lambda uow: check(uow, True))
         if isinstance(found, str):  # the key was used: the same request gets the same round, nothing more happens
             round_ = await self._book.load(found)
             if round_.opened.request_fingerprint not in ("", fingerprint):
