@@ -29,7 +29,7 @@ DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
 
 SERVICES = ("shuffler", "dealer", "game", "wallet", "commission")
 AUTOSCALED = ("game", "wallet")
-TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.commission-events", "croupier.shoe-reveals")
+TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.commission-events", "croupier.shoe-reveals", "croupier.seat-events")
 GRPC_PORT = 50051
 UID = 10001
 # The oldest Kubernetes minor these manifests promise to work on (gRPC probes are GA since 1.27).

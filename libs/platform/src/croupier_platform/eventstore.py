@@ -107,6 +107,11 @@ class EventLog(ABC):
         """Events of every stream in commit order."""
 
     @abstractmethod
+    def last_position(self) -> int:
+        """The position of the last event read_all would return now (0: none): where a reader that wants
+        only what comes next starts."""
+
+    @abstractmethod
     def stream_version(self, stream_id: str) -> int:
         """0 for a stream with no events."""
 
@@ -172,6 +177,10 @@ class EventStore(EventLog):
     def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
         with self.reading() as uow:
             return uow.events.read_all(after_position, limit)
+
+    def last_position(self) -> int:
+        with self.reading() as uow:
+            return uow.events.last_position()
 
     def stream_version(self, stream_id: str) -> int:
         with self.reading() as uow:
@@ -283,6 +292,9 @@ class _MemoryEventLog(EventLog):
     def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
         window = self._state.log[after_position : after_position + limit]
         return [StoredEvent(p, _copy(e)) for p, e in enumerate(window, start=after_position + 1)]
+
+    def last_position(self) -> int:
+        return len(self._state.log)
 
     def stream_version(self, stream_id: str) -> int:
         stream = self._state.streams.get(stream_id)
@@ -428,6 +440,18 @@ class _SqlEventLog(EventLog):
             StoredEvent(row.txid * _TXID_SHIFT + row.position, _envelope_from_row(row))
             for row in self._connection.execute(query)
         ]
+
+    def last_position(self) -> int:
+        if self._connection.dialect.name == "postgresql":  # read_all's packed (txid, position) of committed rows
+            query = (
+                select(events_table.c.txid, events_table.c.position)
+                .where(events_table.c.txid < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint"))
+                .order_by(events_table.c.txid.desc(), events_table.c.position.desc())
+                .limit(1)
+            )
+            row = self._connection.execute(query).first()
+            return row.txid * _TXID_SHIFT + row.position if row else 0
+        return self._connection.execute(select(func.coalesce(func.max(events_table.c.position), 0))).scalar_one()
 
     def stream_version(self, stream_id: str) -> int:
         head = self._head(stream_id)

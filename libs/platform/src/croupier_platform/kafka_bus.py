@@ -53,6 +53,7 @@ from croupier_platform.bus import (
     LEDGER_EVENTS,
     RETRY_LOG_INTERVAL_S,
     ROUND_EVENTS,
+    SEAT_EVENTS,
     SHOE_REVEALS,
     Bus,
     Handler,
@@ -74,7 +75,7 @@ from croupier_platform.faults import transient_cause
 from croupier_platform.logs import RateLimitedLog
 
 DEFAULT_PARTITIONS = 4
-KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, COMMISSION_EVENTS, SHOE_REVEALS)
+KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, COMMISSION_EVENTS, SHOE_REVEALS, SEAT_EVENTS)
 
 # Headers on every message: enough to route, filter or inspect it without decoding the value
 # (with EVENT_ID_HEADER and EVENT_TYPE_HEADER; a dead letter adds the DLQ_* ones).

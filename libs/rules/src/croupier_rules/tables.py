@@ -40,6 +40,10 @@ class TableConfig(BaseModel):
     chips: tuple[int, ...] = (100, 500, 2500, 10000)
     limits: dict[str, BetLimit]
     decision_timeout_s: int = Field(default=30, ge=1)
+    # Presence (a player's WatchSeat stream): one that drops and is not back within this is a
+    # disconnection (RULES.md §2); a seat with no activity for idle_limit_s is given up.
+    presence_grace_s: float = Field(default=30, gt=0)
+    idle_limit_s: float = Field(default=1800, gt=0)
     default_action: str = "surrender"
     over_limit: Literal["refuse", "auto-adjust"] = "refuse"
 

@@ -33,6 +33,8 @@ def table_info(entry: TableEntry) -> table_pb2.TableInfo:
         over_limit=config.over_limit,
         bets=list(entry.bet_names),
         dealer=entry.dealer,
+        presence_grace_s=config.presence_grace_s,
+        idle_limit_s=config.idle_limit_s,
     )
 
 
