@@ -55,6 +55,14 @@ class _MemorySeats(Seats):
     def waiting_for(self, round_id: str) -> Seat | None:
         return next((s for s in self._rows.seats.values() if s.next_round_id == round_id), None)
 
+    def seen_before(self, moment: str, limit: int) -> list[Seat]:
+        return sorted((s for s in self._rows.seats.values() if s.seen_at < moment), key=lambda s: s.seen_at)[:limit]
+
+    def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
+        for seat_id in seat_ids:
+            if (seat := self._rows.seats.get(seat_id)) is not None:
+                self._rows.seats[seat_id] = replace(seat, seen_at=moment, watched=seat.watched or watched)
+
 
 class _MemoryKeys(IdempotencyKeys):
     def __init__(self, rows: _Rows) -> None:
@@ -85,7 +93,7 @@ class _MemoryRounds(Rounds):
         self._rows.rounds[round_id] = replace(self._rows.rounds[round_id], phase=phase, version=version)
 
     def recent(self, player_id: str, limit: int) -> list[str]:
-        mine = [r.round_id for r in self._rows.rounds.values() if r.player_id == player_id]
+        mine = [r.round_id for r in self._rows.rounds.values() if player_id in (r.player_id, r.dealer_player_id)]
         return mine[::-1][:limit]
 
     def open_rounds(self, limit: int) -> list[RoundRow]:

@@ -23,6 +23,7 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    or_,
     select,
     update,
 )
@@ -53,8 +54,11 @@ seats_table = Table(
     Column("confirmed", Boolean, nullable=False, server_default=false()),
     Column("joined_at", Text, nullable=False, server_default=""),
     Column("next_round_id", String(36), nullable=False, server_default=""),
+    Column("seen_at", Text, nullable=False, server_default=""),
+    Column("watched", Boolean, nullable=False, server_default=false()),
     UniqueConstraint("player_id", "table_id"),
 )
+Index("ix_game_seats_seen", seats_table.c.seen_at)
 Index("ix_game_seats_waiting", seats_table.c.table_id, seats_table.c.role, seats_table.c.joined_at)
 
 idempotency_table = Table(
@@ -78,8 +82,10 @@ rounds_table = Table(
     Column("version", Integer, nullable=False),
     # The reconciler found the round, once over, closed in the wallet, the shuffler and the commission service.
     Column("reconciled", Boolean, nullable=False, server_default=false()),
+    Column("dealer_player_id", Text),
     sqlite_autoincrement=True,
 )
+Index("ix_game_rounds_dealer", rounds_table.c.dealer_player_id, rounds_table.c.id)
 Index("ix_game_rounds_player", rounds_table.c.player_id, rounds_table.c.id)
 Index("ix_game_rounds_reconciled", rounds_table.c.reconciled, rounds_table.c.id)
 _ROW_COLUMNS = [rounds_table.c[name] for name in RoundRow.__dataclass_fields__]
@@ -127,6 +133,15 @@ class _SqlSeats(Seats):
     def waiting_for(self, round_id: str) -> Seat | None:
         row = self._c.execute(select(seats_table).where(seats_table.c.next_round_id == round_id)).first()
         return Seat(**row._mapping) if row else None
+
+    def seen_before(self, moment: str, limit: int) -> list[Seat]:
+        query = select(seats_table).where(seats_table.c.seen_at < moment).order_by(seats_table.c.seen_at).limit(limit)
+        return [Seat(**row._mapping) for row in self._c.execute(query)]
+
+    def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
+        if seat_ids:
+            values = {"seen_at": moment, **({"watched": True} if watched else {})}
+            self._c.execute(update(seats_table).where(seats_table.c.seat_id.in_(list(seat_ids))).values(**values))
 
 
 class _SqlKeys(IdempotencyKeys):
@@ -191,7 +206,7 @@ class _SqlRounds(Rounds):
     def recent(self, player_id: str, limit: int) -> list[str]:
         query = (
             select(rounds_table.c.round_id)
-            .where(rounds_table.c.player_id == player_id)
+            .where(or_(rounds_table.c.player_id == player_id, rounds_table.c.dealer_player_id == player_id))
             .order_by(rounds_table.c.id.desc())
             .limit(limit)
         )

@@ -38,6 +38,10 @@ class Seat:
     # The id of the seat's next round, whose shoe is drawn and committed before the player bets
     # (so a cut seed sent with the bets cannot have chosen the shoe).
     next_round_id: str = ""
+    # Presence: the last moment the seat was known present (joined, bet, confirmed, or a WatchSeat stream
+    # open: refreshed while it stays open), and whether a stream was ever opened (then its drop counts).
+    seen_at: str = ""
+    watched: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class RoundRow:
     seat_id: str
     phase: str
     version: int
+    dealer_player_id: str | None = None  # war-p2p: the player-dealer (their history lists it too)
 
 
 class DuplicateRow(Exception):
@@ -85,6 +90,14 @@ class Seats(ABC):
     def waiting_for(self, round_id: str) -> Seat | None:
         """The seat whose next round is `round_id`, if any."""
 
+    @abstractmethod
+    def seen_before(self, moment: str, limit: int) -> list[Seat]:
+        """Seats last seen before `moment` (ISO), longest unseen first: the keeper's presence pass."""
+
+    @abstractmethod
+    def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
+        """The seats are present at `moment` (a watcher's stream is open); `watched`: a stream was opened."""
+
 
 class IdempotencyKeys(ABC):
     @abstractmethod
@@ -107,7 +120,7 @@ class Rounds(ABC):
 
     @abstractmethod
     def recent(self, player_id: str, limit: int) -> list[str]:
-        """The player's round ids, newest first."""
+        """The ids of the rounds the player played or dealt, newest first."""
 
     @abstractmethod
     def open_rounds(self, limit: int) -> list[RoundRow]:

@@ -23,6 +23,7 @@ from croupier_rules.tables import TableConfig, WarP2PTable
 
 from ..domain.catalogue import TableEntry
 from ..domain.round import OVER_PHASES
+from ..domain.seat import LEFT, OPPONENT_LEFT, SEAT_LEFT, SEAT_PAIRED, SEAT_STREAM_TYPE, seat_event
 from .ports import DEALER, PLAYER, SEAT_ROLES, DealerPoints, GameUnitOfWork, RoundRow, Seat, Stakes
 
 WAR_P2P = "war-p2p"
@@ -53,7 +54,13 @@ def open_round(uow: GameUnitOfWork, seat: Seat) -> RoundRow | None:
     return row if row is not None and row.phase not in OVER_PHASES else None
 
 
-def pair(uow: GameUnitOfWork, seat: Seat) -> Seat:
+def record_seat(uow: GameUnitOfWork, seat_id: str, event_type: str, at: str, causation_id: str | None = None, **payload: object) -> None:
+    """Append to the seat's stream (its watchers read it), in the transaction that changes the seat."""
+    event = seat_event(event_type, seat_id, at, causation_id, **payload)
+    uow.events.append(seat_id, uow.events.stream_version(seat_id), [event], stream_type=SEAT_STREAM_TYPE)
+
+
+def pair(uow: GameUnitOfWork, seat: Seat, at: str) -> Seat:
     """Pair an unpaired seat with the longest-waiting one of the other role; the seat as it is now."""
     other = DEALER if seat.role == PLAYER else PLAYER
     for candidate in uow.seats.unpaired(seat.table_id, other):
@@ -62,19 +69,23 @@ def pair(uow: GameUnitOfWork, seat: Seat) -> Seat:
         uow.seats.update(replace(candidate, partner_seat_id=seat.seat_id))
         paired = replace(seat, partner_seat_id=candidate.seat_id)
         uow.seats.update(paired)
+        record_seat(uow, candidate.seat_id, SEAT_PAIRED, at, partner_seat_id=seat.seat_id)
+        record_seat(uow, seat.seat_id, SEAT_PAIRED, at, partner_seat_id=candidate.seat_id)
         return paired
     return seat
 
 
-def leave(uow: GameUnitOfWork, seat: Seat) -> None:
+def leave(uow: GameUnitOfWork, seat: Seat, at: str, reason: str = LEFT, causation_id: str | None = None) -> None:
     """The seat is given up; its partner waits for (or is paired with) someone else."""
     uow.seats.remove(seat.seat_id)
+    record_seat(uow, seat.seat_id, SEAT_LEFT, at, causation_id, reason=reason)
     if seat.partner_seat_id is None or (partner := uow.seats.get(seat.partner_seat_id)) is None:
         return
     alone = replace(partner, partner_seat_id=None, confirmed=False)
     uow.seats.update(alone)
+    record_seat(uow, alone.seat_id, OPPONENT_LEFT, at, causation_id)
     if alone.role == DEALER or open_round(uow, alone) is None:
-        pair(uow, alone)
+        pair(uow, alone, at)
 
 
 def dealt_by_player(config: TableConfig) -> WarP2PTable:

@@ -36,7 +36,8 @@ from ..domain.round import (
 from ..domain.visibility import RoundView
 from .ports import DEALER, PLAYER, CommittedShoe, Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
 from .rounds import RoundBook, retrying
-from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair
+from ..domain.seat import ROUND_CONFIRMED, SEAT_JOINED, UNSEATED
+from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair, record_seat
 
 logger = logging.getLogger(__name__)
 
@@ -161,10 +162,11 @@ class TableUseCases:
             seat = Seat(
                 seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
                 nickname=nickname or actor.subject, auto_confirm=auto_confirm and role == DEALER, joined_at=at,
-                next_round_id=new_round_id() if role == PLAYER else "",
+                next_round_id=new_round_id() if role == PLAYER else "", seen_at=at,
             )  # fmt: skip
             uow.seats.add(seat)
-            return pair(uow, seat) if entry.game == WAR_P2P else seat
+            record_seat(uow, seat.seat_id, SEAT_JOINED, at, player_id=seat.player_id, table_id=table_id, role=role)
+            return pair(uow, seat, at) if entry.game == WAR_P2P else seat
 
         try:
             seat = await self._book.in_transaction(work)
@@ -187,7 +189,7 @@ class TableUseCases:
                 raise FailedPrecondition(
                     f"round {under_way.round_id} at this seat is still {under_way.phase}; finish it before leaving"
                 )
-            leave(uow, seat)
+            leave(uow, seat, self._book.now())
             uow.keys.add(actor.subject, LEFT_SEAT + seat_id, seat_id)
             return None
 
@@ -211,8 +213,12 @@ class TableUseCases:
                 raise FailedPrecondition(f"seat {seat_id} is a player's; only a dealer confirms rounds")
             if after_round_id is not None and (seat.last_round_id or "") != after_round_id:
                 return seat  # a round after the one the dealer saw has used this confirmation: a retry
-            confirmed = replace(seat, confirmed=True, auto_confirm=seat.auto_confirm if auto_confirm is None else auto_confirm)
+            at = self._book.now()
+            confirmed = replace(
+                seat, confirmed=True, auto_confirm=seat.auto_confirm if auto_confirm is None else auto_confirm, seen_at=at
+            )
             uow.seats.update(confirmed)
+            record_seat(uow, seat.seat_id, ROUND_CONFIRMED, at, auto_confirm=confirmed.auto_confirm)
             return confirmed
 
         return await self._book.in_transaction(work)
@@ -414,10 +420,11 @@ class TableUseCases:
             uow.keys.add(actor.subject, key, round_id)
             uow.rounds.add(
                 RoundRow(round_id=round_id, player_id=actor.subject, table_id=entry.table_id, seat_id=seat.seat_id,
-                         phase=round_.state.phase, version=round_.version)
+                         phase=round_.state.phase, version=round_.version,
+                         dealer_player_id=dealer.player_id if dealer else None)
             )  # fmt: skip
             if current is not None and current.next_round_id == round_id:  # the seat's next round is used up
-                current = replace(current, next_round_id=new_round_id(),
+                current = replace(current, next_round_id=new_round_id(), seen_at=at,
                                   last_round_id=round_id if refused is None else current.last_round_id)  # fmt: skip
                 uow.seats.update(current)
             if refused is None:
@@ -578,7 +585,7 @@ class TableUseCases:
             current = uow.seats.get(dealer.seat_id)
             if current is None or current.role != DEALER:
                 return
-            leave(uow, current)
+            leave(uow, current, self._book.now(), UNSEATED)
             for prefix, value in ((DEALER_UNSEATED, ",".join(missing)), (LEFT_SEAT, current.seat_id)):
                 if uow.keys.get(current.player_id, prefix + current.seat_id) is None:
                     uow.keys.add(current.player_id, prefix + current.seat_id, value)
