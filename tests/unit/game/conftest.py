@@ -15,7 +15,9 @@ from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
 from croupier_game.application.rounds import RoundBook
+from croupier_game.application.feed import LogFeed
 from croupier_game.application.tables import TableUseCases
+from croupier_game.application.watching import Presence, WatchUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue
 from croupier_platform.auth import Identity
@@ -49,6 +51,10 @@ class Game:
     audit: AuditUseCases
     commits: list[int]
     points: FakeDealerPoints
+    book: RoundBook
+    feed: LogFeed
+    presence: Presence
+    watching: WatchUseCases
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run(coroutine)
@@ -65,16 +71,22 @@ class Game:
         return len(pending)
 
 
-def build(store: Any) -> Game:
+def build(store: Any, *, clock: Any = None, tables_file: Path | None = None, queue_size: int = 256) -> Game:
     shuffler = FakeShuffler()
     dealer = FakeDealer(shuffler)
     wallet = FakeWallet()
     commits: list[int] = []
-    book = RoundBook(store, shuffler, TickingClock(), on_commit=lambda: commits.append(1))
-    catalogue = Catalogue.from_toml(DEFAULT_TABLES_FILE)
+    feeds: list[LogFeed] = []
+    book = RoundBook(store, shuffler, clock or TickingClock(), on_commit=lambda: (commits.append(1), *(f.wake() for f in feeds)))
+    catalogue = Catalogue.from_toml(tables_file or DEFAULT_TABLES_FILE)
     points = FakeDealerPoints()
-    tables = TableUseCases(book, catalogue, dealer, wallet, DealerChecks(wallet, points))
-    game = Game(store, shuffler, dealer, wallet, tables, AuditUseCases(book, wallet), commits, points)
+    checks = DealerChecks(wallet, points)
+    tables = TableUseCases(book, catalogue, dealer, wallet, checks)
+    feed = LogFeed(book, poll_interval_s=0.05, queue_size=queue_size)
+    feeds.append(feed)
+    presence = Presence(book, heartbeat_s=0.05)
+    watching = WatchUseCases(book, tables, catalogue, checks, feed, presence, max_streams_per_player=4)
+    game = Game(store, shuffler, dealer, wallet, tables, AuditUseCases(book, wallet), commits, points, book, feed, presence, watching)
     for who in ("alice", "bob"):
         wallet.fund(who, 1_000_000, "USD")
         wallet.fund(who, 1_000_000, "PLAY")

@@ -45,6 +45,12 @@ class Unavailable(ServiceError):
     status = grpc.StatusCode.UNAVAILABLE
 
 
+class ResourceExhausted(ServiceError):
+    """A caller past a per-connection bound (too many streams open, a stream too slow to keep up)."""
+
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 # Messages echo what the client sent; a status rides in HTTP/2 trailers, and a long one breaks the reply.
 MAX_STATUS_MESSAGE_CHARS = 512
 

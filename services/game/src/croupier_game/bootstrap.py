@@ -19,7 +19,9 @@ from .application.keeper import Keeper
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
 from .application.seating import DealerChecks
+from .application.feed import LogFeed
 from .application.tables import TableUseCases
+from .application.watching import Presence, WatchUseCases
 from . import config
 from .domain.catalogue import Catalogue
 from .entrypoints import grpc_server
@@ -33,7 +35,7 @@ class GameModule:
 
     def __init__(
         self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings,
-        reconciler: config.ReconcilerSettings | None = None,
+        reconciler: config.ReconcilerSettings | None = None, watch: config.WatchSettings | None = None,
     ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
         missing = [name for name in ("shuffler", "dealer", "wallet", "commission") if name not in ctx.channels]
@@ -47,11 +49,21 @@ class GameModule:
         shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token)
         stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
-        book = RoundBook(store, shuffler, ctx.clock, on_commit=self._relay.wake, metrics=ctx.metrics)
+        book = RoundBook(store, shuffler, ctx.clock, on_commit=self._committed, metrics=ctx.metrics)
         self.catalogue = catalogue
         points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token)
         checks = DealerChecks(stakes, points)
         self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes, checks)
+        # Live streams: one tail of the log feeds every watcher of this replica; open WatchSeat streams
+        # keep their seats present, refreshed well within the shortest presence grace.
+        watch = watch or config.WatchSettings()
+        self.feed = LogFeed(book, poll_interval_s=watch.watch_poll_interval_s, queue_size=watch.watch_queue_size)
+        shortest_grace = min(entry.config.presence_grace_s for entry in catalogue.tables())
+        self.presence = Presence(book, min(watch.presence_heartbeat_s, shortest_grace / 3))
+        self.watching = WatchUseCases(
+            book, self.tables, catalogue, checks, self.feed, self.presence,
+            max_streams_per_player=watch.watch_max_streams_per_player,
+        )  # fmt: skip
         self.audit = AuditUseCases(
             book, stakes, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token),
             ledger=GrpcLedgerArchive(ctx.channels["wallet"], ctx.service_token),
@@ -71,12 +83,18 @@ class GameModule:
         )  # fmt: skip
 
     def register(self, server: grpc.aio.Server) -> None:
-        grpc_server.register(server, self.tables, self.audit)
+        grpc_server.register(server, self.tables, self.audit, self.watching)
 
     def subscribe(self, bus: Bus) -> None:
         """The game consumes nothing: it owns the round streams and only publishes them."""
 
+    def _committed(self) -> None:
+        self._relay.wake()
+        self.feed.wake()
+
     async def start(self) -> None:
+        self.feed.start()
+        self.presence.start()
         self._relay.start()
         self.keeper.start()
         self.reconciler.start()
@@ -85,6 +103,8 @@ class GameModule:
         await self.reconciler.stop()
         await self.keeper.stop()  # first: what it appends is then relayed
         await self._relay.stop()
+        await self.presence.stop()
+        await self.feed.stop()
         self._engine.dispose()
 
 

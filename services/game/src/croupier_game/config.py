@@ -68,3 +68,25 @@ class ReconcilerSettings(BaseSettings):
     reconciler_interval_s: float = Field(default=RECONCILER_INTERVAL_S, gt=0)
     reconcile_after_s: float = Field(default=RECONCILE_AFTER_S, ge=0)
     reconciler_batch_size: int = Field(default=RECONCILER_BATCH_SIZE, ge=1, le=1_000)
+
+
+# Live streams (application/feed.py, watching.py): how often the log feed looks for what other replicas
+# wrote (this process's commits wake it at once), how many events may wait for one stream before it is
+# dropped as too slow, how many streams one player may hold open, and how often an open WatchSeat
+# stream refreshes its seat's presence (never less often than a third of the shortest presence grace).
+WATCH_POLL_INTERVAL_S = 0.1
+WATCH_QUEUE_SIZE = 256
+WATCH_MAX_STREAMS_PER_PLAYER = 16
+PRESENCE_HEARTBEAT_S = 5.0
+
+
+class WatchSettings(BaseSettings):
+    """$CROUPIER_WATCH_POLL_INTERVAL_S, $CROUPIER_WATCH_QUEUE_SIZE, $CROUPIER_WATCH_MAX_STREAMS_PER_PLAYER,
+    $CROUPIER_PRESENCE_HEARTBEAT_S."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
+
+    watch_poll_interval_s: float = Field(default=WATCH_POLL_INTERVAL_S, gt=0)
+    watch_queue_size: int = Field(default=WATCH_QUEUE_SIZE, ge=1)
+    watch_max_streams_per_player: int = Field(default=WATCH_MAX_STREAMS_PER_PLAYER, ge=1)
+    presence_heartbeat_s: float = Field(default=PRESENCE_HEARTBEAT_S, gt=0)

@@ -62,13 +62,16 @@ class RoundBook:
         self._on_commit()
 
     async def in_transaction(self, work: Callable[..., T]) -> T:
-        """Run `work(uow)` in one unit of work, in a thread (the store is synchronous)."""
+        """Run `work(uow)` in one unit of work, in a thread (the store is synchronous); once committed,
+        the relay and the watchers' feed are woken (a seat's events too are in the log)."""
 
         def run() -> T:
             with self._store.unit_of_work() as uow:
                 return work(uow)
 
-        return await asyncio.to_thread(run)
+        done = await asyncio.to_thread(run)
+        self._on_commit()
+        return done
 
     async def read(self, work: Callable[..., T]) -> T:
         """Run `work(uow)` in a unit of work that only reads (no write lock), in a thread."""

@@ -14,6 +14,7 @@ from croupier_platform.tracing import round_span
 
 from ..application.audit import AuditUseCases
 from ..application.tables import SeatStatus, TableUseCases
+from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.visibility import RoundView
 
@@ -85,9 +86,34 @@ def seat_message(status: SeatStatus) -> table_pb2.SeatStatus:
     return table_pb2.SeatStatus(**dataclasses.asdict(status))
 
 
+def update_message(update: RoundUpdate) -> table_pb2.RoundUpdate:
+    step = update.step
+    return table_pb2.RoundUpdate(
+        step=common_pb2.RoundStep(version=step.version, event_type=step.event_type, occurred_at=step.occurred_at, payload_json=step.payload_json),
+        caused_by=update.caused_by, round=round_message(update.view),
+    )  # fmt: skip
+
+
+def seat_notice_message(notice: SeatNotice) -> table_pb2.WatchSeatResponse:
+    if notice.round_update is not None:
+        return table_pb2.WatchSeatResponse(position=notice.position, round_update=update_message(notice.round_update))
+    if notice.ended is not None:
+        return table_pb2.WatchSeatResponse(position=notice.position, seat_ended=table_pb2.SeatEnded(reason=notice.ended))
+    assert notice.changed is not None
+    changed = notice.changed
+    return table_pb2.WatchSeatResponse(
+        position=notice.position,
+        seat_changed=table_pb2.SeatChanged(
+            change=changed.change, status=seat_message(changed.status) if changed.status else None,
+            may_deal=changed.may_deal, may_deal_missing=changed.may_deal_missing,
+        ),
+    )  # fmt: skip
+
+
 class TableServicer(table_pb2_grpc.TableServiceServicer):
-    def __init__(self, tables: TableUseCases) -> None:
+    def __init__(self, tables: TableUseCases, watching: WatchUseCases) -> None:
         self._tables = tables
+        self._watching = watching
 
     @handles_errors
     async def ListTables(self, request, context):  # noqa: ANN001, ANN201, N802
@@ -158,6 +184,16 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         views = await self._tables.list_rounds(current_identity(), request.limit)
         return table_pb2.ListRoundsResponse(rounds=[round_message(v) for v in views])
 
+    @handles_stream_errors
+    async def WatchSeat(self, request, context):  # noqa: ANN001, ANN201, N802
+        async for notice in self._watching.watch_seat(current_identity(), request.seat_id, request.after_position):
+            yield seat_notice_message(notice)
+
+    @handles_stream_errors
+    async def WatchRound(self, request, context):  # noqa: ANN001, ANN201, N802
+        async for notice in self._watching.watch_round(current_identity(), request.round_id, request.after_position):
+            yield table_pb2.WatchRoundResponse(position=notice.position, round_update=update_message(notice.update))
+
 
 class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
     def __init__(self, audit: AuditUseCases) -> None:
@@ -193,8 +229,8 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
             )  # fmt: skip
 
 
-def register(server: grpc.aio.Server, tables: TableUseCases, audit: AuditUseCases) -> None:
-    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(tables), server)
+def register(server: grpc.aio.Server, tables: TableUseCases, audit: AuditUseCases, watching: WatchUseCases) -> None:
+    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(tables, watching), server)
     audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditServicer(audit), server)
 
 
