@@ -43,7 +43,7 @@ class SlowWatcher(Exception):
     """A stream's queue overflowed: its watcher falls behind the table."""
 
 
-@dataclass
+@dataclass(eq=False)  # each subscription is itself (a set member by identity)
 class Subscription:
     """What one stream is sent: every logged event after `start` with one of its keys, in log order."""
 
