@@ -55,8 +55,13 @@ class _MemorySeats(Seats):
     def waiting_for(self, round_id: str) -> Seat | None:
         return next((s for s in self._rows.seats.values() if s.next_round_id == round_id), None)
 
-    def seen_before(self, moment: str, limit: int) -> list[Seat]:
-        return sorted((s for s in self._rows.seats.values() if s.seen_at < moment), key=lambda s: s.seen_at)[:limit]
+    def seen_before(self, moment: str, limit: int, *, watched_only: bool = False) -> list[Seat]:
+        unseen = (s for s in self._rows.seats.values() if s.seen_at < moment and (s.watched or not watched_only))
+        return sorted(unseen, key=lambda s: s.seen_at)[:limit]
+
+    def unwatch(self, seat_id: str) -> None:
+        if (seat := self._rows.seats.get(seat_id)) is not None:
+            self._rows.seats[seat_id] = replace(seat, watched=False)
 
     def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
         for seat_id in seat_ids:

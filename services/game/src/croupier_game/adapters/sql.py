@@ -22,6 +22,7 @@ from sqlalchemy import (
     delete,
     false,
     func,
+    true,
     insert,
     or_,
     select,
@@ -134,9 +135,14 @@ class _SqlSeats(Seats):
         row = self._c.execute(select(seats_table).where(seats_table.c.next_round_id == round_id)).first()
         return Seat(**row._mapping) if row else None
 
-    def seen_before(self, moment: str, limit: int) -> list[Seat]:
+    def seen_before(self, moment: str, limit: int, *, watched_only: bool = False) -> list[Seat]:
         query = select(seats_table).where(seats_table.c.seen_at < moment).order_by(seats_table.c.seen_at).limit(limit)
+        if watched_only:
+            query = query.where(seats_table.c.watched == true())
         return [Seat(**row._mapping) for row in self._c.execute(query)]
+
+    def unwatch(self, seat_id: str) -> None:
+        self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat_id).values(watched=False))
 
     def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
         if seat_ids:

@@ -33,12 +33,13 @@ from datetime import UTC, datetime, timedelta
 from croupier_platform.errors import ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_platform.outbox import Leadership
-from croupier_platform.runtime import Clock
+from croupier_platform.runtime import Clock, iso
 from croupier_rules.errors import RuleError
 
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
 from .leader_loop import LeaderLoop
+from .ports import PLAYER, GameUnitOfWork, Seat
 from .rounds import BrokenRoundError, RoundBook
 from .tables import TableUseCases
 
@@ -69,10 +70,12 @@ class KeeperPass:
     voided: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # someone appended meanwhile: left for the next pass
     failed: list[str] = field(default_factory=list)
+    disconnected: list[str] = field(default_factory=list)  # seats whose watcher stayed away past the grace
+    ended: list[str] = field(default_factory=list)  # seats given up after the table's idle limit
 
     @property
     def acted(self) -> bool:
-        return bool(self.decided or self.voided)
+        return bool(self.decided or self.voided or self.disconnected or self.ended)
 
 
 def _moment(occurred_at: str) -> datetime:
@@ -144,11 +147,69 @@ class Keeper(LeaderLoop):
             if due is not None:
                 seen[row.round_id] = due
         self._due = seen
+        if not self.stopping:
+            await self._presence_pass(now, done)
         self._book.metrics.keeper_acted("decided", len(done.decided))  # one default decision per pending bet
         self._book.metrics.keeper_acted("voided", len(done.voided))
         if done.acted or done.failed:
-            logger.info("%s: decided %s, voided %s, skipped %s, failed %s", self.name, done.decided, done.voided, done.skipped, done.failed)
+            logger.info(
+                "%s: decided %s, voided %s, skipped %s, failed %s, disconnected %s, idle seats ended %s", self.name,
+                done.decided, done.voided, done.skipped, done.failed, done.disconnected, done.ended,
+            )  # fmt: skip
         return done
+
+    # -------------------------------------------------------------- presence (RULES.md §2, seed 002)
+
+    async def _presence_pass(self, now: datetime, done: KeeperPass) -> None:
+        """Seats unseen for a while: a watched player's seat past the table's presence grace is a
+        disconnection (the bets back before the deal, the default decision after it; a dealer's round
+        goes on); any seat past the table's idle limit with no round open is given up."""
+        tables = {entry.table_id: entry.config for entry in self._tables.list_tables()}
+        graced = iso(now - timedelta(seconds=min(c.presence_grace_s for c in tables.values())))
+        idle = iso(now - timedelta(seconds=min(c.idle_limit_s for c in tables.values())))
+
+        def unseen_seats(uow: GameUnitOfWork) -> list[Seat]:
+            away = uow.seats.seen_before(graced, self._batch_size, watched_only=True)
+            ids = {seat.seat_id for seat in away}
+            return away + [s for s in uow.seats.seen_before(idle, self._batch_size) if s.seat_id not in ids]
+
+        seats = await self._book.in_transaction(unseen_seats)
+        unseen = [seat.seat_id for seat in seats if not seat.seen_at]  # seats older than presence: counted from now
+        if unseen:
+            await self._book.in_transaction(lambda uow: uow.seats.mark_seen(unseen, iso(now), watched=False))
+        for seat in seats:
+            table = tables.get(seat.table_id)
+            if self.stopping or table is None or not seat.seen_at:
+                continue
+            away = now - _moment(seat.seen_at)
+            try:
+                if away > timedelta(seconds=table.idle_limit_s):
+                    if await self._tables.end_idle_seat(seat.seat_id, iso(now - timedelta(seconds=table.idle_limit_s))):
+                        done.ended.append(seat.seat_id)
+                        continue
+                if seat.watched and away > timedelta(seconds=table.presence_grace_s):
+                    await self._disconnected(seat, done)
+            except ConcurrencyConflict:  # the player acted meanwhile: theirs stands
+                done.skipped.append(seat.last_round_id or seat.seat_id)
+            except Exception:  # noqa: BLE001 - one seat must not keep the keeper from the others
+                logger.warning("%s: seat %s: its absence could not be acted on; retrying next pass", self.name, seat.seat_id, exc_info=True)
+                done.failed.append(seat.seat_id)
+
+    async def _disconnected(self, seat: Seat, done: KeeperPass) -> None:
+        """The seat's stream is gone: a player's open round goes as if they had left before the deal
+        (LeaveTable: the bets back) or let the decision time out (the default); a dealer's round goes on."""
+        round_ = await self._book.load(seat.last_round_id) if seat.role == PLAYER and seat.last_round_id else None
+        if round_ is not None and not round_.is_over:
+            if round_.state.phase == "deciding":
+                await self._decide_default(round_, done)
+            elif not round_.cards_dealt:
+                reason = "the player's connection dropped before the deal; the bets are returned (keeper)"
+                if (await self._audit.void_as_system(round_, reason, KEEPER_CAUSATION)).voided_now:
+                    done.voided.append(round_.round_id)
+            else:
+                return  # cards due after a decision already taken: the stuck-round rule finishes it
+        await self._book.in_transaction(lambda uow: uow.seats.unwatch(seat.seat_id))
+        done.disconnected.append(seat.seat_id)
 
     def _due_of(self, round_: Round) -> _Due:
         if round_.is_over:

@@ -91,12 +91,17 @@ class Seats(ABC):
         """The seat whose next round is `round_id`, if any."""
 
     @abstractmethod
-    def seen_before(self, moment: str, limit: int) -> list[Seat]:
-        """Seats last seen before `moment` (ISO), longest unseen first: the keeper's presence pass."""
+    def seen_before(self, moment: str, limit: int, *, watched_only: bool = False) -> list[Seat]:
+        """Seats last seen before `moment` (ISO), longest unseen first (`watched_only`: those watched):
+        the keeper's presence pass."""
 
     @abstractmethod
     def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
-        """The seats are present at `moment` (a watcher's stream is open); `watched`: a stream was opened."""
+        """The seats are present at `moment`; `watched`: through a stream (whose drop then counts)."""
+
+    @abstractmethod
+    def unwatch(self, seat_id: str) -> None:
+        """The seat's absence was acted on: its drop is not acted on again until a stream watches it anew."""
 
 
 class IdempotencyKeys(ABC):

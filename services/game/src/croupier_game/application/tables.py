@@ -22,6 +22,7 @@ from croupier_rules.games.war_p2p import largest_commission
 
 from ..domain.catalogue import Catalogue, TableEntry
 from ..domain.round import (
+    KEEPER_CAUSATION,
     OVER_PHASES,
     ROUND_OPENED,
     new_round_id,
@@ -36,7 +37,7 @@ from ..domain.round import (
 from ..domain.visibility import RoundView
 from .ports import DEALER, PLAYER, CommittedShoe, Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
 from .rounds import RoundBook, retrying
-from ..domain.seat import ROUND_CONFIRMED, SEAT_JOINED, UNSEATED
+from ..domain.seat import IDLE, ROUND_CONFIRMED, SEAT_JOINED, UNSEATED
 from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair, record_seat
 
 logger = logging.getLogger(__name__)
@@ -264,6 +265,19 @@ class TableUseCases:
             next_round_id=seat.next_round_id, next_commitment=next_commitment,
             confirmed=seat.auto_confirm or seat.confirmed or bool(partner and (partner.auto_confirm or partner.confirmed)),
         )  # fmt: skip
+
+    async def end_idle_seat(self, seat_id: str, idle_since: str) -> bool:
+        """The keeper: the seat, unseen since before `idle_since` (ISO) and with no round open at it, is given
+        up as by LeaveTable (its partner paired anew), its stream told why ("idle"); False if it was not."""
+
+        def work(uow: GameUnitOfWork) -> bool:
+            seat = uow.seats.get(seat_id)
+            if seat is None or not seat.seen_at or seat.seen_at >= idle_since or open_round(uow, seat) is not None:
+                return False
+            leave(uow, seat, self._book.now(), IDLE, KEEPER_CAUSATION)
+            return True
+
+        return await self._book.in_transaction(work)
 
     # -------------------------------------------------------------- a round
 

@@ -99,14 +99,14 @@ class Presence:
 
     async def arrive(self, seat_id: str) -> None:
         self._watchers[seat_id] += 1
-        await self._mark([seat_id], watched=True)
+        await self._mark([seat_id])
 
     async def depart(self, seat_id: str) -> None:
         self._watchers[seat_id] -= 1
         if self._watchers[seat_id] <= 0:
             del self._watchers[seat_id]
             try:
-                await self._mark([seat_id], watched=False)  # the grace counts from the drop
+                await self._mark([seat_id])  # the grace counts from the drop
             except Exception:  # noqa: BLE001 - the last heartbeat stands then
                 logger.warning("seat %s: the end of its stream could not be recorded", seat_id, exc_info=True)
 
@@ -125,13 +125,14 @@ class Presence:
             await asyncio.sleep(self.heartbeat_s)
             if self._watchers:
                 try:
-                    await self._mark(list(self._watchers), watched=False)
+                    await self._mark(list(self._watchers))
                 except Exception:  # noqa: BLE001 - the store may be away; the next beat retries
                     logger.warning("presence: the watched seats could not be marked seen", exc_info=True)
 
-    async def _mark(self, seat_ids: Sequence[str], *, watched: bool) -> None:
+    async def _mark(self, seat_ids: Sequence[str]) -> None:
+        """Seen now, through a stream (every beat says so again: a keeper's unwatch racing a return is undone)."""
         at = self._book.now()
-        await self._book.in_transaction(lambda uow: uow.seats.mark_seen(seat_ids, at, watched=watched))
+        await self._book.in_transaction(lambda uow: uow.seats.mark_seen(seat_ids, at, watched=True))
 
 
 class WatchUseCases:
