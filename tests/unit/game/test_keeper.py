@@ -440,3 +440,95 @@ def test_the_keepers_lock_is_its_own_and_the_outboxs_is_unchanged() -> None:
 
     assert outbox_lock_key("wallet") == outbox_lock_key("wallet", "outbox") == -3210774257860591482
     assert outbox_lock_key("game", "keeper") not in {outbox_lock_key("game"), outbox_lock_key("wallet", "keeper")}
+
+
+# ---------------------------------------------------------------- presence (a WatchSeat stream's drop)
+
+GRACE_S, IDLE_S = 5, 120
+
+
+@pytest.fixture
+def present(tmp_path: Path) -> Service:
+    """Every table with a 5 s presence grace and a 120 s idle limit (decisions still time out after 30 s)."""
+    catalogue = DEFAULT_TABLES_FILE.read_text(encoding="utf-8")
+    tables = tmp_path / "tables.toml"
+    entries = []
+    for block in catalogue.split("[[tables]]")[1:]:
+        body, _, _ = block.partition("[tables.table]")
+        extra = block[len(body):].replace("[tables.table]", "").strip()
+        entries.append(f"[[tables]]{body.rstrip()}\n[tables.table]\npresence_grace_s = {GRACE_S}\nidle_limit_s = {IDLE_S}\n{extra}\n")
+    tables.write_text("\n".join(entries), encoding="utf-8")
+    return service(InMemoryGameStore(), fakes(), tables_file=tables)
+
+
+def watched(s: Service, seat_id: str) -> None:
+    """A WatchSeat stream beats for the seat now (Presence marks it seen, through a stream)."""
+    s.run(s.book.in_transaction(lambda uow: uow.seats.mark_seen([seat_id], s.book.now(), watched=True)))
+
+
+def seat_of(s: Service, round_id: str) -> str:
+    return s.view(round_id).seat_id
+
+
+def test_a_watched_player_gone_with_a_decision_pending_gets_the_default_after_the_grace(present: Service) -> None:
+    round_id = present.open_round("casino-holdem-usd", {"ante": 1000}, HOLDEM_DECIDING)
+    seat = seat_of(present, round_id)
+    watched(present, seat)
+    present.clock.advance(GRACE_S - 1)
+    watched(present, seat)  # a heartbeat: still there
+    present.clock.advance(GRACE_S - 1)
+    assert not present.keep().acted
+    present.clock.advance(1.5)  # the stream dropped GRACE_S + 0.5 s ago, long before the 30 s decision timeout
+    done = present.keep()
+    assert done.decided == [(round_id, "ante", "fold")] and done.disconnected == [seat]
+    assert present.view(round_id).phase == "settled"
+    assert decisions(present, round_id)[-1][1] == KEEPER_CAUSATION
+    assert not present.keep().acted  # acted on once
+    present.replay_ok(round_id)
+
+
+def test_a_watched_player_gone_before_the_deal_gets_the_bets_back(present: Service) -> None:
+    round_id = present.open_round("casino-war-usd", {"ante": 1000}, [], deal=False)
+    watched(present, seat_of(present, round_id))
+    present.clock.advance(GRACE_S + 0.5)
+    done = present.keep()
+    assert done.voided == [round_id] and done.disconnected == [seat_of(present, round_id)]
+    view = present.view(round_id)
+    assert view.phase == "voided" and "connection dropped before the deal" in view.void_reason
+    present.pump()
+    assert present.wallet.available("alice") == START
+
+
+def test_a_player_who_never_watched_is_left_to_the_decision_timeout(present: Service) -> None:
+    round_id = present.open_round("casino-holdem-usd", {"ante": 1000}, HOLDEM_DECIDING)
+    present.clock.advance(GRACE_S * 3)
+    assert not present.keep().acted and present.view(round_id).phase == "deciding"
+
+
+def test_a_watched_dealer_gone_mid_round_lets_the_round_go_on(present: Service) -> None:
+    present.wallet.fund("bob", START, "USD")
+    dealer_seat = present.run(present.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))[0].seat_id
+    round_id = present.open_round("war-p2p-i-usd", {"ante": 1000}, ["Kc", "Kd"])
+    watched(present, dealer_seat)
+    present.clock.advance(GRACE_S + 0.5)
+    done = present.keep()
+    assert done.disconnected == [dealer_seat] and done.decided == [] and done.voided == []
+    assert present.view(round_id).phase == "deciding"  # the player may still decide
+
+
+def test_a_seat_unseen_past_the_idle_limit_is_given_up(present: Service) -> None:
+    seat = present.run(present.tables.join_table(ALICE, "casino-war-usd"))[0].seat_id
+    present.clock.advance(IDLE_S - 1)
+    assert present.keep().ended == []
+    present.clock.advance(1.5)
+    assert present.keep().ended == [seat]
+    stream = present.run(present.book.in_transaction(lambda uow: uow.events.read_stream(seat)))
+    assert [(e.event_type, e.payload.get("reason"), e.causation_id) for e in stream][-1] == ("SeatLeft", "idle", KEEPER_CAUSATION)
+    with pytest.raises(Exception, match="no seat"):
+        present.run(present.tables.seat_status(ALICE, seat))
+
+
+def test_a_seat_with_a_round_open_is_not_idle(present: Service) -> None:
+    round_id = present.open_round("casino-war-usd", {"ante": 1000}, [], deal=False)
+    present.clock.advance(IDLE_S + 1)  # the stuck-round rule (300 s) has not voided it yet
+    assert present.keep().ended == [] and present.view(round_id).phase == "dealing"
