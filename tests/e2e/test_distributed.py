@@ -216,3 +216,39 @@ def test_a_service_killed_mid_round_loses_no_money_and_the_round_completes_after
 
     report = operator.call(operator.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
     assert report.ok, list(report.disagreements)
+
+
+def test_a_watcher_on_either_game_replica_sees_a_round_played_on_the_other_and_resumes_on_it(tmp_path_factory):
+    from croupier.v1 import table_pb2
+
+    replicated = ServiceProcesses.start(tmp_path_factory.mktemp("watchers"), replicas={"game": 2})
+    try:
+        playing, watching = open_casino(replicated, 0), open_casino(replicated, 1)
+        player = playing.player("watched-player")
+        watcher = watching.player("watched-player")  # the same player, connected to the other replica
+        player.top_up()
+        seat = player.seat("casino-war-play")
+
+        def watch(who: Player, after: str = ""):  # noqa: ANN202
+            return who.tables.WatchSeat(table_pb2.WatchSeatRequest(seat_id=seat, after_position=after),
+                                        metadata=who._meta(), timeout=120)  # fmt: skip
+
+        stream = watch(watcher)
+        assert next(stream).seat_changed.change == "current"
+        view = player.deal(player.place(seat, {"ante": 500}).round_id)
+        while view.phase == "deciding":
+            view = player.decide(view.round_id, "surrender")
+        seen = []
+        while not seen or seen[-1].WhichOneof("event") != "seat_changed":
+            seen.append(next(stream))  # every step, then the seat after the round (round_over)
+        steps = [m.round_update.step.event_type for m in seen[:-1]]
+        assert steps == [s.event_type for s in view.steps]
+        assert seen[-1].seat_changed.change == "round_over"
+        stream.cancel()
+        # Resumed on the replica the player plays on, from a position the other one sent: exactly the rest.
+        middle = len(seen) // 2
+        resumed = watch(player, seen[middle].position)
+        assert [next(resumed).position for _ in seen[middle + 1 :]] == [m.position for m in seen[middle + 1 :]]
+        resumed.cancel()
+    finally:
+        replicated.stop()
