@@ -216,3 +216,19 @@ def test_a_dealer_who_can_no_longer_cover_voids_the_round_and_the_next_bet_fits(
     game.tables._checks.bet_cap = real_cap  # type: ignore[method-assign]
     view = game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2_500}, "k2", ""))
     assert view.phase == "dealing"
+
+
+@pytest.mark.parametrize("store", ["game", "sql_game"])
+def test_a_dealers_history_lists_the_rounds_dealt_beside_those_played(store: str, request: pytest.FixtureRequest) -> None:
+    game: Game = request.getfixturevalue(store)
+    sit_dealer(game, auto_confirm=True)
+    player_seat = sit_player(game)
+    game.shuffler.stack("9c", "Qd")
+    dealt = game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 5000}, "k1", "")).round_id))
+    game.shuffler.stack("9c", "Qd")
+    played_seat = game.run(game.tables.join_table(BOB, "casino-war-usd"))[0].seat_id
+    played = game.run(game.tables.deal(BOB, game.run(game.tables.place_bets(BOB, played_seat, {"ante": 500}, "k2", "")).round_id))
+    history = game.run(game.tables.list_rounds(BOB, 10))
+    assert [(v.round_id, v.role) for v in history] == [(played.round_id, ""), (dealt.round_id, "dealer")]
+    assert history[1].balance_before == 0  # the dealer's view: the player's money stays the player's
+    assert [v.round_id for v in game.run(game.tables.list_rounds(ALICE, 10))] == [dealt.round_id]

@@ -272,6 +272,16 @@ class EventStoreContract(ABC):
 
         assert page == everything[2:4]
 
+    def test_last_position_is_where_a_reader_of_what_comes_next_starts(self, store: EventStore) -> None:
+        assert store.last_position() == 0
+        append_round(store, "round-1", 3)
+        head = store.last_position()
+        assert head == store.read_all()[-1].position
+        later = append_round(store, "round-2", 2)
+
+        assert [s.envelope for s in store.read_all(after_position=head)] == later
+        assert store.last_position() == store.read_all()[-1].position
+
     # -------------------------------------------------------------- outbox
 
     def test_each_appended_event_gets_an_outbox_row(self, store: EventStore) -> None:
