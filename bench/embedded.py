@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,16 +50,11 @@ class EmbeddedStack:
         return f"127.0.0.1:{self.port}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--players", type=int, default=64)
-    parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--pause-before", type=float, default=0.0,
-                        help="seconds to wait after printing the server's pid (attach a profiler)")
-    args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory(prefix="croupier-bench-embedded-") as workdir:
+@contextmanager
+def embedded_server(prefix: str) -> Iterator[tuple[subprocess.Popen, EmbeddedStack]]:
+    """`croupier serve` on a free port with a temporary data directory, healthy; stopped on the way out
+    (its log's tail printed should it have failed)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
         data = Path(workdir) / "data"
         port = free_port()
         log = (Path(workdir) / "serve.log").open("ab")
@@ -65,11 +62,7 @@ def main() -> int:
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_healthy(port)
-            stack = EmbeddedStack(load_or_create_secret(secret_path(data)), port)
-            print(f"server pid: {server.pid}", flush=True)
-            if args.pause_before:
-                time.sleep(args.pause_before)
-            level = asyncio.run(run_level(stack, args.players, args.seconds, args.warmup, CpuMeter({"server": [server.pid]})))
+            yield server, EmbeddedStack(load_or_create_secret(secret_path(data)), port)
         finally:
             server.terminate()
             try:
@@ -79,6 +72,22 @@ def main() -> int:
             log.close()
             if server.returncode not in (0, -15, None):
                 print((Path(workdir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--players", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--pause-before", type=float, default=0.0,
+                        help="seconds to wait after printing the server's pid (attach a profiler)")
+    args = parser.parse_args()
+
+    with embedded_server("croupier-bench-embedded-") as (server, stack):
+        print(f"server pid: {server.pid}", flush=True)
+        if args.pause_before:
+            time.sleep(args.pause_before)
+        level = asyncio.run(run_level(stack, args.players, args.seconds, args.warmup, CpuMeter({"server": [server.pid]})))
 
     cpu = level.get("cpu_ms_per_round", {})
     if cpu:  # the meter also counts other processes (every postgres, ...): none of them is this server

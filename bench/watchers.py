@@ -27,9 +27,7 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import datetime
@@ -38,11 +36,10 @@ from pathlib import Path
 import grpc
 
 from distributed import _cpu_ticks, percentile
+from embedded import embedded_server
 
 from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
-from croupier_cli.embedded import secret_path
-from croupier_cli.localstack import CROUPIER, free_port, wait_healthy
-from croupier_platform.auth import TokenAuthority, load_or_create_secret
+from croupier_platform.auth import TokenAuthority
 
 TABLE = "casino-war-play"
 TIMEOUT = 60
@@ -142,24 +139,8 @@ def main() -> int:
     parser.add_argument("--channels", type=int, default=10)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="croupier-bench-watchers-") as workdir:
-        data = Path(workdir) / "data"
-        port = free_port()
-        log = (Path(workdir) / "serve.log").open("ab")
-        server = subprocess.Popen([CROUPIER, "serve", "--data", str(data), "--listen", f"127.0.0.1:{port}"],
-                                  stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        try:
-            wait_healthy(port)
-            figures = asyncio.run(run(port, load_or_create_secret(secret_path(data)), server.pid, args))
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-            log.close()
-            if server.returncode not in (0, -15, None):
-                print((Path(workdir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+    with embedded_server("croupier-bench-watchers-") as (server, stack):
+        figures = asyncio.run(run(stack.port, stack.secret, server.pid, args))
     for name, value in figures.items():
         print(f"{name:>26}: {value}")
     print(json.dumps(figures))
