@@ -124,7 +124,12 @@ class Rpc:
         serialize: Callable = (lambda raw: raw) if isinstance(request, bytes) else self.request_class.SerializeToString
         if self.method.server_streaming:
             stub = channel.unary_stream(self.path, request_serializer=serialize, response_deserializer=response_class.FromString)
-            return list(stub(request, metadata=metadata, timeout=timeout))
+            responses = stub(request, metadata=metadata, timeout=timeout)
+            if self.method.name.startswith("Watch"):  # a live stream does not end by itself: its first message answers
+                first = next(responses, None)
+                responses.cancel()
+                return [first]
+            return list(responses)
         stub = channel.unary_unary(self.path, request_serializer=serialize, response_deserializer=response_class.FromString)
         return stub(request, metadata=metadata, timeout=timeout)
 
