@@ -14,6 +14,10 @@ each round's own stream:
   refunded, through `AuditUseCases.void_as_system` (the path of AuditService.VoidRound); against a
   player-dealer, a round never dealt is voided after the table's decision timeout already (the
   player is gone before the deal, RULES.md §2, and the dealer's cover is freed);
+- presence (after the rounds): a seat watched through WatchSeat whose seen_at is older than the
+  table's `presence_grace_s` is a disconnection: its player's open round gets the default decision
+  or, before the deal, the void above at once; a dealer's round goes on. Any seat unseen for the
+  table's `idle_limit_s` with no round open is given up (SeatLeft "idle");
 
 Nothing lives only in memory: the deadlines come from the store, so a restarted service (or
 another replica) resumes where the last keeper stopped; the cache below only spares reading the
