@@ -4,7 +4,7 @@ event once per event id (the consumers' handle_once), answering True only when t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -25,6 +25,7 @@ class ExpiringWallet(FakeWallet):
     timeout_s: float = 120.0
     expires: dict[str, datetime] = field(default_factory=dict)  # transaction id -> expiry
     service: str = "wallet"
+    status_queries: int = 0  # FindUnappliedRoundEvents calls
 
     async def reserve_stakes(  # type: ignore[override]
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
@@ -51,6 +52,10 @@ class ExpiringWallet(FakeWallet):
             return False
         self.apply(envelope)
         return True
+
+    async def unapplied(self, event_ids: Sequence[str]) -> list[str]:
+        self.status_queries += 1
+        return [event_id for event_id in event_ids if event_id not in self.seen_events]
 
     async def expired_reservations(self, limit: int) -> list[ExpiredReservation]:
         now = self.clock()
@@ -79,9 +84,16 @@ class CountingSink:
     handles: tuple[str, ...] = OVER
     applied: list[tuple[str, str]] = field(default_factory=list)  # (round id, event type), once each
     seen: set[str] = field(default_factory=set)
+    status_queries: int = 0  # FindUnappliedRoundEvents calls
+    redrive_calls: int = 0  # ApplyRoundEvent calls, whatever they answered
 
     async def apply_round_event(self, envelope: EventEnvelope) -> bool:
+        self.redrive_calls += 1
         return self.consume(envelope)
+
+    async def unapplied(self, event_ids: Sequence[str]) -> list[str]:
+        self.status_queries += 1
+        return [event_id for event_id in event_ids if event_id not in self.seen]
 
     def consume(self, envelope: EventEnvelope) -> bool:
         """The bus's delivery and the re-drive alike: once per event id."""

@@ -100,6 +100,18 @@ def w(request: pytest.FixtureRequest, tmp_path: Path) -> World:
     return world(SqlGameStore(engine))
 
 
+def settled_with_its_message_lost(w: World) -> str:
+    """A round settled whose RoundSettled never reached the wallet or the shuffler, past the bound."""
+    round_id = w.play()
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(BOUND_S + 1)
+    return round_id
+
+
+async def shuffler_away(*_args: object) -> None:
+    raise Unavailable("the shuffler service is unavailable; try again")
+
+
 # ---------------------------------------------------------------- rounds over in the game
 
 
@@ -145,6 +157,32 @@ def test_a_round_every_service_applied_is_marked_without_a_warning(w: World, cap
     assert caplog.records == []
 
 
+def test_a_page_of_rounds_every_service_applied_costs_one_status_query_per_service_and_no_re_drive(w: World) -> None:
+    reconciler = w.reconciler()
+    rounds = [w.play(key=f"k{n}") for n in range(3)]
+    w.deliver()
+    w.clock.advance(BOUND_S + 1)
+    done = w.run(reconciler.run_once())
+    assert sorted(done.reconciled) == sorted(rounds) and done.redriven == []
+    assert (w.wallet.status_queries, w.shuffler.status_queries) == (1, 1)
+    assert w.shuffler.redrive_calls == 0
+    assert w.commission.status_queries == 0 and w.commission.redrive_calls == 0  # no event of its games: not asked
+
+
+def test_a_service_that_cannot_say_what_it_applied_leaves_the_page_for_a_later_pass(w: World) -> None:
+    reconciler = w.reconciler()
+    round_id = settled_with_its_message_lost(w)
+    w.shuffler.unapplied = shuffler_away  # type: ignore[method-assign]
+    done = w.run(reconciler.run_once())
+    assert done.failed == [round_id] and done.reconciled == [] and done.redriven == []
+    assert w.wallet.available("alice") == START - 1000  # nothing re-driven to anyone while the page is unknown
+    del w.shuffler.unapplied  # back
+    w.clock.advance(5)
+    done = w.run(reconciler.run_once())
+    assert done.reconciled == [round_id]
+    assert done.redriven == [(round_id, "wallet", "RoundSettled"), (round_id, "shuffler", "RoundSettled")]
+
+
 def test_a_player_dealer_round_is_charged_in_the_commission_service_with_its_opening(w: World) -> None:
     reconciler = w.reconciler()
     w.run(w.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
@@ -159,14 +197,8 @@ def test_a_player_dealer_round_is_charged_in_the_commission_service_with_its_ope
 
 def test_a_service_that_fails_leaves_the_round_unmarked_and_it_is_retried(w: World) -> None:
     reconciler = w.reconciler()
-    round_id = w.play()
-    w.deliver(drop=("RoundSettled",))
-    w.clock.advance(BOUND_S + 1)
-
-    async def away(envelope):  # noqa: ANN001, ANN202
-        raise Unavailable("the shuffler service is unavailable; try again")
-
-    w.shuffler.apply_round_event = away  # type: ignore[method-assign]
+    round_id = settled_with_its_message_lost(w)
+    w.shuffler.apply_round_event = shuffler_away  # type: ignore[method-assign]
     done = w.run(reconciler.run_once())
     assert done.failed == [round_id] and done.reconciled == []
     del w.shuffler.apply_round_event  # back

@@ -335,7 +335,29 @@ class EventStoreContract(ABC):
             assert not uow.tracking.already_processed("wallet", "some-event")
         assert len(append_round(store, "round-2", 1)) == 1  # nothing left half-written in the way
 
+    def test_several_streams_are_read_at_once_each_in_version_order(self, store: EventStore) -> None:
+        append_round(store, "round-b", 2)
+        append_round(store, "round-a", 1)
+        append_round(store, "round-b", 1, expected_version=2)
+        with store.reading() as uow:
+            streams = uow.events.read_each_stream(["round-a", "round-b", "never-written", "round-a"])
+        assert sorted(streams) == ["round-a", "round-b"]  # an id with no events is left out
+        assert [e.version for e in streams["round-b"]] == [1, 2, 3]
+        assert streams["round-a"] == store.read_stream("round-a")
+        with store.reading() as uow:
+            assert uow.events.read_each_stream([]) == {}
+
     # -------------------------------------------------------------- idempotent consumers
+
+    def test_a_consumer_says_which_of_many_events_it_processed_in_one_read(self, store: EventStore) -> None:
+        with store.unit_of_work() as uow:
+            uow.tracking.record("wallet", "event-1")
+            uow.tracking.record("wallet", "event-3")
+            uow.tracking.record("shuffler", "event-2")
+        with store.reading() as uow:
+            assert uow.tracking.processed_among("wallet", ["event-1", "event-2", "event-3", "event-4"]) == {"event-1", "event-3"}
+            assert uow.tracking.processed_among("shuffler", ["event-1", "event-2"]) == {"event-2"}
+            assert uow.tracking.processed_among("wallet", []) == set()
 
     def test_handle_once_applies_a_redelivered_event_once(self, store: EventStore) -> None:
         [settled] = store.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")

@@ -136,6 +136,10 @@ class EventLog(ABC):
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         """Those of the ids that name a stream with at least one event."""
 
+    @abstractmethod
+    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
+        """The streams of those ids in one read, each in version order; an id with no events is left out."""
+
 
 @dataclass(frozen=True)
 class UnitOfWork:
@@ -203,6 +207,10 @@ class EventStore(EventLog):
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         with self.reading() as uow:
             return uow.events.existing_streams(stream_ids)
+
+    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
+        with self.reading() as uow:
+            return uow.events.read_each_stream(stream_ids)
 
 
 class _StreamHead(NamedTuple):
@@ -321,6 +329,9 @@ class _MemoryEventLog(EventLog):
 
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         return {i for i in stream_ids if self._state.streams.get(i)}
+
+    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
+        return {i: self.read_stream(i) for i in dict.fromkeys(stream_ids) if self._state.streams.get(i)}
 
 
 class InMemoryEventStore(EventStore):
@@ -497,6 +508,19 @@ class _SqlEventLog(EventLog):
     def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
         query = select(events_table.c.stream_id).where(events_table.c.stream_id.in_(list(stream_ids))).distinct()
         return set(self._connection.execute(query).scalars()) if stream_ids else set()
+
+    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
+        streams: dict[str, list[EventEnvelope]] = {}
+        if not stream_ids:
+            return streams
+        query = (
+            select(events_table)
+            .where(events_table.c.stream_id.in_(list(dict.fromkeys(stream_ids))))
+            .order_by(events_table.c.stream_id, events_table.c.version)
+        )
+        for row in self._connection.execute(query):
+            streams.setdefault(row.stream_id, []).append(_envelope_from_row(row))
+        return streams
 
     def _head(self, stream_id: str) -> _StreamHead | None:
         query = (

@@ -5,7 +5,7 @@ effects, so the retry runs it again.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
@@ -36,9 +36,20 @@ def record(connection: Connection, consumer: str, event_id: str) -> None:
         raise AlreadyProcessed(consumer, event_id) from error
 
 
+def processed_among(connection: Connection, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    query = select(tracking_table.c.event_id).where(
+        tracking_table.c.consumer == consumer, tracking_table.c.event_id.in_(list(event_ids))
+    )
+    return set(connection.execute(query).scalars()) if event_ids else set()
+
+
 class Tracking(ABC):
     @abstractmethod
     def already_processed(self, consumer: str, event_id: str) -> bool: ...
+
+    @abstractmethod
+    def processed_among(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        """Those of the event ids the consumer has processed, in one read."""
 
     @abstractmethod
     def record(self, consumer: str, event_id: str) -> None:
@@ -52,6 +63,9 @@ class SqlTracking(Tracking):
     def already_processed(self, consumer: str, event_id: str) -> bool:
         return already_processed(self._connection, consumer, event_id)
 
+    def processed_among(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        return processed_among(self._connection, consumer, event_ids)
+
     def record(self, consumer: str, event_id: str) -> None:
         record(self._connection, consumer, event_id)
 
@@ -64,6 +78,9 @@ class InMemoryTracking(Tracking):
 
     def already_processed(self, consumer: str, event_id: str) -> bool:
         return (consumer, event_id) in self._rows
+
+    def processed_among(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        return {event_id for event_id in event_ids if (consumer, event_id) in self._rows}
 
     def record(self, consumer: str, event_id: str) -> None:
         if (consumer, event_id) in self._rows:

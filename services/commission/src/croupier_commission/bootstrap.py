@@ -12,10 +12,12 @@ from croupier_platform.bus import ROUND_EVENTS, Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.tables import metadata
 from .adapters.wallet_client import GrpcWallet
+from .application.handlers import CONSUMER
 from .entrypoints.consumers import HANDLED, round_events_handler
 from .entrypoints.grpc_server import CommissionServicer
 
@@ -54,4 +56,4 @@ def bootstrap(ctx: ServiceContext) -> CommissionModule:
     wallet = GrpcWallet(ctx.channels["wallet"], ctx.service_token)
     store = SqlEventStore(engine)
     handler = round_events_handler(store, wallet)  # the bus's and ApplyRoundEvent's (the reconciler's re-drive)
-    return CommissionModule(store=store, servicer=CommissionServicer(engine, handler), wallet=wallet, handler=handler)
+    return CommissionModule(store=store, servicer=CommissionServicer(engine, handler, unapplied_finder(store, CONSUMER)), wallet=wallet, handler=handler)

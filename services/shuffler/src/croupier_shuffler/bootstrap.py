@@ -12,11 +12,12 @@ from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.outbox import OutboxRelay, RelayLoop
+from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlShufflerUnitOfWorkFactory
 from .adapters.tables import shuffler_metadata
-from .application.use_cases import Shuffler
+from .application.use_cases import CONSUMER, Shuffler
 from .entrypoints import consumers
 from .entrypoints.grpc_server import ShufflerServicer
 
@@ -46,9 +47,10 @@ class ShufflerModule:
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
         self._on_round_event = consumers.round_event_handler(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
+        self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
-        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler, self._on_round_event), server)
+        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler, self._on_round_event, self._find_unapplied), server)
 
     def subscribe(self, bus: Bus) -> None:
         consumers.subscribe(bus, self._on_round_event)

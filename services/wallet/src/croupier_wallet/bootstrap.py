@@ -12,6 +12,7 @@ from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.outbox import OutboxRelay, RelayLoop
+from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlWalletUnitOfWorkFactory, pending_reservations
@@ -19,7 +20,7 @@ from .adapters.tables import wallet_metadata
 from .application.services import WalletApp
 from .config import LimitsSettings, ReservationSettings
 from .entrypoints import audit_server, grpc_server
-from .entrypoints.consumers import RoundEventsConsumer
+from .entrypoints.consumers import CONSUMER, RoundEventsConsumer
 
 
 # Woken after each commit (gRPC handlers and the consumer alike); the poll is only a safety net.
@@ -47,7 +48,7 @@ class WalletModule:
         )
 
     def register(self, server: grpc.aio.Server) -> None:
-        grpc_server.register(server, self.app, self._consumer)
+        grpc_server.register(server, self.app, self._consumer, unapplied_finder(self.store, CONSUMER))
         audit_server.register(server, self.engine)
 
     def subscribe(self, bus: Bus) -> None:

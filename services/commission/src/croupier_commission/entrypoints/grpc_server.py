@@ -12,21 +12,30 @@ from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument, PermissionDenied
 from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import handles_errors
-from croupier_platform.redrive import envelope_from_json
+from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
 from ..application.handlers import DealerStatus, dealer_status
 
 
 class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
-    def __init__(self, engine: Engine, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]]) -> None:
+    def __init__(
+        self, engine: Engine, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]], find_unapplied: UnappliedFinder
+    ) -> None:
         self._engine = engine
         self._apply_round_event = apply_round_event  # the consumer's handler (entrypoints/consumers.py)
+        self._find_unapplied = find_unapplied
 
     @handles_errors
     async def ApplyRoundEvent(self, request, context):
         current_identity().require_service()
         applied = await self._apply_round_event(envelope_from_json(request.envelope_json))
         return internal_pb2.CommissionServiceApplyRoundEventResponse(applied=applied)
+
+    @handles_errors
+    async def FindUnappliedRoundEvents(self, request, context):
+        current_identity().require_service()
+        unapplied = await self._find_unapplied(request.event_ids)
+        return internal_pb2.CommissionServiceFindUnappliedRoundEventsResponse(event_ids=unapplied)
 
     @handles_errors
     async def GetDealerStatus(self, request, context):

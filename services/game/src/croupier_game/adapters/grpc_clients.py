@@ -6,7 +6,7 @@ a service that cannot be reached is UNAVAILABLE; anything else is a bug (INTERNA
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import grpc
 
@@ -61,15 +61,21 @@ class _RoundEventSink(_Client):
     the shuffler and the commission service each serve ApplyRoundEvent, each with its own request type."""
 
     apply_request: type  # the service's own <Service>ApplyRoundEventRequest
+    find_unapplied_request: type  # and its <Service>FindUnappliedRoundEventsRequest
 
     async def apply_round_event(self, envelope: EventEnvelope) -> bool:
         request = self.apply_request(envelope_json=envelope_to_json(envelope))
         return (await self._call("ApplyRoundEvent", request)).applied
 
+    async def unapplied(self, event_ids: Sequence[str]) -> list[str]:
+        reply = await self._call("FindUnappliedRoundEvents", self.find_unapplied_request(event_ids=list(event_ids)))
+        return list(reply.event_ids)
+
 
 class GrpcShuffler(_RoundEventSink):
     service = "shuffler"
     apply_request = internal_pb2.ShufflerServiceApplyRoundEventRequest
+    find_unapplied_request = internal_pb2.ShufflerServiceFindUnappliedRoundEventsRequest
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
         return internal_pb2_grpc.ShufflerServiceStub(channel)
@@ -111,6 +117,7 @@ class GrpcDealer(_Client):
 class GrpcStakes(_RoundEventSink):
     service = "wallet"
     apply_request = internal_pb2.StakeServiceApplyRoundEventRequest
+    find_unapplied_request = internal_pb2.StakeServiceFindUnappliedRoundEventsRequest
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
         self._balances = wallet_pb2_grpc.WalletServiceStub(channel)
@@ -177,6 +184,7 @@ class GrpcStakes(_RoundEventSink):
 class GrpcDealerPoints(_RoundEventSink):
     service = "commission"
     apply_request = internal_pb2.CommissionServiceApplyRoundEventRequest
+    find_unapplied_request = internal_pb2.CommissionServiceFindUnappliedRoundEventsRequest
 
     def _make_stub(self, channel):  # noqa: ANN001, ANN202
         return internal_pb2_grpc.CommissionServiceStub(channel)

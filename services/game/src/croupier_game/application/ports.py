@@ -265,6 +265,9 @@ class RoundEventSink(Protocol):
     async def apply_round_event(self, envelope: EventEnvelope) -> bool:
         """Apply the event as the service's consumer does, once per event id; True when this call applied it."""
 
+    async def unapplied(self, event_ids: Sequence[str]) -> list[str]:
+        """Those of the event ids (at most MAX_EVENT_IDS) the service has not applied yet, in one call."""
+
 
 class Reservations(Protocol):
     """The wallet's pending reservations past their expiry, for the reconciler."""

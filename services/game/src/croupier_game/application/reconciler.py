@@ -6,15 +6,17 @@ service, however its Kafka messages were lost (dead-lettered, skipped). Every `i
 leader among the replicas (the keeper's `LeaderLoop`, with an advisory lock of its own):
 
 1. takes the oldest rounds over and not yet marked `reconciled` in the round projection (a page of
-   `batch_size`), and for each one over for longer than `settle_after_s` (the consumers' normal lag)
-   sends the round's own final events (RoundSettled, RoundVoided; at war-p2p RoundOpened first, for
-   the commission service) to each service's ApplyRoundEvent. A service applies an event through the
-   very path its consumer uses (`handle_once`, keyed by consumer and event id): an event it already
-   applied is a no-op answering `applied=False`, so the call is also the cheap status query, and a
-   message arriving after the re-drive changes nothing. Each event a service had not applied is
-   logged at WARNING. Once every service has answered, the round is marked reconciled and never
-   looked at again: the mark is the cursor, so a pass reads only the rounds that ended since the
-   marked ones (and those still failing).
+   `batch_size`, their streams in one read), and for those over for longer than `settle_after_s` (the
+   consumers' normal lag) asks each service in one call which of the rounds' final events (RoundSettled,
+   RoundVoided; at war-p2p RoundOpened first, for the commission service) it has not applied
+   (FindUnappliedRoundEvents: its consumer's tracking rows). Only those are sent to the service's
+   ApplyRoundEvent, which applies an event through the very path its consumer uses (`handle_once`,
+   keyed by consumer and event id): a message arriving between the question and the re-drive makes the
+   re-drive a no-op (`applied=False`), and a re-drive makes a later message one. Each event a service
+   had not applied is logged at WARNING. Once every service has answered, the round is marked
+   reconciled and never looked at again: the mark is the cursor, so a pass reads only the rounds that
+   ended since the marked ones (and those still failing). The usual page, applied everywhere in time,
+   costs one read and one status call per service, whatever its size.
 2. takes the wallet's pending reservations past their expiry (stakes, covers, commission holds:
    each has its round as owner) and resolves each through its round: the game holds no such round
    (a crash between reserving the stakes and writing the round) → the wallet's round is voided, its
@@ -36,6 +38,7 @@ from datetime import datetime, timedelta
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.outbox import Leadership
+from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
 from ..domain.round import ROUND_OPENED, new_round_id
@@ -114,37 +117,62 @@ class Reconciler(LeaderLoop):
         return done
 
     async def _over_rounds(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> None:
-        rows = await self._book.in_transaction(lambda uow: uow.rounds.unreconciled_over(self._batch_size))
-        for row in rows:
-            if self.stopping:
-                break
-            seen.add(row.round_id)
-            if self._waiting(row.round_id, now):
+        rows = await self._book.read(lambda uow: uow.rounds.unreconciled_over(self._batch_size))
+        page = [row.round_id for row in rows if not self._waiting(row.round_id, now)]
+        seen.update(row.round_id for row in rows)
+        streams = await self._book.read(lambda uow: uow.events.read_each_stream(page)) if page else {}
+        ready: dict[str, list[EventEnvelope]] = {}
+        for round_id in page:
+            envelopes = streams.get(round_id, [])
+            over = [e for e in envelopes if e.event_type in OVER_EVENTS]
+            if not over:
+                error = ValueError("the round projection says it is over, but its stream has no RoundSettled or RoundVoided")
+                self._failed(round_id, now, done, error)
+                continue
+            due = datetime.fromisoformat(over[-1].occurred_at) + timedelta(seconds=self.settle_after_s)
+            if now <= due:  # the consumers' normal lag: theirs to apply first (over for longer than the bound: ours)
+                self._later[round_id] = due
+                continue
+            ready[round_id] = envelopes
+        unapplied = await self._unapplied(ready, now, done)
+        for round_id, envelopes in ready.items():
+            if self.stopping or round_id in done.failed:
                 continue
             try:
-                envelopes = await self._stream(row.round_id)
-                over = [e for e in envelopes if e.event_type in OVER_EVENTS]
-                if not over:
-                    raise ValueError("the round projection says it is over, but its stream has no RoundSettled or RoundVoided")
-                due = datetime.fromisoformat(over[-1].occurred_at) + timedelta(seconds=self.settle_after_s)
-                if now <= due:  # the consumers' normal lag: theirs to apply first (over for longer than the bound: ours)
-                    self._later[row.round_id] = due
-                    continue
-                await self._redrive(row.round_id, envelopes, done)
+                await self._redrive(round_id, envelopes, done, unapplied)
             except Exception as exc:  # noqa: BLE001 - one round must not keep the reconciler from the others
-                self._failed(row.round_id, now, done, exc)
+                self._failed(round_id, now, done, exc)
                 continue
-            done.reconciled.append(row.round_id)
+            done.reconciled.append(round_id)
         if done.reconciled:
             marked = list(done.reconciled)
             await self._book.in_transaction(lambda uow: uow.rounds.mark_reconciled(marked))
+
+    async def _unapplied(self, rounds: dict[str, list[EventEnvelope]], now: datetime, done: ReconcilerPass) -> dict[str, set[str]]:
+        """Per service, the ids of the rounds' final events it has not applied: one call per service (per
+        MAX_EVENT_IDS). A service that cannot say fails every round of the page it would have been asked about."""
+        unapplied: dict[str, set[str]] = {}
+        for sink in self._sinks:
+            asked = {round_id: [e.event_id for e in _events_for(sink, envelopes)] for round_id, envelopes in rounds.items()}
+            ids = [event_id for round_ids in asked.values() for event_id in round_ids]
+            try:
+                found: set[str] = set()
+                for start in range(0, len(ids), MAX_EVENT_IDS):
+                    found.update(await sink.unapplied(ids[start : start + MAX_EVENT_IDS]))
+            except Exception as exc:  # noqa: BLE001 - the service is away: its rounds wait for a later pass
+                for round_id, round_ids in asked.items():
+                    if round_ids and round_id not in done.failed:
+                        self._failed(round_id, now, done, exc)
+                continue
+            unapplied[sink.service] = found
+        return unapplied
 
     async def _expired_reservations(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> None:
         expired = await self._reservations.expired_reservations(self._batch_size)
         owners = list(dict.fromkeys(r.round_id for r in expired if r.round_id))
         if not owners:
             return
-        held = await self._book.in_transaction(lambda uow: uow.events.existing_streams(owners))
+        held = await self._book.read(lambda uow: uow.events.existing_streams(owners))
         for round_id in owners:
             if self.stopping:
                 break
@@ -178,20 +206,17 @@ class Reconciler(LeaderLoop):
     # -------------------------------------------------------------- helpers
 
     async def _stream(self, round_id: str) -> list[EventEnvelope]:
-        return await self._book.in_transaction(lambda uow: uow.events.read_stream(round_id))
+        return await self._book.read(lambda uow: uow.events.read_stream(round_id))
 
-    async def _redrive(self, round_id: str, envelopes: list[EventEnvelope], done: ReconcilerPass) -> bool:
-        """The round's final events to every service that consumes them; True when any had missed one."""
-        over = [e for e in envelopes if e.event_type in OVER_EVENTS]
-        opened = next((e for e in envelopes if e.event_type == ROUND_OPENED), None)
+    async def _redrive(self, round_id: str, envelopes: list[EventEnvelope], done: ReconcilerPass,
+                       unapplied: dict[str, set[str]] | None = None) -> bool:
+        """The round's final events to every service that consumes them (with `unapplied`, only those each
+        service said it had not applied); True when any had missed one."""
         applied_any = False
         for sink in self._sinks:
-            events = over
-            if sink.service == COMMISSION:
-                if opened is None or opened.payload.get("game") not in COMMISSION_GAMES:
+            for envelope in _events_for(sink, envelopes):
+                if unapplied is not None and envelope.event_id not in unapplied[sink.service]:
                     continue
-                events = [opened, *over]
-            for envelope in events:
                 if await sink.apply_round_event(envelope):
                     applied_any = True
                     done.redriven.append((round_id, sink.service, envelope.event_type))
@@ -214,6 +239,18 @@ class Reconciler(LeaderLoop):
         logger.warning("%s: round %s could not be reconciled (%s); retrying later", self.name, round_id, exc)
         done.failed.append(round_id)
         self._back_off(round_id, now)
+
+
+def _events_for(sink: RoundEventSink, envelopes: list[EventEnvelope]) -> list[EventEnvelope]:
+    """The round's final events the service consumes: its end; for the commission service, at its games
+    only, the RoundOpened before it."""
+    over = [e for e in envelopes if e.event_type in OVER_EVENTS]
+    if sink.service != COMMISSION:
+        return over
+    opened = next((e for e in envelopes if e.event_type == ROUND_OPENED), None)
+    if opened is None or opened.payload.get("game") not in COMMISSION_GAMES:
+        return []
+    return [opened, *over]
 
 
 def _move_seat_past(uow: GameUnitOfWork, round_id: str) -> None:

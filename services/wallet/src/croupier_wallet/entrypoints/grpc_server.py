@@ -16,7 +16,7 @@ from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.grpc_server import handles_errors
-from croupier_platform.redrive import envelope_from_json
+from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
 from croupier_wallet.application.services import TransactionView, WalletApp
@@ -173,9 +173,10 @@ def _reservation(reservation, response_type):  # noqa: ANN001, ANN202
 
 
 class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
-    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer) -> None:
+    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer, find_unapplied: UnappliedFinder) -> None:
         self._app = app
         self._consumer = consumer
+        self._find_unapplied = find_unapplied
 
     @handles_errors
     @translated
@@ -232,6 +233,15 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
 
     @handles_errors
     @translated
+    async def FindUnappliedRoundEvents(
+        self, request: internal_pb2.StakeServiceFindUnappliedRoundEventsRequest, context: grpc.aio.ServicerContext
+    ):
+        current_identity().require_service()
+        unapplied = await self._find_unapplied(request.event_ids)
+        return internal_pb2.StakeServiceFindUnappliedRoundEventsResponse(event_ids=unapplied)
+
+    @handles_errors
+    @translated
     async def ListExpiredReservations(self, request: internal_pb2.ListExpiredReservationsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         transfers = await asyncio.to_thread(self._app.expired_reservations, request.limit)
@@ -256,7 +266,7 @@ SERVICE_NAMES = [
 ]
 
 
-def register(server: grpc.aio.Server, app: WalletApp, consumer: RoundEventsConsumer) -> None:
+def register(server: grpc.aio.Server, app: WalletApp, consumer: RoundEventsConsumer, find_unapplied: UnappliedFinder) -> None:
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletServicer(app), server)
     wallet_pb2_grpc.add_LedgerServiceServicer_to_server(LedgerServicer(app), server)
-    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer), server)
+    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer, find_unapplied), server)
