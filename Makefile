@@ -21,7 +21,7 @@ install: $(STAMP) $(PROTO_STAMP) $(BUF)
 $(STAMP): pyproject.toml setup.py $(wildcard libs/rules/native/*.c libs/rules/native/*.h)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
 # Without Go, install goes on and the proto contract test skips, saying buf is missing.

@@ -58,7 +58,7 @@ def embedded_server(prefix: str) -> Iterator[tuple[subprocess.Popen, EmbeddedSta
         data = Path(workdir) / "data"
         port = free_port()
         log = (Path(workdir) / "serve.log").open("ab")
-        server = subprocess.Popen([CROUPIER, "serve", "--data", str(data), "--listen", f"127.0.0.1:{port}"],
+        server = subprocess.Popen([CROUPIER, "serve", "--data", str(data), "--listen", f"127.0.0.1:{port}", "--http", "off"],
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_healthy(port)

@@ -1,5 +1,6 @@
 """The composition root of the embedded mode: all five services in one process and one gRPC
-server, each service with its own SQLite file under the data directory, an in-process bus."""
+server, each service with its own SQLite file under the data directory, an in-process bus; and
+one HTTP port for browsers: the public services over Connect, the web table at `/`, a dev login."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 
 from croupier_platform.auth import TokenAuthority, load_or_create_secret
 from croupier_platform.bus import InProcessBus
+from croupier_platform.runtime import utc_now
 from croupier_platform.settings import SERVICES
+from croupier_platform.web_gateway import HttpServer, web_app
 
 from .hosting import Host
 
@@ -17,13 +20,25 @@ def secret_path(data_dir: Path) -> Path:
     return data_dir / "secret.key"
 
 
+# The reference web table's built files (web/, `npm run build` there); absent: the API only.
+WEB_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
+DEV_TOKEN_LIFETIME_S = 24 * 3600
+
+
 def authority_for(data_dir: Path) -> TokenAuthority:
     return TokenAuthority(load_or_create_secret(secret_path(data_dir)))
 
 
 class EmbeddedServer(Host):
     def __init__(
-        self, data_dir: Path, listen: str = "127.0.0.1:50051", tables_file: Path | None = None, metrics_port: int = 0
+        self,
+        data_dir: Path,
+        listen: str = "127.0.0.1:50051",
+        tables_file: Path | None = None,
+        metrics_port: int = 0,
+        http_listen: str | None = None,
+        cors_origins: tuple[str, ...] = (),
+        web_dir: Path | None = WEB_DIST,
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(
@@ -36,7 +51,33 @@ class EmbeddedServer(Host):
             metrics_port=metrics_port,
         )
         self.data_dir = data_dir
+        self.http_listen = http_listen
+        self.cors_origins = cors_origins
+        self.web_dir = web_dir if web_dir is not None and (web_dir / "index.html").exists() else None
+        self.http: HttpServer | None = None
+
+    def mint_dev_token(self, player: str) -> str:
+        """A play-money player's token for the page's dev login: minted here, the secret stays here."""
+        return self.authority.mint(player, "player", int(utc_now().timestamp()), DEV_TOKEN_LIFETIME_S)
 
     async def start(self) -> None:
         await super().start()
-        (self.data_dir / "serve.json").write_text(json.dumps({"target": f"127.0.0.1:{self.port}"}))
+        served = {"target": f"127.0.0.1:{self.port}"}
+        if self.http_listen:
+            local = self._channel(f"127.0.0.1:{self.port}")
+            app = web_app(lambda _service: local, static_dir=self.web_dir, dev_login=self.mint_dev_token, cors_origins=self.cors_origins)
+            self.http = HttpServer(app, self.http_listen)
+            await self.http.start()
+            served["http"] = self.http_url
+        (self.data_dir / "serve.json").write_text(json.dumps(served))
+
+    @property
+    def http_url(self) -> str:
+        host = self.http_listen.rpartition(":")[0].strip("[]") if self.http_listen else ""
+        host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+        return f"http://{host}:{self.http.port}/" if self.http else ""
+
+    async def stop(self) -> None:
+        if self.http is not None:
+            await self.http.stop()  # before the gRPC server its calls go to
+        await super().stop()

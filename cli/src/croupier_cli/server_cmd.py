@@ -13,6 +13,7 @@ from rich.console import Console
 from croupier_platform.logs import configure_logging
 from croupier_platform.runtime import utc_now
 from croupier_platform.settings import DEPENDENCIES, SERVICES, ProcessSettings
+from croupier_platform.web_gateway import parse_origins
 
 from .embedded import EmbeddedServer, secret_path
 
@@ -26,15 +27,20 @@ def serve(
     listen: Annotated[Optional[str], typer.Option(help="HOST:PORT to listen on (embedded default 127.0.0.1:50051; distributed: LISTEN_HOST:PORT)")] = None,
     tables: Annotated[Optional[Path], typer.Option(help="table catalogue (TOML); the built-in one by default")] = None,
     metrics_port: Annotated[Optional[int], typer.Option(envvar="METRICS_PORT", min=0, max=65535, help="embedded: serve Prometheus /metrics on this port (0: off, the default); a distributed service reads METRICS_PORT")] = None,
+    http: Annotated[str, typer.Option(help="embedded: HOST:PORT of the browser port (Connect API, web table at /, dev login); 'off' for none")] = "127.0.0.1:8080",
 ) -> None:
     """Serve the whole API in one process on SQLite (embedded), or one service on Kafka and PostgreSQL.
 
     Logs are JSON lines on stderr at LOG_LEVEL (default INFO); health looks at the stores, the
-    broker and the outbox relays every HEALTH_CHECK_INTERVAL_S (OUTBOX_STUCK_AFTER_S: a stuck relay)."""
+    broker and the outbox relays every HEALTH_CHECK_INTERVAL_S (OUTBOX_STUCK_AFTER_S: a stuck relay).
+    CORS_ORIGINS (comma-separated) lets pages of other origins call the browser port; off by default."""
     process = settings_or_exit(ProcessSettings, service or "croupier")
     configure_logging(process.log_level)
     if service is None:
-        host = EmbeddedServer(data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables, metrics_port=metrics_port or 0)
+        host = EmbeddedServer(
+            data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables, metrics_port=metrics_port or 0,
+            http_listen=None if http == "off" else http, cors_origins=parse_origins(process.cors_origins),
+        )
         where = f"data in {data}/"
     else:
         if service not in SERVICES:
@@ -48,6 +54,9 @@ def serve(
 
     def ready(port: int) -> None:
         console.print(f"{name} serving on port {port} ({where}); Ctrl-C stops it")
+        if isinstance(host, EmbeddedServer) and host.http is not None:
+            page = "the web table and the Connect API" if host.web_dir else "the Connect API (no web table built)"
+            console.print(f"{name} serving {page} on {host.http_url}")
 
     try:
         asyncio.run(host.serve_until_signal(ready))

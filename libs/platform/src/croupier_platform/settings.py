@@ -33,6 +33,8 @@ class ProcessSettings(BaseSettings):
     # The outbox relay counts as stuck (health NOT_SERVING) once its oldest unpublished row has
     # waited this long without the relay getting past it.
     outbox_stuck_after_s: float = Field(default=DEFAULT_OUTBOX_STUCK_AFTER_S, gt=0)
+    # Origins a browser page may call the Connect API from (comma-separated, "*" for any); empty: CORS off.
+    cors_origins: str = ""
 
     @field_validator("log_level", mode="before")
     @classmethod

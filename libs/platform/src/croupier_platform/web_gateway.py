@@ -1,0 +1,283 @@
+"""The browser path: the public gRPC services over the Connect protocol, on one HTTP port.
+
+One implementation, two transports: each Connect call (connect-python's ASGI application, unary
+and server-streaming, JSON and binary) is forwarded as the same gRPC call to the server that
+hosts the service, so the very servicers answer it behind the very interceptors (auth, errors,
+access log, metrics, tracing); nothing is handled twice. The caller's bearer token and trace
+context travel as gRPC metadata, a Connect timeout as the gRPC deadline, and a gRPC status
+(with its google.rpc details, e.g. ErrorInfo) comes back as the Connect error of the same code.
+
+Embedded (`croupier serve`), the HTTP port also serves the reference web table and a dev-mode
+login; distributed (`croupier gateway`), it is the one public HTTP endpoint, routing each
+service path to the service's gRPC address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import connectrpc._codec
+import grpc
+import uvicorn
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from connectrpc.method import IdempotencyLevel, MethodInfo
+from connectrpc.request import RequestContext
+from connectrpc.server import ConnectASGIApplication, Endpoint
+from google.protobuf import descriptor_pool, json_format
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message import DecodeError
+from google.protobuf.message_factory import GetMessageClass
+from google.rpc import status_pb2
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+# The services a browser may call, by proto file; the internal ones (shuffler, dealer, stakes,
+# commission, ledger audit) are never exposed. Looked up by name, so a service added to these
+# files is served without a change here.
+PUBLIC_PROTO_FILES = ("croupier/v1/table.proto", "croupier/v1/wallet.proto", "croupier/v1/audit.proto")
+# Which process hosts each public service (distributed mode routes by this).
+HOSTING_SERVICE = {"TableService": "game", "AuditService": "game", "WalletService": "wallet", "LedgerService": "wallet"}
+# Request headers passed on to the gRPC call: the credentials and the W3C trace context.
+FORWARDED_HEADERS = ("authorization", "traceparent", "tracestate", "baggage")
+# What a browser on another origin needs to speak Connect (when CORS is on).
+CORS_ALLOW_HEADERS = ("authorization", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-user-agent",
+                      "traceparent", "tracestate")  # fmt: skip
+CORS_EXPOSE_HEADERS = ("grpc-status", "grpc-message", "grpc-status-details-bin")
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class _RefusingMalformed:
+    """A connect-python codec whose decode failure is INVALID_ARGUMENT naming the message, as on
+    the gRPC port (connect-python 0.9 lets it out as UNKNOWN). Installed over its codec registry:
+    the one place every unary and streaming request is decoded."""
+
+    def __init__(self, codec: Any) -> None:
+        self._codec = codec
+        self.name, self.encode = codec.name, codec.encode
+
+    def decode(self, data: bytes | bytearray, message: Any) -> Any:
+        try:
+            return self._codec.decode(data, message)
+        except (json_format.ParseError, DecodeError, UnicodeDecodeError, ValueError) as exc:
+            error = f"{type(exc).__name__}: {exc}"[:200]
+            raise ConnectError(Code.INVALID_ARGUMENT, f"the request is not a valid {message.DESCRIPTOR.full_name} message ({error})") from None
+
+
+def _refuse_malformed_requests() -> None:
+    codecs = connectrpc._codec._codecs
+    for name, codec in list(codecs.items()):
+        if not isinstance(codec, _RefusingMalformed):
+            codecs[name] = _RefusingMalformed(codec)
+
+
+def public_services() -> list[ServiceDescriptor]:
+    # Importing the generated modules registers the files in the default pool.
+    import croupier.v1.audit_pb2  # noqa: F401
+    import croupier.v1.table_pb2  # noqa: F401
+    import croupier.v1.wallet_pb2  # noqa: F401
+
+    pool = descriptor_pool.Default()
+    return [service for name in PUBLIC_PROTO_FILES for service in pool.FindFileByName(name).services_by_name.values()]
+
+
+def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
+    """The gRPC status as the Connect error of the same code, message and details."""
+    code = Code[error.code().name.replace("CANCELLED", "CANCELED")]
+    details: Sequence[Any] = ()
+    for key, value in error.trailing_metadata() or ():
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            with contextlib.suppress(DecodeError):
+                details = list(status_pb2.Status.FromString(value).details)
+    return ConnectError(code, error.details() or "", details)
+
+
+def _metadata(ctx: RequestContext) -> tuple[tuple[str, str], ...]:
+    headers = ctx.request_headers()
+    return tuple((name, value) for name in FORWARDED_HEADERS for value in headers.getall(name))
+
+
+def _timeout_s(ctx: RequestContext) -> float | None:
+    remaining = ctx.timeout_ms()
+    return None if remaining is None else max(remaining, 0.0) / 1000.0
+
+
+def _endpoint(service: ServiceDescriptor, method: MethodDescriptor, channel: grpc.aio.Channel) -> Endpoint:
+    request_class, response_class = GetMessageClass(method.input_type), GetMessageClass(method.output_type)
+    info = MethodInfo(name=method.name, service_name=service.full_name, input=request_class, output=response_class,
+                      idempotency_level=IdempotencyLevel.UNKNOWN)  # fmt: skip
+    path = f"/{service.full_name}/{method.name}"
+    wire = {"request_serializer": request_class.SerializeToString, "response_deserializer": response_class.FromString}
+    if method.server_streaming:
+        stream = channel.unary_stream(path, **wire)
+
+        async def forward_stream(request: Any, ctx: RequestContext) -> AsyncIterator[Any]:
+            call = stream(request, metadata=_metadata(ctx), timeout=_timeout_s(ctx))
+            try:
+                async for message in call:
+                    yield message
+            except grpc.aio.AioRpcError as exc:
+                raise connect_error(exc) from None
+            finally:
+                call.cancel()  # the browser went away: end the gRPC stream too
+
+        return Endpoint.server_stream(info, forward_stream)
+    unary = channel.unary_unary(path, **wire)
+
+    async def forward(request: Any, ctx: RequestContext) -> Any:
+        try:
+            return await unary(request, metadata=_metadata(ctx), timeout=_timeout_s(ctx))
+        except grpc.aio.AioRpcError as exc:
+            raise connect_error(exc) from None
+
+    return Endpoint.unary(info, forward)
+
+
+class ConnectBridge(ConnectASGIApplication):
+    """One gRPC service over Connect, every call forwarded to `channel`."""
+
+    def __init__(self, service: ServiceDescriptor, channel: grpc.aio.Channel, read_max_bytes: int) -> None:
+        self._path = f"/{service.full_name}"
+        if any(m.client_streaming for m in service.methods):
+            raise ValueError(f"{service.full_name}: client streaming is not served over Connect")
+        super().__init__(
+            service=channel,
+            endpoints=lambda ch: {f"{self._path}/{m.name}": _endpoint(service, m, ch) for m in service.methods},
+            read_max_bytes=read_max_bytes,
+        )
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+
+# A request larger than this is refused (RESOURCE_EXHAUSTED) before it is parsed.
+READ_MAX_BYTES = 1 << 20
+
+
+def connect_routes(channel_for: Callable[[str], grpc.aio.Channel]) -> list[BaseRoute]:
+    """A Mount per public service, its calls forwarded to `channel_for(hosting service name)`."""
+    _refuse_malformed_requests()
+    return [
+        Mount(f"/{service.full_name}", app=ConnectBridge(service, channel_for(HOSTING_SERVICE[service.name]), READ_MAX_BYTES))
+        for service in public_services()
+    ]
+
+
+# ---------------------------------------------------------------- the HTTP app
+
+
+DevLogin = Callable[[str], str]
+
+
+def dev_login_route(mint_player_token: DevLogin) -> Route:
+    """POST /dev/login {"player": NAME} -> {"token", "player"}: a play-money player's token minted
+    by the server (embedded mode only; the secret never leaves the server)."""
+
+    async def login(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+            player = str(body.get("player", "")).strip() if isinstance(body, dict) else ""
+            return JSONResponse({"player": player, "token": mint_player_token(player)})
+        except ValueError as exc:
+            return JSONResponse({"code": "invalid_argument", "message": str(exc)}, status_code=400)
+
+    return Route("/dev/login", login, methods=["POST"])
+
+
+def web_app(
+    channel_for: Callable[[str], grpc.aio.Channel],
+    *,
+    static_dir: Path | None = None,
+    dev_login: DevLogin | None = None,
+    cors_origins: Sequence[str] = (),
+) -> Starlette:
+    """Connect under each service's path; the web table's files at `/` and the dev login when given."""
+    routes = connect_routes(channel_for)
+    if dev_login is not None:
+        routes.append(dev_login_route(dev_login))
+    if static_dir is not None:
+        routes.append(Mount("/", app=StaticFiles(directory=static_dir, html=True)))
+    middleware = []
+    if cors_origins:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
+                                     allow_headers=list(CORS_ALLOW_HEADERS), expose_headers=list(CORS_EXPOSE_HEADERS),
+                                     max_age=7200))  # fmt: skip
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def parse_origins(value: str) -> tuple[str, ...]:
+    """CORS_ORIGINS: comma-separated origins ("*" for any); empty: CORS off."""
+    return tuple(origin.strip() for origin in value.split(",") if origin.strip())
+
+
+class _Uvicorn(uvicorn.Server):
+    # The host process owns SIGINT/SIGTERM and stops this server itself.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def bind(address: str) -> socket.socket:
+    """A listening socket on HOST:PORT (port 0 picks one); OSError naming the address when it cannot."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, int(port)))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+@dataclass
+class HttpServer:
+    """An ASGI app on uvicorn inside the caller's event loop (started and stopped with the gRPC server)."""
+
+    app: Any
+    listen: str
+    port: int = 0
+    _server: _Uvicorn | None = None
+    _task: asyncio.Task | None = None
+    _sockets: list[socket.socket] = field(default_factory=list)
+
+    async def start(self) -> None:
+        sock = bind(self.listen)
+        self._sockets.append(sock)
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, lifespan="off", log_config=None, access_log=False, timeout_graceful_shutdown=2)
+        self._server = _Uvicorn(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise OSError(f"cannot serve HTTP on {self.listen}")
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for sock in self._sockets:
+            sock.close()
+
+
+def channels_by_service(channel_for_address: Callable[[str], grpc.aio.Channel], addresses: Mapping[str, str]) -> Callable[[str], grpc.aio.Channel]:
+    """channel_for(service) from HOST:PORT per hosting service, one channel per address."""
+    channels = {name: channel_for_address(address) for name, address in addresses.items()}
+    return lambda name: channels[name]
