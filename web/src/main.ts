@@ -48,15 +48,18 @@ function showError(error: unknown): void {
   box.hidden = false;
 }
 
+let busy = 0;  // calls under way: body[data-busy] while any is (the tests wait for it to go)
+
 async function act(what: () => Promise<void>): Promise<void> {
   $("error").hidden = true;
-  document.body.dataset.busy = "1";
+  document.body.dataset.busy = String(++busy);
   try {
     await what();
   } catch (e) {
     showError(e);
   } finally {
-    delete document.body.dataset.busy;
+    if (--busy === 0) delete document.body.dataset.busy;
+    else document.body.dataset.busy = String(busy);
   }
 }
 

@@ -1,0 +1,180 @@
+"""The reference web table in a real browser: Debian's chromium, headless, driven by Playwright for
+Python (no browser download: PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1), against a real `croupier serve`.
+
+Each test saves a screenshot of its pages when it fails; the game tests also save one of each game's
+table after a settled round. Both go to SCREENSHOTS (var/screenshots/, or $CROUPIER_SCREENSHOTS),
+listed at the end of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CROUPIER, ROOT
+
+CHROMIUM = os.environ.get("CROUPIER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+SCREENSHOTS = Path(os.environ.get("CROUPIER_SCREENSHOTS", ROOT / "var" / "screenshots"))
+# Playwright's waits: a round, its reveal and its check take well under a second here; generous for a busy CI.
+TIMEOUT_MS = 20_000
+
+pytestmark = pytest.mark.e2e
+
+_saved: list[Path] = []
+
+
+def save_screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    _saved.append(path)
+    return path
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _saved:
+        terminalreporter.write_line(f"browser screenshots ({SCREENSHOTS}):")
+        for path in _saved:
+            terminalreporter.write_line(f"  {path}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for index, page in enumerate(getattr(item, "pages", [])):
+            try:
+                report.sections.append(("screenshot", str(save_screenshot(page, f"FAILED-{item.name}-{index}"))))
+            except Exception:  # noqa: BLE001 - a closed page has nothing to show
+                pass
+
+
+@pytest.fixture(scope="session")
+def web_server(tmp_path_factory) -> Iterator[str]:
+    """`croupier serve` on loopback ports picked by the OS; the page's URL."""
+    data = tmp_path_factory.mktemp("web") / "data"
+    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    log = open(data.parent / "serve.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen([CROUPIER, "serve", "--data", str(data), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"],
+                               stdout=log, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        served = data / "serve.json"
+        while not (served.exists() and "http" in served.read_text()):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"croupier serve did not start: {(data.parent / 'serve.log').read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield json.loads(served.read_text())["http"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or set CROUPIER_CHROMIUM)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Table:
+    """One player's page, with the steps a person takes on it."""
+
+    def __init__(self, page, url: str) -> None:
+        self.page = page
+        self.url = url
+        self.errors: list[str] = []
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def sign_in(self, name: str | None = None, top_up: int = 1000) -> str:
+        name = name or f"web-{uuid.uuid4().hex[:8]}"
+        page = self.page
+        page.goto(self.url)
+        page.wait_for_selector("#app[data-ready='1']")
+        page.fill("#player", name)
+        page.click("#login")
+        page.wait_for_selector("#signed-in:not([hidden])")
+        self.idle()
+        if top_up:
+            page.fill("#topup-amount", str(top_up))
+            page.click("#topup")
+            self.idle()
+        return name
+
+    def idle(self) -> None:
+        self.page.wait_for_selector("body:not([data-busy])")
+
+    def balance(self) -> int:
+        self.idle()
+        return int(self.page.get_attribute("#balance", "data-minor") or 0)
+
+    def join(self, table_id: str, role: str = "player", auto_confirm: bool = False, nickname: str = "") -> None:
+        page = self.page
+        page.select_option("#table", table_id)
+        page.fill("#nickname", nickname)
+        page.set_checked("#auto-confirm", auto_confirm)
+        page.click("#join" if role == "player" else "#join-dealer")
+        self.idle()
+        page.wait_for_selector("#seat:not([hidden])")
+
+    def set_bet(self, bet: str, chips: list[int]) -> None:
+        self.page.click(f"button[data-clear='{bet}']")
+        for chip in chips:
+            self.page.click(f"button.chip[data-bet='{bet}'][data-chip='{chip}']")
+
+    def play_round(self, choose=None, rebet: bool = False) -> str:
+        """Place the bets (or rebet) and deal, decide while asked (the first choice unless `choose`
+        picks), until settled and checked in the page; the verdict element's state."""
+        page = self.page
+        page.click("#rebet" if rebet else "#place")
+        self.idle()
+        page.wait_for_selector("#round[data-phase]:not([data-phase='betting'])")
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while page.get_attribute("#round", "data-phase") == "deciding" and time.monotonic() < deadline:
+            buttons = page.locator("button.decision")
+            choices = [buttons.nth(i).get_attribute("data-choice") for i in range(buttons.count())]
+            pick = choose(choices) if choose else choices[0]
+            page.click(f"button.decision[data-choice='{pick}'] >> nth=0")
+            self.idle()
+        return self.verdict()
+
+    def verdict(self) -> str:
+        self.page.wait_for_selector("#verdict[data-state='ok'], #verdict[data-state='failed']", timeout=TIMEOUT_MS)
+        return self.page.get_attribute("#verdict", "data-state") or ""
+
+    def error(self) -> str:
+        box = self.page.locator("#error")
+        return box.text_content() or "" if box.is_visible() else ""
+
+
+@pytest.fixture
+def open_table(browser, web_server, request):
+    """open_table() -> a fresh browser context's page (its own cookies and storage) at the web table."""
+    contexts = []
+    request.node.pages = []
+
+    def open_one() -> Table:
+        context = browser.new_context(viewport={"width": 1100, "height": 900})
+        context.set_default_timeout(TIMEOUT_MS)
+        contexts.append(context)
+        page = context.new_page()
+        request.node.pages.append(page)
+        return Table(page, web_server)
+
+    yield open_one
+    for context in contexts:
+        context.close()
