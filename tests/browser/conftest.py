@@ -142,6 +142,7 @@ class Table:
         page = self.page
         page.click("#rebet" if rebet else "#place")
         self.idle()
+        assert not self.error(), f"the server refused: {self.error()}"
         page.wait_for_selector("#round[data-phase]:not([data-phase='betting'])")
         deadline = time.monotonic() + TIMEOUT_MS / 1000
         while page.get_attribute("#round", "data-phase") == "deciding" and time.monotonic() < deadline:

@@ -1,0 +1,59 @@
+"""War with a player-dealer through the web table, two browser contexts: one player earns the dealer
+points at a war-p2p table, takes the dealer seat and confirms; another, paired with them, plays; the
+dealer's page shows the round, its result and the seed's text boxes, and both pages verify it."""
+
+from __future__ import annotations
+
+from .conftest import save_screenshot
+
+TABLE = "war-p2p-ii-play"  # type II: 400 dealer points and 240.00 to deal; its own table, so no other test's seat pairs
+
+
+def status(table, field: str) -> str:
+    return table.page.text_content(f"#seat-status output[data-field='{field}']") or ""
+
+
+def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
+    dealer = open_table()
+    dealer.sign_in(top_up=3000)
+    dealer.join(TABLE)
+    dealer.set_bet("ante", [10000, 10000])  # 200.00, the table's maximum: 200 points a round
+    for _ in range(3):  # 600 points: two rounds dealt (-5 each) keep them over the 400 needed
+        assert dealer.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
+    dealer.page.wait_for_function("Number(document.querySelector(\"#seat-status output[data-field='dealerPoints']\").textContent) >= 600")
+    dealer.page.click("#leave")
+    dealer.idle()
+    dealer.join(TABLE, role="dealer", nickname="Dee")
+    assert status(dealer, "role") == "dealer"
+    assert status(dealer, "confirmed") == "false"
+
+    player = open_table()
+    player.sign_in()
+    player.join(TABLE, nickname="Pat")
+    assert status(player, "opponentNickname") == "Dee", "paired with the waiting player-dealer"
+    dealer.page.wait_for_function("document.querySelector(\"#seat-status output[data-field='opponentNickname']\").textContent === 'Pat'")
+    dealer.page.click("#confirm")
+    dealer.idle()
+    assert status(dealer, "confirmed") == "true"
+
+    player.set_bet("ante", [500])
+    assert player.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
+    assert "vs Dee" in player.page.text_content("#round-title")
+    round_id = player.page.get_attribute("#history li >> nth=0", "data-round")
+    # The dealer's page learns of the round by itself (GetSeatStatus each second until WatchSeat) and verifies it.
+    dealer.page.wait_for_function(f"document.querySelector('#round-title').textContent.includes('{round_id}')")
+    assert dealer.verdict() == "ok", dealer.page.text_content("#verdict")
+    assert "you: dealer" in dealer.page.text_content("#round-title")
+    assert "dealer net" in dealer.page.text_content("#totals")
+
+    dealer.page.click("#auto-on")
+    dealer.idle()
+    assert status(dealer, "autoConfirm") == "true"
+    assert player.play_round(rebet=True, choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
+    second = player.page.get_attribute("#history li >> nth=0", "data-round")
+    assert second != round_id
+    dealer.page.wait_for_function(f"document.querySelector('#round-title').textContent.includes('{second}')")
+    assert dealer.verdict() == "ok"
+    assert dealer.errors == [] and player.errors == []
+    save_screenshot(dealer.page, "war-p2p-player-dealer-dealer")
+    save_screenshot(player.page, "war-p2p-player-dealer-player")
