@@ -1,0 +1,173 @@
+"""The browser path over plain HTTP, as a frontend or `curl` speaks it: the public services over the
+Connect protocol on the embedded server's HTTP port (unary and server-streaming, JSON and binary), the
+same auth and error statuses as gRPC, the internal services absent, CORS off unless configured, and
+the dev login minting a player's token without the secret leaving the server."""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from croupier.v1 import table_pb2
+from croupier_cli.embedded import authority_for
+
+from .conftest import ServerThread
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    data = tmp_path_factory.mktemp("connect") / "data"
+    thread = ServerThread(data, http_listen="127.0.0.1:0", cors_origins=("https://casino.example",))
+    thread.start()
+    yield f"http://127.0.0.1:{thread.server.http.port}", authority_for(data)
+    thread.stop()
+
+
+def token(authority, role: str = "player") -> str:
+    return authority.mint(f"c-{uuid.uuid4().hex[:8]}", role, int(time.time()), 600)
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def call_json(web, method: str, message: dict, bearer: str | None = None) -> tuple[int, dict]:
+    base, _ = web
+    headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {bearer}"} if bearer else {})
+    status, _, body = post(f"{base}/{method}", json.dumps(message).encode(), headers)
+    return status, json.loads(body)
+
+
+def test_a_unary_call_in_json_as_curl_sends_it(web) -> None:
+    bearer = token(web[1])
+    status, body = call_json(web, "croupier.v1.TableService/ListTables", {"game": "casino-war"}, bearer)
+    assert status == 200
+    assert {t["game"] for t in body["tables"]} == {"casino-war"}
+    assert body["tables"][0]["limits"]["ante"]["min"], "int64 as a JSON string, proto3 JSON mapping"
+    status, body = call_json(web, "croupier.v1.WalletService/TopUpPlayMoney",
+                             {"amount": {"amount_minor": 5000, "currency": "PLAY"}, "transaction_id": "t1"}, bearer)  # fmt: skip
+    assert status == 200 and body["status"] == "posted"
+    status, body = call_json(web, "croupier.v1.WalletService/GetBalances", {}, bearer)
+    assert body["balances"] == [{"currency": "PLAY", "available": "5000", "total": "5000"}]
+
+
+def test_a_unary_call_in_binary(web) -> None:
+    base, authority = web
+    status, headers, body = post(f"{base}/croupier.v1.TableService/ListTables", table_pb2.ListTablesRequest(game="battle-royale").SerializeToString(),
+                                 {"content-type": "application/proto", "authorization": f"Bearer {token(authority)}"})  # fmt: skip
+    assert status == 200 and headers["content-type"] == "application/proto"
+    assert {t.game for t in table_pb2.ListTablesResponse.FromString(body).tables} == {"battle-royale"}
+
+
+@pytest.mark.parametrize(
+    ("method", "message", "bearer", "http", "code"),
+    [
+        ("croupier.v1.TableService/ListTables", {}, None, 401, "unauthenticated"),
+        ("croupier.v1.TableService/GetRound", {"round_id": "nope"}, "player", 404, "not_found"),
+        ("croupier.v1.AuditService/ReplayRound", {"round_id": "nope"}, "player", 403, "permission_denied"),
+        ("croupier.v1.TableService/GetRound", {"round_id": 7, "bogus": 1}, "player", 400, "invalid_argument"),
+    ],
+)
+def test_errors_carry_the_grpc_status_as_the_connect_code(web, method, message, bearer, http, code) -> None:
+    status, body = call_json(web, method, message, bearer and token(web[1], bearer))
+    assert (status, body["code"]) == (http, code)
+    assert body["message"]
+
+
+def test_malformed_json_is_invalid_argument_not_unknown(web) -> None:
+    base, authority = web
+    status, _, body = post(f"{base}/croupier.v1.TableService/GetRound", b'{"round_id":',
+                           {"content-type": "application/json", "authorization": f"Bearer {token(authority)}"})  # fmt: skip
+    assert status == 400 and json.loads(body)["code"] == "invalid_argument"
+
+
+@pytest.mark.parametrize("path", ["/croupier.v1.StakeService/ReserveStakes", "/croupier.v1.ShufflerService/NewShoe",
+                                  "/grpc.health.v1.Health/Check"])  # fmt: skip
+def test_internal_services_are_not_served(web, path: str) -> None:
+    status, _, _ = post(web[0] + path, b"{}", {"content-type": "application/json", "authorization": f"Bearer {token(web[1], 'operator')}"})
+    assert status in (404, 405)
+
+
+def envelope(flags: int, payload: bytes) -> bytes:
+    return struct.pack(">BI", flags, len(payload)) + payload
+
+
+def read_envelopes(body: bytes) -> list[tuple[int, bytes]]:
+    out, at = [], 0
+    while at < len(body):
+        flags, size = struct.unpack(">BI", body[at : at + 5])
+        out.append((flags, body[at + 5 : at + 5 + size]))
+        at += 5 + size
+    return out
+
+
+def test_a_server_stream_over_connect(web) -> None:
+    base, authority = web
+    status, headers, body = post(f"{base}/croupier.v1.AuditService/AuditAll", envelope(0, b'{"page_size": 10}'),
+                                 {"content-type": "application/connect+json", "authorization": f"Bearer {token(authority, 'operator')}"})  # fmt: skip
+    assert status == 200 and headers["content-type"] == "application/connect+json"
+    frames = read_envelopes(body)
+    messages = [json.loads(payload) for flags, payload in frames if flags == 0]
+    end = [json.loads(payload) for flags, payload in frames if flags == 2]
+    assert messages and end == [{}], "messages, then an end-of-stream without error"
+    assert messages[-1].get("done") is True or "rounds" in messages[-1]
+
+
+def test_a_refused_stream_ends_with_the_error(web) -> None:
+    base, authority = web
+    status, _, body = post(f"{base}/croupier.v1.AuditService/AuditAll", envelope(0, b"{}"),
+                           {"content-type": "application/connect+json", "authorization": f"Bearer {token(authority)}"})  # fmt: skip
+    assert status == 200  # Connect streams report errors in the end-of-stream message
+    (flags, payload), = read_envelopes(body)
+    assert flags == 2 and json.loads(payload)["error"]["code"] == "permission_denied"
+
+
+def test_cors_allows_only_the_configured_origin(web) -> None:
+    base, _ = web
+    for origin, allowed in (("https://casino.example", True), ("https://evil.example", False)):
+        request = urllib.request.Request(f"{base}/croupier.v1.TableService/ListTables", method="OPTIONS", headers={
+            "origin": origin, "access-control-request-method": "POST",
+            "access-control-request-headers": "authorization,content-type,connect-protocol-version"})  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                status, headers = response.status, response.headers
+        except urllib.error.HTTPError as error:
+            status, headers = error.code, error.headers
+        assert (headers.get("access-control-allow-origin") == origin) is allowed, (origin, status)
+
+
+def test_cors_is_off_by_default(tmp_path) -> None:
+    thread = ServerThread(tmp_path / "data", http_listen="127.0.0.1:0")
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{thread.server.http.port}"
+        status, headers, _ = post(f"{base}/croupier.v1.TableService/ListTables", b"{}", {"content-type": "application/json", "origin": "https://casino.example"})
+        assert status == 401 and "access-control-allow-origin" not in {k.lower() for k in headers}
+    finally:
+        thread.stop()
+
+
+def test_the_dev_login_mints_a_players_token(web) -> None:
+    base, _ = web
+    status, _, body = post(f"{base}/dev/login", json.dumps({"player": "dev-alice"}).encode(), {"content-type": "application/json"})
+    minted = json.loads(body)
+    assert status == 200 and minted["player"] == "dev-alice"
+    status, balances = call_json(web, "croupier.v1.WalletService/GetBalances", {}, minted["token"])
+    assert status == 200
+    status, body = call_json(web, "croupier.v1.AuditService/ReplayRound", {"round_id": "x"}, minted["token"])
+    assert body["code"] == "permission_denied", "a player's token, never an operator's"
+    status, _, body = post(f"{base}/dev/login", json.dumps({"player": "no spaces!"}).encode(), {"content-type": "application/json"})
+    assert status == 400 and "player name" in json.loads(body)["message"]
