@@ -252,3 +252,55 @@ def test_a_watcher_on_either_game_replica_sees_a_round_played_on_the_other_and_r
         resumed.cancel()
     finally:
         replicated.stop()
+def test_the_browser_gateway_routes_each_service_path_to_its_host(stack: ServiceProcesses, tmp_path) -> None:
+    """`croupier serve gateway`: one HTTP endpoint, TableService calls reach game, WalletService calls
+    reach wallet, over Connect with JSON, under the services' own auth."""
+    import socket
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    from tests.conftest import CROUPIER
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**stack.env, "PORT": str(port), "LISTEN_HOST": "127.0.0.1",
+           "GAME_SERVICE_ADDR": stack.target("game"), "WALLET_SERVICE_ADDR": stack.target("wallet")}  # fmt: skip
+    gateway = subprocess.Popen([CROUPIER, "serve", "gateway"], env=env, stderr=open(tmp_path / "gateway.log", "w"))
+    base = f"http://127.0.0.1:{port}"
+    token = TokenAuthority(stack.secret).mint("gw-player", "player", int(time.time()), 600)
+
+    def call(method: str, message: dict, bearer: str | None = token) -> tuple[int, dict]:
+        headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {bearer}"} if bearer else {})
+        request = urllib.request.Request(f"{base}/{method}", data=json.dumps(message).encode(), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
+                    assert response.read() == b"ok"
+                break
+            except OSError:
+                assert gateway.poll() is None and time.monotonic() < deadline, (tmp_path / "gateway.log").read_text()
+                time.sleep(0.2)
+        assert call("croupier.v1.TableService/ListTables", {}, bearer=None)[1]["code"] == "unauthenticated"
+        status, body = call("croupier.v1.WalletService/TopUpPlayMoney", {"amount": {"amount_minor": 10000, "currency": "PLAY"}, "transaction_id": "gw-1"})
+        assert status == 200, body
+        status, body = call("croupier.v1.TableService/JoinTable", {"table_id": "casino-war-play"})
+        assert status == 200, body
+        status, view = call("croupier.v1.TableService/PlaceBets", {"seat_id": body["seatId"], "bets": {"ante": 500}, "idempotency_key": "gw-r1"})
+        assert status == 200 and view["commitment"], view
+        status, view = call("croupier.v1.TableService/Deal", {"round_id": view["roundId"]})
+        assert status == 200 and len(view["cards"]) >= 2
+        status, balances = call("croupier.v1.WalletService/GetBalances", {})
+        assert status == 200 and balances["balances"][0]["currency"] == "PLAY"
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -159,12 +160,17 @@ class Host:
         self.metrics.shutdown()
 
     async def serve_until_signal(self, on_ready: Callable[[int], None] | None = None) -> None:
-        await self.start()
-        if on_ready:
-            on_ready(self.port)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        await self.stop()
+        await run_until_signal(self, on_ready)
+
+
+async def run_until_signal(server: Any, on_ready: Callable[[int], None] | None = None) -> None:
+    """Start `server` (a Host or the gateway), tell `on_ready` its port, stop it on SIGINT or SIGTERM."""
+    await server.start()
+    if on_ready:
+        on_ready(server.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop()

@@ -22,7 +22,7 @@ DEFAULT_DATA = Path("var")
 
 
 def serve(
-    service: Annotated[Optional[str], typer.Argument(help=f"one service alone, distributed mode ({', '.join(SERVICES)}); all five when omitted")] = None,
+    service: Annotated[Optional[str], typer.Argument(help=f"one service alone, distributed mode ({', '.join(SERVICES)}), or the browser gateway (gateway); all five when omitted")] = None,
     data: Annotated[Path, typer.Option(help="embedded mode: data directory (SQLite files, token secret)")] = DEFAULT_DATA,
     listen: Annotated[Optional[str], typer.Option(help="HOST:PORT to listen on (embedded default 127.0.0.1:50051; distributed: LISTEN_HOST:PORT)")] = None,
     tables: Annotated[Optional[Path], typer.Option(help="table catalogue (TOML); the built-in one by default")] = None,
@@ -42,16 +42,25 @@ def serve(
             http_listen=None if http == "off" else http, cors_origins=parse_origins(process.cors_origins),
         )
         where = f"data in {data}/"
+    elif service == GATEWAY:
+        host = gateway_host(listen)
+        where = "HTTP: the public services over Connect, forwarded to game and wallet"
     else:
         if service not in SERVICES:
-            console.print(f"[red]unknown service {service!r}; services are: {', '.join(SERVICES)}[/red]")
+            console.print(f"[red]unknown service {service!r}; services are: {', '.join(SERVICES)} (and {GATEWAY})[/red]")
             raise typer.Exit(2)
         host = distributed_host(service, listen, tables)
         where = "Kafka and PostgreSQL"
     name = service or "croupier"
+    if service == GATEWAY:
+        return run_or_exit(host, name, where)
     host.health_check_interval_s = process.health_check_interval_s
     host.outbox_stuck_after_s = process.outbox_stuck_after_s
 
+    run_or_exit(host, name, where)
+
+
+def run_or_exit(host, name: str, where: str) -> None:
     def ready(port: int) -> None:
         console.print(f"{name} serving on port {port} ({where}); Ctrl-C stops it")
         if isinstance(host, EmbeddedServer) and host.http is not None:
@@ -63,6 +72,23 @@ def serve(
     except OSError as exc:
         console.print(f"[red]cannot serve: {exc}[/red]")
         raise typer.Exit(1) from None
+
+
+GATEWAY = "gateway"
+
+
+def gateway_host(listen: str | None):
+    """The browser gateway: settings from the environment (PORT, GAME_SERVICE_ADDR, WALLET_SERVICE_ADDR, CORS_ORIGINS)."""
+    from croupier_platform.settings import GatewaySettings
+
+    from .gateway import Gateway
+
+    settings = settings_or_exit(GatewaySettings, GATEWAY)
+    return Gateway(
+        listen=listen or f"{settings.listen_host}:{settings.port}",
+        addresses={"game": settings.game_service_addr, "wallet": settings.wallet_service_addr},
+        cors_origins=parse_origins(settings.cors_origins),
+    )
 
 
 def kafka_bus(settings, service: str):

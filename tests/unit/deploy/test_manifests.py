@@ -648,3 +648,19 @@ def test_the_build_context_is_an_allow_list_without_local_build_output() -> None
     assert {"pyproject.toml", "setup.py", "libs", "services", "cli", "proto", "migrations", "scripts/gen-proto.sh"} <= allowed
     for local_only in ("libs/proto/src/", "**/*.so", "**/__pycache__/"):
         assert local_only in patterns
+
+
+def test_compose_exposes_the_browser_gateway_forwarding_to_the_public_services(compose: dict[str, Any]) -> None:
+    from croupier_platform.web_gateway import HOSTING_SERVICE
+
+    gateway = compose["services"]["gateway"]
+    assert gateway["command"] == ["gateway"] and gateway["image"] == compose["services"]["game"]["image"]
+    assert gateway["ports"] == ["127.0.0.1:8080:8080"] and gateway["environment"]["PORT"] == "8080"
+    env = gateway["environment"]
+    assert {f"{host.upper()}_SERVICE_ADDR" for host in HOSTING_SERVICE.values()} == {k for k in env if k.endswith("_SERVICE_ADDR")}
+    for host in set(HOSTING_SERVICE.values()):
+        assert env[f"{host.upper()}_SERVICE_ADDR"] == f"{host}:{GRPC_PORT}"
+        assert gateway["depends_on"][host]["condition"] == "service_healthy"
+    assert "CROUPIER_TOKEN_SECRET" not in env and "DATABASE_URL" not in env, "it forwards; the services authenticate"
+    assert "/healthz" in " ".join(gateway["healthcheck"]["test"])
+    assert gateway["read_only"] is True and gateway["cap_drop"] == ["ALL"]

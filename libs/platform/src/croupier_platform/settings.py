@@ -88,6 +88,16 @@ class ServiceSettings(ProcessSettings):
         return [f"{d.upper()}_SERVICE_ADDR" for d in DEPENDENCIES[service] if not self.address_of(d)]
 
 
+class GatewaySettings(ProcessSettings):
+    """The browser gateway in distributed mode: `croupier serve gateway` (HTTP, Connect)."""
+
+    port: int = Field(default=8080, ge=0, le=65535)
+    listen_host: str = "0.0.0.0"
+    # The processes hosting the public services: game (TableService, AuditService), wallet (WalletService, LedgerService).
+    game_service_addr: str
+    wallet_service_addr: str
+
+
 def database_url_for(url: str, service: str) -> str:
     """PostgreSQL: the service's own schema through the search_path; SQLite: unchanged (a file per service)."""
     if not url.startswith("postgresql"):

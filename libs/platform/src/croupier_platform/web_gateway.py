@@ -39,7 +39,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -202,9 +202,13 @@ def web_app(
     static_dir: Path | None = None,
     dev_login: DevLogin | None = None,
     cors_origins: Sequence[str] = (),
+    health_check: bool = False,
 ) -> Starlette:
-    """Connect under each service's path; the web table's files at `/` and the dev login when given."""
+    """Connect under each service's path; the web table's files at `/`, the dev login and GET
+    /healthz (the gateway's probes: the process answers) when asked for."""
     routes = connect_routes(channel_for)
+    if health_check:
+        routes.append(Route("/healthz", lambda _request: PlainTextResponse("ok"), methods=["GET"]))
     if dev_login is not None:
         routes.append(dev_login_route(dev_login))
     if static_dir is not None:

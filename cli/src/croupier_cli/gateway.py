@@ -1,0 +1,41 @@
+"""The browser gateway of the distributed mode (`croupier serve gateway`): the one public HTTP
+endpoint, the public services over Connect, each service path routed to the gRPC address of the
+process that hosts it (game: TableService, AuditService; wallet: WalletService, LedgerService).
+No store, no broker: it only forwards, so it scales freely; auth and errors are the services' own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import grpc
+
+from croupier_platform.web_gateway import HttpServer, web_app
+
+from .hosting import CLIENT_CHANNEL_OPTIONS, run_until_signal
+
+
+@dataclass
+class Gateway:
+    listen: str
+    # hosting service ("game", "wallet") -> HOST:PORT of its gRPC server
+    addresses: dict[str, str]
+    cors_origins: tuple[str, ...] = ()
+    port: int = 0
+    _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
+    _http: HttpServer | None = None
+
+    async def start(self) -> None:
+        self._channels = {name: grpc.aio.insecure_channel(address, options=CLIENT_CHANNEL_OPTIONS) for name, address in self.addresses.items()}
+        app = web_app(lambda name: self._channels[name], cors_origins=self.cors_origins, health_check=True)
+        self._http = HttpServer(app, self.listen)
+        await self._http.start()
+        self.port = self._http.port
+
+    async def stop(self) -> None:
+        if self._http is not None:
+            await self._http.stop()
+        for channel in self._channels.values():
+            await channel.close()
+
+    async def serve_until_signal(self, on_ready=None) -> None:
+        await run_until_signal(self, on_ready)
