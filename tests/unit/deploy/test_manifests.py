@@ -28,6 +28,9 @@ COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "infra" / "docker" / "Dockerfile"
 
 SERVICES = ("shuffler", "dealer", "game", "wallet", "commission")
+# The browser gateway (`croupier serve gateway`): HTTP in, gRPC out to the public services' hosts.
+GATEWAY = "gateway"
+HTTP_PORT = 8080
 AUTOSCALED = ("game", "wallet")
 TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.commission-events", "croupier.shoe-reveals", "croupier.seat-events")
 GRPC_PORT = 50051
@@ -143,10 +146,15 @@ def test_each_service_file_holds_one_deployment_service_and_serviceaccount() -> 
         assert {d["metadata"]["name"] for d in docs} == {svc}
 
 
+def service_deployments() -> dict[str, dict[str, Any]]:
+    """The five services' Deployments (the gateway's is checked on its own)."""
+    return {name: d for name, d in objects("Deployment").items() if name != GATEWAY}
+
+
 def test_every_deployment_has_a_grpc_service_selecting_it() -> None:
     services = objects("Service")
-    deployments = objects("Deployment")
-    assert set(deployments) == set(SERVICES)
+    deployments = service_deployments()
+    assert set(objects("Deployment")) == {*SERVICES, GATEWAY}
     for name, deployment in deployments.items():
         service = services[name]
         selector = service["spec"]["selector"]
@@ -158,7 +166,7 @@ def test_every_deployment_has_a_grpc_service_selecting_it() -> None:
 
 
 def test_every_deployment_runs_its_service_from_the_one_image() -> None:
-    for name, deployment in objects("Deployment").items():
+    for name, deployment in service_deployments().items():
         spec = deployment["spec"]["template"]["spec"]
         (container,) = spec["containers"]
         assert container["image"] == "croupier", name
@@ -173,7 +181,7 @@ def test_every_deployment_runs_its_service_from_the_one_image() -> None:
 
 @pytest.mark.parametrize("probe", ["livenessProbe", "readinessProbe"])
 def test_every_deployment_probes_grpc_health_on_the_grpc_port(probe: str) -> None:
-    for name, deployment in objects("Deployment").items():
+    for name, deployment in service_deployments().items():
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             assert container[probe]["grpc"]["port"] == grpc_port(container), f"{name} {probe}"
             assert set(container[probe]) - {"grpc"} <= {
@@ -184,7 +192,7 @@ def test_every_deployment_probes_grpc_health_on_the_grpc_port(probe: str) -> Non
 def test_readiness_asks_the_overall_health_and_liveness_only_whether_the_process_answers() -> None:
     """A database or broker outage turns "" NOT_SERVING: the pod becomes unready, never restarted
     (liveness and startup ask LIVENESS_HEALTH, which no dependency turns NOT_SERVING)."""
-    for name, deployment in objects("Deployment").items():
+    for name, deployment in service_deployments().items():
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             assert container["readinessProbe"]["grpc"].get("service", "") == "", f"{name} readiness"
             for probe in ("livenessProbe", "startupProbe"):
@@ -227,7 +235,7 @@ def test_settings_come_from_the_configmap_and_secrets_from_the_secret() -> None:
     assert configmap["data"]["PORT"] == str(GRPC_PORT)
     for svc in SERVICES:
         assert configmap["data"][f"{svc.upper()}_SERVICE_ADDR"] == f"{svc}:{GRPC_PORT}"
-    for name, deployment in objects("Deployment").items():
+    for name, deployment in service_deployments().items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         sources = container["envFrom"]
         assert {"configMapRef": {"name": "croupier-config"}} in sources, name
@@ -330,7 +338,7 @@ def pod_labels() -> dict[str, dict[str, str]]:
     """Every pod template's labels, by app.kubernetes.io/name (the Deployments' and the Job's)."""
     templates = [d["spec"]["template"] for kind in ("Deployment", "Job") for d in objects(kind).values()]
     labels = {t["metadata"]["labels"]["app.kubernetes.io/name"]: t["metadata"]["labels"] for t in templates}
-    assert set(labels) == {*SERVICES, MIGRATE}
+    assert set(labels) == {*SERVICES, GATEWAY, MIGRATE}
     return labels
 
 
@@ -368,7 +376,11 @@ def grpc_peers(pod: str, direction: str) -> set[str]:
 
 
 def callers_of(service: str) -> set[str]:
-    return {caller for caller, callees in DEPENDENCIES.items() if service in callees}
+    """Who calls `service` over gRPC: the services of DEPENDENCIES, and the gateway for the public services' hosts."""
+    from croupier_platform.web_gateway import HOSTING_SERVICE
+
+    gateway = {GATEWAY} if service in HOSTING_SERVICE.values() else set()
+    return {caller for caller, callees in DEPENDENCIES.items() if service in callees} | gateway
 
 
 def test_the_call_graph_is_the_one_the_services_use() -> None:
@@ -433,7 +445,7 @@ def test_a_service_reaches_over_grpc_exactly_the_services_it_calls(service: str)
 
 
 def test_only_prometheus_reaches_the_metrics_port_of_every_service() -> None:
-    for name, deployment in objects("Deployment").items():
+    for name, deployment in service_deployments().items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         (metrics,) = [p for p in container["ports"] if p["name"] == "metrics"]
         assert metrics["containerPort"] == METRICS_PORT, name
@@ -664,3 +676,35 @@ def test_compose_exposes_the_browser_gateway_forwarding_to_the_public_services(c
     assert "CROUPIER_TOKEN_SECRET" not in env and "DATABASE_URL" not in env, "it forwards; the services authenticate"
     assert "/healthz" in " ".join(gateway["healthcheck"]["test"])
     assert gateway["read_only"] is True and gateway["cap_drop"] == ["ALL"]
+
+
+def test_the_gateway_serves_http_from_the_one_image_and_forwards_to_the_public_services_hosts() -> None:
+    from croupier_platform.web_gateway import HOSTING_SERVICE
+
+    deployment = objects("Deployment")[GATEWAY]
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert container["image"] == "croupier" and container["args"] == [GATEWAY] and "command" not in container
+    assert spec["serviceAccountName"] == GATEWAY and spec["automountServiceAccountToken"] is False
+    (port,) = container["ports"]
+    assert (port["name"], port["containerPort"]) == ("http", HTTP_PORT)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["PORT"] == str(HTTP_PORT) and env["OTEL_SERVICE_NAME"] == "croupier-gateway"
+    assert container["envFrom"] == [{"configMapRef": {"name": "croupier-config"}}], "it needs no secret"
+    (configmap,) = objects("ConfigMap").values()
+    for host in set(HOSTING_SERVICE.values()):
+        assert configmap["data"][f"{host.upper()}_SERVICE_ADDR"] == f"{host}:{GRPC_PORT}"
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}, probe
+    (service_port,) = objects("Service")[GATEWAY]["spec"]["ports"]
+    assert (service_port["name"], service_port["port"], service_port["targetPort"]) == ("http", HTTP_PORT, "http")
+    assert deployment["spec"]["replicas"] >= 2
+
+
+def test_the_gateway_takes_http_from_the_ingress_namespace_only_and_reaches_only_game_and_wallet() -> None:
+    from croupier_platform.web_gateway import HOSTING_SERVICE
+
+    assert allowed(GATEWAY, "Ingress") == [({"namespaceSelector": {"matchLabels": INGRESS_NAMESPACE_LABEL}}, {"http"})]
+    assert grpc_peers(GATEWAY, "Egress") == set(HOSTING_SERVICE.values())
+    for host in set(HOSTING_SERVICE.values()):
+        assert GATEWAY in grpc_peers(host, "Ingress"), host
