@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from croupier_rules.verify import verify_round
 from tests.conftest import ROOT
 
 VECTORS = json.loads((ROOT / "docs" / "fairness-vectors.json").read_text())["vectors"]
@@ -43,11 +44,14 @@ def test_the_browser_verifier_fails_a_changed_vector(verifier, change: str) -> N
     assert any(m.startswith("commitment" if change != "seed" else "cut_digest") for m in mismatches), mismatches
 
 
-def test_a_tampered_round_fails_in_the_page(open_table) -> None:
-    """A good round verifies; the same round with two cards of its revealed shoe swapped does not."""
+def test_a_tampered_round_fails_in_the_page_as_it_does_in_croupier_verify(open_table) -> None:
+    """A good round verifies; the same round with two cards of its revealed shoe swapped does not. The
+    rules library's verifier (`croupier verify --file`), given exactly what the page was shown,
+    reaches the same verdict on each check the page makes, and passes the settlement too."""
     table = open_table()
     table.sign_in()
     table.join("casino-war-play")
+    table.page.fill("#cut-seed", "über-cut ✓")
     assert table.play_round() == "ok"
     page = table.page
     page.click("#tamper")
@@ -56,3 +60,10 @@ def test_a_tampered_round_fails_in_the_page(open_table) -> None:
     assert page.locator("#tampered-verdict li[data-check='commitment']").text_content().startswith("✘")
     assert page.locator("#tampered-verdict li[data-check='cards']").text_content().startswith("✘")
     assert page.get_attribute("#verdict", "data-state") == "ok", "the round itself still verifies"
+
+    checked = page.evaluate("window.croupier.checked")
+    for view, page_report in ((checked["round"], checked["report"]), (checked["tampered"], checked["tamperedReport"])):
+        python = verify_round(view, committed_before=checked["committedBefore"] if view is checked["round"] else None).as_dict()
+        by_name = {c["name"]: c["passed"] for c in python["checks"]}
+        assert {c["name"]: c["passed"] for c in page_report["checks"]} == {n: by_name[n] for n in ("commitment", "shoe", "cut", "cards")}
+    assert verify_round(checked["round"]).ok, "the settlement replays too"

@@ -1,13 +1,16 @@
 // Croupier's reference web table: sign in (dev mode), play money, the five games, war-p2p's dealer seat,
 // history with step-by-step recall, responsible-gaming limits, and the fairness check of every round.
-import { toJsonString } from "@bufbuild/protobuf";
+import { toJson, toJsonString } from "@bufbuild/protobuf";
 import { describeError, devLogin, setToken, tables, wallet } from "./api";
 import * as fairness from "./fairness";
-import type { RoundView, SeatStatus, TableInfo } from "./gen/croupier/v1/table_pb";
+import { RoundViewSchema, type RoundView, type SeatStatus, type TableInfo } from "./gen/croupier/v1/table_pb";
 import { GetLimitsResponseSchema } from "./gen/croupier/v1/wallet_pb";
 
-// The verifier on the page, for the browser tests and for anyone curious (window.croupier.fairness).
-(window as unknown as { croupier: unknown }).croupier = { fairness };
+// The verifier on the page, and the last round it checked as shown (protobuf JSON with the proto field
+// names, as `croupier verify --save` writes it), for the browser tests and for anyone curious.
+const exposed = { fairness, checked: {} as Record<string, unknown> };
+(window as unknown as { croupier: unknown }).croupier = exposed;
+const asSaved = (view: RoundView) => toJson(RoundViewSchema, view, { useProtoFieldName: true });
 
 const CURRENCY = "PLAY";
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -345,13 +348,18 @@ async function verifyWhenRevealed(roundId: string): Promise<void> {
   if (state.round?.roundId !== roundId) return;
   state.round = view;
   const committedBefore = state.seat?.role === "player" && state.committedBefore ? state.committedBefore : undefined;
-  renderReport($("verdict"), fairness.verifyRound(view, { committedBefore }), "This round");
+  const report = fairness.verifyRound(view, { committedBefore });
+  exposed.checked = { round: asSaved(view), committedBefore, report };
+  renderReport($("verdict"), report, "This round");
   $("tamper").hidden = false;
 }
 
 function showTampered(): void {
   if (!state.round) return;
-  renderReport($("tampered-verdict"), fairness.verifyRound(fairness.tampered(state.round)), "A tampered view of it (two cards of the shoe swapped)");
+  const tampered = fairness.tampered(state.round);
+  const report = fairness.verifyRound(tampered);
+  exposed.checked = { ...exposed.checked, tampered: asSaved({ ...state.round, revealedShoe: [...tampered.revealedShoe] } as RoundView), tamperedReport: report };
+  renderReport($("tampered-verdict"), report, "A tampered view of it (two cards of the shoe swapped)");
 }
 
 // ---------------------------------------------------------------- history and recall
