@@ -148,12 +148,12 @@ async function refreshSeat(): Promise<void> {
   if (!state.seat) return;
   state.seat.status = await tables.getSeatStatus({ seatId: state.seat.seatId });
   renderStatus();
-  const last = state.seat.status.lastRoundId;
+  const last = state.seat.status?.lastRoundId;
   // The dealer watches the paired player's rounds (WatchSeat will push them; until then a poll).
   if (state.seat.role === "dealer" && last && (state.round?.roundId !== last || !isOver(state.round))) {
     state.round = await tables.getRound({ roundId: last });
     renderRound();
-    if (isOver(state.round)) void verifyWhenRevealed(state.round.roundId);
+    if (state.round && isOver(state.round)) void verifyWhenRevealed(state.round.roundId);
   }
 }
 
