@@ -40,6 +40,7 @@ run: install
 
 # Starts Kafka and PostgreSQL for the integration and distributed tests, and stops only what it started.
 test: install
+	bash scripts/chromium.sh >/dev/null
 	bash scripts/infra.sh up
 	$(BIN)/python -m pytest tests; status=$$?; bash scripts/infra.sh down; exit $$status
 

@@ -26,8 +26,6 @@ SCREENSHOTS = Path(os.environ.get("CROUPIER_SCREENSHOTS", ROOT / "var" / "screen
 # Playwright's waits: a round, its reveal and its check take well under a second here; generous for a busy CI.
 TIMEOUT_MS = 20_000
 
-pytestmark = pytest.mark.e2e
-
 _saved: list[Path] = []
 
 
@@ -37,6 +35,13 @@ def save_screenshot(page, name: str) -> Path:
     page.screenshot(path=str(path), full_page=True)
     _saved.append(path)
     return path
+
+
+def pytest_collection_modifyitems(items) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if Path(item.fspath).parent == here:
+            item.add_marker(pytest.mark.e2e)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
@@ -84,7 +89,7 @@ def web_server(tmp_path_factory) -> Iterator[str]:
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     if not shutil.which(CHROMIUM):
-        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or set CROUPIER_CHROMIUM)")
+        pytest.fail(f"no chromium at {CHROMIUM}: bash scripts/chromium.sh (apt-get install -y chromium), or set CROUPIER_CHROMIUM")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
