@@ -248,6 +248,10 @@ def bind(address: str) -> socket.socket:
     return sock
 
 
+# Open connections (live streams included) one HTTP server holds; past it a request gets 503 at once.
+HTTP_MAX_CONNECTIONS = 2000
+
+
 @dataclass
 class HttpServer:
     """An ASGI app on uvicorn inside the caller's event loop (started and stopped with the gRPC server)."""
@@ -263,7 +267,8 @@ class HttpServer:
         sock = bind(self.listen)
         self._sockets.append(sock)
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, lifespan="off", log_config=None, access_log=False, timeout_graceful_shutdown=2)
+        config = uvicorn.Config(self.app, lifespan="off", log_config=None, access_log=False, timeout_graceful_shutdown=2,
+                                limit_concurrency=HTTP_MAX_CONNECTIONS)  # fmt: skip
         self._server = _Uvicorn(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
         while not self._server.started:
