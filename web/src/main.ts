@@ -298,9 +298,13 @@ function renderCards(container: HTMLElement, cards: RoundView["cards"]): void {
 function renderRound(): void {
   const view = state.round;
   $("round").hidden = !view;
-  $("verdict").replaceChildren();
-  $("tampered-verdict").replaceChildren();
-  $("verdict").dataset.state = "";
+  if ($("verdict").dataset.round !== view?.roundId) {
+    // Another round: its verdict goes (the same round shown again, e.g. once revealed, keeps it).
+    for (const id of ["verdict", "tampered-verdict"]) $(id).replaceChildren();
+    $("verdict").dataset.state = "";
+    $("verdict").dataset.round = view?.roundId ?? "";
+    $("tamper").hidden = true;
+  }
   if (!view) return;
   $("round-title").textContent = `Round ${view.roundId} — ${view.phase}${view.role ? ` (you: ${view.role}${view.opponentNickname ? `, vs ${view.opponentNickname}` : ""})` : ""}`;
   $("round").dataset.phase = view.phase;
@@ -348,6 +352,7 @@ async function verifyWhenRevealed(roundId: string): Promise<void> {
   if (state.round?.roundId !== roundId) return;
   state.round = view;
   const committedBefore = state.seat?.role === "player" && state.committedBefore ? state.committedBefore : undefined;
+  renderRound();  // the round as revealed: every card, the salt and the shoe
   const report = fairness.verifyRound(view, { committedBefore });
   exposed.checked = { round: asSaved(view), committedBefore, report };
   renderReport($("verdict"), report, "This round");
