@@ -127,6 +127,15 @@ class Table:
         self.idle()
         return int(self.page.get_attribute("#balance", "data-minor") or 0)
 
+    def wait_balance(self, expected: int) -> int:
+        """The balance the page shows once it is `expected` (a settlement reaches the wallet a moment
+        after the round; the page refreshes it each second), or what it shows at the timeout."""
+        try:
+            self.page.wait_for_function(f"document.querySelector('#balance').dataset.minor === '{expected}'")
+        except Exception:  # noqa: BLE001 - the assertion that follows says what was shown
+            pass
+        return self.balance()
+
     def join(self, table_id: str, role: str = "player", auto_confirm: bool = False, nickname: str = "") -> None:
         page = self.page
         page.select_option("#table", table_id)

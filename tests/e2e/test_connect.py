@@ -59,7 +59,7 @@ def test_a_unary_call_in_json_as_curl_sends_it(web) -> None:
     assert body["tables"][0]["limits"]["ante"]["min"], "int64 as a JSON string, proto3 JSON mapping"
     status, body = call_json(web, "croupier.v1.WalletService/TopUpPlayMoney",
                              {"amount": {"amount_minor": 5000, "currency": "PLAY"}, "transaction_id": "t1"}, bearer)  # fmt: skip
-    assert status == 200 and body["status"] == "posted"
+    assert status == 200 and body["transaction"]["status"] == "posted"
     status, body = call_json(web, "croupier.v1.WalletService/GetBalances", {}, bearer)
     assert body["balances"] == [{"currency": "PLAY", "available": "5000", "total": "5000"}]
 
@@ -94,7 +94,7 @@ def test_malformed_json_is_invalid_argument_not_unknown(web) -> None:
     assert status == 400 and json.loads(body)["code"] == "invalid_argument"
 
 
-@pytest.mark.parametrize("path", ["/croupier.v1.StakeService/ReserveStakes", "/croupier.v1.ShufflerService/NewShoe",
+@pytest.mark.parametrize("path", ["/croupier.internal.v1.StakeService/ReserveStakes", "/croupier.internal.v1.ShufflerService/NewShoe",
                                   "/grpc.health.v1.Health/Check"])  # fmt: skip
 def test_internal_services_are_not_served(web, path: str) -> None:
     status, _, _ = post(web[0] + path, b"{}", {"content-type": "application/json", "authorization": f"Bearer {token(web[1], 'operator')}"})

@@ -296,9 +296,9 @@ def test_the_browser_gateway_routes_each_service_path_to_its_host(stack: Service
         status, body = call("croupier.v1.TableService/JoinTable", {"table_id": "casino-war-play"})
         assert status == 200, body
         status, view = call("croupier.v1.TableService/PlaceBets", {"seat_id": body["seatId"], "bets": {"ante": 500}, "idempotency_key": "gw-r1"})
-        assert status == 200 and view["commitment"], view
-        status, view = call("croupier.v1.TableService/Deal", {"round_id": view["roundId"]})
-        assert status == 200 and len(view["cards"]) >= 2
+        assert status == 200 and view["round"]["commitment"], view
+        status, view = call("croupier.v1.TableService/Deal", {"round_id": view["round"]["roundId"]})
+        assert status == 200 and len(view["round"]["cards"]) >= 2
         status, balances = call("croupier.v1.WalletService/GetBalances", {})
         assert status == 200 and balances["balances"][0]["currency"] == "PLAY"
     finally:

@@ -146,12 +146,13 @@ async function leave(): Promise<void> {
 
 async function refreshSeat(): Promise<void> {
   if (!state.seat) return;
-  state.seat.status = await tables.getSeatStatus({ seatId: state.seat.seatId });
+  state.seat.status = (await tables.getSeatStatus({ seatId: state.seat.seatId })).status;
   renderStatus();
+  await refreshBalance();  // a settlement reaches the wallet a moment after the round
   const last = state.seat.status?.lastRoundId;
   // The dealer watches the paired player's rounds (WatchSeat will push them; until then a poll).
   if (state.seat.role === "dealer" && last && (state.round?.roundId !== last || !isOver(state.round))) {
-    state.round = await tables.getRound({ roundId: last });
+    state.round = (await tables.getRound({ roundId: last })).round;
     renderRound();
     if (state.round && isOver(state.round)) void verifyWhenRevealed(state.round.roundId);
   }
@@ -169,7 +170,7 @@ function stopPolling(): void {
 
 async function confirm(auto?: "on" | "off"): Promise<void> {
   if (!state.seat) return;
-  state.seat.status = await tables.confirmRound({ seatId: state.seat.seatId, autoConfirm: auto ?? "" });
+  state.seat.status = (await tables.confirmRound({ seatId: state.seat.seatId, autoConfirm: auto ?? "" })).status;
   renderStatus();
 }
 
@@ -241,34 +242,34 @@ const isOver = (view?: RoundView) => view !== undefined && (view.phase === "sett
 
 async function placeAndDeal(): Promise<void> {
   const seat = state.seat!;
-  const status = await tables.getSeatStatus({ seatId: seat.seatId });
-  state.committedBefore = status.nextCommitment;  // shown before the bets: checked after the round
+  const { status } = await tables.getSeatStatus({ seatId: seat.seatId });
+  state.committedBefore = status?.nextCommitment ?? "";  // shown before the bets: checked after the round
   const bets: Record<string, bigint> = {};
   for (const [name, amount] of Object.entries(state.bets)) if (amount > 0) bets[name] = BigInt(amount);
   const cutSeed = $<HTMLInputElement>("cut-seed").value;
-  let view = await tables.placeBets({ seatId: seat.seatId, bets, idempotencyKey: key(), cutSeed });
-  await afterBets(view);
+  const { round } = await tables.placeBets({ seatId: seat.seatId, bets, idempotencyKey: key(), cutSeed });
+  await afterBets(round!);
 }
 
 async function rebet(): Promise<void> {
   const seat = state.seat!;
-  const status = await tables.getSeatStatus({ seatId: seat.seatId });
-  state.committedBefore = status.nextCommitment;
-  const view = await tables.rebet({ seatId: seat.seatId, idempotencyKey: key(), cutSeed: $<HTMLInputElement>("cut-seed").value });
-  await afterBets(view);
+  const { status } = await tables.getSeatStatus({ seatId: seat.seatId });
+  state.committedBefore = status?.nextCommitment ?? "";
+  const { round } = await tables.rebet({ seatId: seat.seatId, idempotencyKey: key(), cutSeed: $<HTMLInputElement>("cut-seed").value });
+  await afterBets(round!);
 }
 
 async function afterBets(placed: RoundView): Promise<void> {
   state.round = placed;
   renderRound();
-  state.round = await tables.deal({ roundId: placed.roundId, version: placed.version });
+  state.round = (await tables.deal({ roundId: placed.roundId, version: placed.version })).round;
   renderRound();
   await roundMoved();
 }
 
 async function decide(choice: string, bet: string): Promise<void> {
   const view = state.round!;
-  state.round = await tables.decide({ roundId: view.roundId, choice, bet, version: view.version });
+  state.round = (await tables.decide({ roundId: view.roundId, choice, bet, version: view.version })).round;
   renderRound();
   await roundMoved();
 }
@@ -344,10 +345,10 @@ function renderReport(container: HTMLElement, report: fairness.Report, title: st
 async function verifyWhenRevealed(roundId: string): Promise<void> {
   $("verdict").dataset.state = "waiting";
   $("verdict").textContent = "waiting for the shoe to be revealed…";
-  let view = await tables.getRound({ roundId });
+  let view = (await tables.getRound({ roundId })).round!;
   for (let i = 0; i < 50 && !view.revealedSalt; i++) {
     await new Promise((r) => setTimeout(r, 200));
-    view = await tables.getRound({ roundId });
+    view = (await tables.getRound({ roundId })).round!;
   }
   if (state.round?.roundId !== roundId) return;
   state.round = view;
@@ -380,7 +381,7 @@ async function refreshHistory(): Promise<void> {
 }
 
 async function recall(roundId: string): Promise<void> {
-  state.recall = { view: await tables.getRound({ roundId }), step: 0 };
+  state.recall = { view: (await tables.getRound({ roundId })).round, step: 0 };
   $("recall").hidden = false;
   renderRecall();
 }
