@@ -1,6 +1,8 @@
 """War with a player-dealer through the web table, two browser contexts: one player earns the dealer
 points at a war-p2p table, takes the dealer seat and confirms; another, paired with them, plays; the
-dealer's page shows the round, its result and the seed's text boxes, and both pages verify it."""
+dealer's page, told by WatchSeat, shows the round, its result and the seed's text boxes, and both pages
+verify it. The dealer's stream is then dropped while a round is played: it resumes from its last
+position and receives every step of that round exactly once."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     assert player.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
     assert "vs Dee" in player.page.text_content("#round-title")
     round_id = player.page.get_attribute("#history li >> nth=0", "data-round")
-    # The dealer's page learns of the round by itself (GetSeatStatus each second until WatchSeat) and verifies it.
+    # The dealer's page learns of the round by itself (WatchSeat) and verifies it.
     dealer.page.wait_for_function(f"document.querySelector('#round-title').textContent.includes('{round_id}')")
     assert dealer.verdict() == "ok", dealer.page.text_content("#verdict")
     assert "you: dealer" in dealer.page.text_content("#round-title")
@@ -49,8 +51,17 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     dealer.page.click("#auto-on")
     dealer.idle()
     assert status(dealer, "autoConfirm") == "true"
+    dealer.page.wait_for_function("document.querySelector('#live [data-change]') !== null")
+    dealer.page.evaluate("window.croupier.watch.pause()")  # the dealer's connection drops ...
     assert player.play_round(rebet=True, choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
     second = player.page.get_attribute("#history li >> nth=0", "data-round")
+    assert dealer.page.locator(f"#live [data-round='{second}']").count() == 0, "the round was played while the dealer was away"
+    dealer.page.evaluate("window.croupier.watch.resume()")  # ... and comes back: it resumes from its last position
+    dealer.page.wait_for_selector(f"#live [data-round='{second}'][data-event='RoundSettled']")
+    versions = [int(v) for v in dealer.page.eval_on_selector_all(f"#live [data-round='{second}']", "els => els.map(e => e.dataset.version)")]
+    assert sorted(versions) == list(range(1, max(versions) + 1)), f"every step once, none missed: {sorted(versions)}"
+    positions = dealer.page.evaluate("window.croupier.watch.positions")
+    assert len(positions) == len(set(positions)), "nothing received twice"
     assert second != round_id
     dealer.page.wait_for_function(f"document.querySelector('#round-title').textContent.includes('{second}')")
     assert dealer.verdict() == "ok"

@@ -4,11 +4,13 @@ import { toJson, toJsonString } from "@bufbuild/protobuf";
 import { describeError, devLogin, setToken, tables, wallet } from "./api";
 import * as fairness from "./fairness";
 import { RoundViewSchema, type RoundView, type SeatStatus, type TableInfo } from "./gen/croupier/v1/table_pb";
+import type { WatchSeatResponse } from "./gen/croupier/v1/table_pb";
 import { GetLimitsResponseSchema } from "./gen/croupier/v1/wallet_pb";
+import { SeatWatch } from "./watch";
 
 // The verifier on the page, and the last round it checked as shown (protobuf JSON with the proto field
 // names, as `croupier verify --save` writes it), for the browser tests and for anyone curious.
-const exposed = { fairness, checked: {} as Record<string, unknown> };
+const exposed = { fairness, checked: {} as Record<string, unknown>, watch: undefined as SeatWatch | undefined };
 (window as unknown as { croupier: unknown }).croupier = exposed;
 const asSaved = (view: RoundView) => toJson(RoundViewSchema, view, { useProtoFieldName: true });
 
@@ -40,7 +42,6 @@ const state = {
   bets: {} as Record<string, number>,
   history: [] as RoundView[],
   recall: { view: undefined as RoundView | undefined, step: 0 },
-  poll: 0 as number,
 };
 
 // ---------------------------------------------------------------- errors and busy state
@@ -118,7 +119,7 @@ async function refreshLimits(): Promise<void> {
 // ---------------------------------------------------------------- seats
 
 async function join(role: "player" | "dealer"): Promise<void> {
-  stopPolling();
+  stopWatching();
   const tableId = $<HTMLSelectElement>("table").value;
   const nickname = $<HTMLInputElement>("nickname").value.trim();
   const autoConfirm = $<HTMLInputElement>("auto-confirm").checked;
@@ -130,13 +131,14 @@ async function join(role: "player" | "dealer"): Promise<void> {
   if (role === "player" && main) state.bets[main] = Number(joined.table!.limits[main]?.min ?? 0n);
   renderSeat();
   renderRound();
-  startPolling();
+  startWatching();
 }
 
 async function leave(): Promise<void> {
   if (!state.seat) return;
-  stopPolling();
+  stopWatching();
   await tables.leaveTable({ seatId: state.seat.seatId });
+  stopWatching();
   state.seat = undefined;
   state.round = undefined;
   renderSeat();
@@ -150,7 +152,7 @@ async function refreshSeat(): Promise<void> {
   renderStatus();
   await refreshBalance();  // a settlement reaches the wallet a moment after the round
   const last = state.seat.status?.lastRoundId;
-  // The dealer watches the paired player's rounds (WatchSeat will push them; until then a poll).
+  // After the page's own calls; WatchSeat pushes the rest.
   if (state.seat.role === "dealer" && last && (state.round?.roundId !== last || !isOver(state.round))) {
     state.round = (await tables.getRound({ roundId: last })).round;
     renderRound();
@@ -158,14 +160,48 @@ async function refreshSeat(): Promise<void> {
   }
 }
 
-function startPolling(): void {
-  stopPolling();
-  state.poll = window.setInterval(() => void refreshSeat().catch(showError), 1000);
+// The seat's live stream (its presence at the table): seat changes and every round step at it.
+function startWatching(): void {
+  stopWatching();
+  if (state.seat) exposed.watch = new SeatWatch(state.seat.seatId, onSeatEvent, showError);
+  $("live").replaceChildren();
 }
 
-function stopPolling(): void {
-  if (state.poll) window.clearInterval(state.poll);
-  state.poll = 0;
+function stopWatching(): void {
+  exposed.watch?.stop();
+  exposed.watch = undefined;
+}
+
+function logLive(text: string, attrs: Record<string, string> = {}): void {
+  $("live").prepend(h("li", { ...attrs, text }));
+}
+
+function onSeatEvent(message: WatchSeatResponse): void {
+  const event = message.event;
+  const seat = state.seat;
+  if (!seat) return;
+  if (event.case === "seatChanged") {
+    seat.status = event.value.status;
+    renderStatus();
+    $("may-deal").textContent = event.value.mayDeal ? "yes" : event.value.mayDealMissing || "no";
+    logLive(`seat: ${event.value.change}`, { "data-change": event.value.change });
+    if (event.value.change === "round_over") void Promise.all([refreshBalance(), refreshHistory()]).catch(showError);
+  } else if (event.case === "roundUpdate") {
+    const { step, round, causedBy } = event.value;
+    if (!step || !round) return;
+    logLive(`round ${round.roundId.slice(0, 8)} v${step.version} ${step.eventType}${causedBy ? ` (${causedBy})` : ""}`,
+      { "data-round": round.roundId, "data-version": String(step.version), "data-event": step.eventType, "data-caused-by": causedBy });
+    // The dealer follows the paired player's rounds; a player sees the keeper's (or presence's) moves on theirs.
+    const followed = seat.role === "dealer" || causedBy !== "";
+    if (followed && (state.round?.roundId !== round.roundId || round.version >= state.round.version)) {
+      state.round = round;
+      renderRound();
+      if (isOver(round) && $("verdict").dataset.state === "") void verifyWhenRevealed(round.roundId).catch(showError);
+    }
+  } else if (event.case === "seatEnded") {
+    logLive(`seat ended: ${event.value.reason}`, { "data-ended": event.value.reason });
+    showError(new Error(`the seat ended (${event.value.reason}): join a table again`));
+  }
 }
 
 async function confirm(auto?: "on" | "off"): Promise<void> {
