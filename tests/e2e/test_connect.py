@@ -171,3 +171,26 @@ def test_the_dev_login_mints_a_players_token(web) -> None:
     assert body["code"] == "permission_denied", "a player's token, never an operator's"
     status, _, body = post(f"{base}/dev/login", json.dumps({"player": "no spaces!"}).encode(), {"content-type": "application/json"})
     assert status == 400 and "player name" in json.loads(body)["message"]
+
+
+def test_a_live_watch_seat_stream_over_connect(web) -> None:
+    """WatchSeat over Connect, as the web table reads it: the seat as it is first, with a position to resume from."""
+    import http.client
+
+    base, authority = web
+    bearer = token(authority)
+    status, joined = call_json(web, "croupier.v1.TableService/JoinTable", {"table_id": "casino-war-play"}, bearer)
+    assert status == 200
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request("POST", "/croupier.v1.TableService/WatchSeat", envelope(0, json.dumps({"seat_id": joined["seatId"]}).encode()),
+                           {"content-type": "application/connect+json", "authorization": f"Bearer {bearer}"})  # fmt: skip
+        response = connection.getresponse()
+        assert response.status == 200 and response.headers["content-type"] == "application/connect+json"
+        flags, size = struct.unpack(">BI", response.read(5))  # the stream stays open: read one message
+        first = json.loads(response.read(size))
+        assert flags == 0 and first["position"]
+        assert first["seatChanged"]["change"] == "current" and first["seatChanged"]["status"]["seatId"] == joined["seatId"]
+    finally:
+        connection.close()  # the browser going away ends the gRPC stream behind it
