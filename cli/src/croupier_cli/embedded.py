@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from croupier_platform.auth import TokenAuthority, load_or_create_secret
+from croupier_platform.auth import OperatorKeys, TokenAuthority, Tokens, load_or_create_secret
 from croupier_platform.bus import InProcessBus
 from croupier_platform.settings import SERVICES
+from croupier_platform.tls import ClientTls, ServerTls
 
 from .hosting import Host
 
@@ -18,18 +19,32 @@ def secret_path(data_dir: Path) -> Path:
 
 
 def authority_for(data_dir: Path) -> TokenAuthority:
+    """The embedded server's dev secret (created beside its data): it signs the services' calls to
+    each other and `croupier token`'s tokens. Dev only: whoever reads the file can mint any role."""
     return TokenAuthority(load_or_create_secret(secret_path(data_dir)))
 
 
 class EmbeddedServer(Host):
+    """`server_tls`: the port's TLS, and `local_tls` what the services' channel to it trusts (see
+    ProcessSettings.loopback_tls); `operator_keys`: the operator's tokens accepted beside the dev secret's."""
+
     def __init__(
-        self, data_dir: Path, listen: str = "127.0.0.1:50051", tables_file: Path | None = None, metrics_port: int = 0
+        self,
+        data_dir: Path,
+        listen: str = "127.0.0.1:50051",
+        tables_file: Path | None = None,
+        metrics_port: int = 0,
+        server_tls: ServerTls | None = None,
+        local_tls: ClientTls | None = None,
+        operator_keys: OperatorKeys | None = None,
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(
             services=SERVICES,
             listen=listen,
-            authority=authority_for(data_dir),
+            authority=Tokens(operator=operator_keys, dev=authority_for(data_dir)),
+            server_tls=server_tls,
+            local_tls=local_tls,
             bus=InProcessBus(),
             database_url_for=lambda name: f"sqlite:///{data_dir / name}.db",
             tables_file=tables_file,

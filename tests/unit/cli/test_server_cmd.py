@@ -49,7 +49,7 @@ def test_the_embedded_servers_secret_signs_and_is_named(runner: CliRunner, tmp_p
     (tmp_path / "var" / "secret.key").write_text(SECRET.hex())
     result = runner.invoke(app, ["token", "alice"])
     assert result.exit_code == 0, result.output
-    assert "signed with the server secret of var/secret.key" in result.output
+    assert "signed with the dev secret of var/secret.key (dev only" in result.output
     assert subject_of(result.stdout.splitlines()[-1]) == "alice"
 
 
