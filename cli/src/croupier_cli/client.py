@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
-import click
 import grpc
 import typer
 from rich.console import Console
@@ -71,6 +70,8 @@ def tls_options(
     if (tls_cert is None) != (tls_key is None):
         err.print("[red]--tls-cert and --tls-key go together[/red]")
         raise typer.Exit(EXIT_USAGE)
+    global _tls
+    _tls = None
     if not (tls or tls_ca or tls_cert or tls_server_name):
         return
     try:
@@ -83,19 +84,17 @@ def tls_options(
     except ValueError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(EXIT_USAGE) from None
-    click.get_current_context().obj = settings
+    _tls = settings
 
 
-def _client_tls() -> ClientTls | None:
-    context = click.get_current_context(silent=True)
-    obj = context.find_root().obj if context is not None else None
-    return obj if isinstance(obj, ClientTls) else None
+# How this invocation's channels connect: set by `tls_options`, which runs before every command.
+_tls: ClientTls | None = None
 
 
 def open_channel(target: str, wait_s: float = CONNECT_TIMEOUT_S) -> grpc.Channel:
     """A channel to `target` (TLS per `croupier --tls...`) once it is connected; exit 2 naming the
     target when nothing answers in `wait_s` (a TLS handshake refused looks the same to gRPC)."""
-    tls = _client_tls()
+    tls = _tls
     channel = client_channel(target, tls, asynchronous=False)
     try:
         grpc.channel_ready_future(channel).result(timeout=wait_s)
