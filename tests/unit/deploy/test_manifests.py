@@ -615,6 +615,33 @@ def test_compose_defaults_only_clearly_named_development_secrets(compose: dict[s
         assert {"path": ".env", "required": False} in compose["services"][name]["env_file"]
 
 
+COMPOSE_MTLS = ROOT / "infra" / "compose" / "mtls.yml"
+
+
+def test_compose_runs_in_dev_mode_and_its_mtls_override_in_production_mode(compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base stack says it uses the dev secret; with infra/compose/mtls.yml each service gets
+    settings that ServiceSettings accepts as production ones, and its own certificate."""
+    from croupier_platform.settings import ServiceSettings
+
+    override = yaml.safe_load(COMPOSE_MTLS.read_text())
+    for name in (*DEV_ONLY, "JWKS_URL", "JWT_ISSUER", "JWT_AUDIENCE", "TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE",
+                 "INTERNAL_PORT", "HEALTH_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    interpolate = lambda value: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))  # noqa: E731 - compose's ${VAR:-default}
+    for name in SERVICES:
+        base = compose["services"][name]["environment"]
+        assert base["CROUPIER_DEV_MODE"] == "true", name
+        assert ServiceSettings(**{k.lower(): interpolate(v) for k, v in base.items()}).croupier_dev_mode, name
+        merged = {**base, **override["services"][name]["environment"]}
+        settings = ServiceSettings(**{k.lower(): interpolate(v) for k, v in merged.items()})
+        assert settings.mutual_tls and not settings.croupier_dev_mode and settings.token_secret is None, name
+        for other in SERVICES:
+            assert merged[f"{other.upper()}_SERVICE_ADDR"] == f"{other}:{INTERNAL_PORT}", name
+        volumes = override["services"][name]["volumes"]
+        assert f"./certs/{name}:{TLS_DIR}:ro" in volumes, f"{name}: its own certificate"
+        assert all(volume.endswith(":ro") for volume in volumes), name
+
+
 def test_compose_creates_every_topic_and_its_dlq(compose: dict[str, Any]) -> None:
     script = compose["services"]["kafka-topics"]["command"][0]
     for topic in TOPICS:
