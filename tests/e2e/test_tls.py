@@ -19,7 +19,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from croupier.v1 import internal_pb2, internal_pb2_grpc, table_pb2, table_pb2_grpc
-from croupier_cli.localstack import SERVICES, ServiceProcesses, StackIdentity, free_port
+from croupier_cli.localstack import SERVICES, ServiceProcesses, StackIdentity, free_port, wait_healthy
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.grpc_server import call_metadata
 from croupier_platform.tls import ClientTls, client_channel
@@ -39,19 +39,6 @@ def refused_plaintext(target: str) -> grpc.StatusCode:
     return refused.value.code()
 
 
-def wait_serving(target: str, tls: ClientTls, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with client_channel(target, tls, asynchronous=False) as channel:
-                if health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2).status == 1:
-                    return
-        except grpc.RpcError:
-            pass
-        assert time.monotonic() < deadline, f"no TLS server serving at {target}"
-        time.sleep(0.2)
-
-
 @pytest.mark.e2e
 def test_croupier_serve_over_tls_plays_a_round_and_refuses_plaintext(tmp_path: Path) -> None:
     ca = Ca(tmp_path / "pki")
@@ -64,7 +51,7 @@ def test_croupier_serve_over_tls_plays_a_round_and_refuses_plaintext(tmp_path: P
                               stdout=log, stderr=subprocess.STDOUT)
     try:
         tls = ClientTls(ca=ca.file.read_bytes(), server_name=SERVER_NAME)
-        wait_serving(target, tls)
+        wait_healthy(port, tls=tls)
         token = subprocess.run([CROUPIER, "token", "tls-player", "--data", str(data)], capture_output=True, text=True,
                                timeout=60, check=True).stdout.strip()
         client_env = {**os.environ, "CROUPIER_TOKEN": token}

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from typer.testing import CliRunner
 
-from croupier_cli.main import app
 from croupier_platform.settings import ProcessSettings, ServiceSettings
 from tests.pki import Ca, IdentityProvider
 
@@ -93,21 +91,3 @@ def test_a_certificate_needs_its_key(environment: pytest.MonkeyPatch) -> None:
     environment.setenv("TLS_CERT_FILE", "/etc/croupier/tls/tls.crt")
     with pytest.raises(ValidationError, match="TLS_CERT_FILE and TLS_KEY_FILE go together"):
         ProcessSettings()
-
-
-def test_croupier_serve_refuses_to_start_a_service_on_the_dev_secret_alone(environment: pytest.MonkeyPatch) -> None:
-    environment.setenv("CROUPIER_TOKEN_SECRET", SECRET_HEX)
-    for svc in ("SHUFFLER", "DEALER", "WALLET", "COMMISSION", "GAME"):
-        environment.setenv(f"{svc}_SERVICE_ADDR", "127.0.0.1:1")
-    result = CliRunner().invoke(app, ["serve", "wallet"])
-    assert result.exit_code == 2
-    assert "cannot start wallet" in result.output and "CROUPIER_DEV_MODE" in result.output
-
-
-def test_croupier_serve_names_a_jwks_it_cannot_read(environment: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    environment.setenv("JWKS_URL", str(tmp_path / "missing.json"))
-    environment.setenv("JWT_ISSUER", "https://id.casino.example")
-    environment.setenv("JWT_AUDIENCE", "croupier")
-    result = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "data"), "--listen", "127.0.0.1:0"])
-    assert result.exit_code == 2
-    assert "cannot start croupier" in result.output and "missing.json" in result.output
