@@ -150,6 +150,17 @@ def test_a_rotated_jwks_file_is_reread_for_a_new_kid(tmp_path: Path) -> None:
     assert keys.verify(provider.mint("alice", "player", NOW, 600), NOW).subject == "alice"
 
 
+def test_a_jwks_file_that_cannot_be_reread_refuses_the_new_kid_and_keeps_the_old_keys(tmp_path: Path) -> None:
+    provider = IdentityProvider()
+    path = provider.write_jwks(tmp_path / "jwks.json")
+    keys = OperatorKeys(JwksFile(path, cooldown_s=0), provider.issuer, provider.audience)
+    old = provider.mint("alice", "player", NOW, 600)
+    provider.rotate(SigningKey("key-2", "ES256"))
+    path.write_text('{"keys": [')  # caught mid-write
+    assert "cannot reread" in refusal(keys, provider.mint("bob", "player", NOW, 600))
+    assert keys.verify(old, NOW).subject == "alice"
+
+
 def test_a_jwks_file_is_not_reread_within_the_cooldown(tmp_path: Path) -> None:
     provider = IdentityProvider()
     path = provider.write_jwks(tmp_path / "jwks.json")

@@ -105,7 +105,11 @@ class JwksFile:
         with self._lock:
             key = _key_of(self._keys, kid)
             if key is None and time.monotonic() - self._loaded_at >= self._cooldown_s:
-                self._keys, self._loaded_at = self._load(), time.monotonic()
+                self._loaded_at = time.monotonic()
+                try:
+                    self._keys = self._load()
+                except (OSError, ValueError, jwt.PyJWTError) as exc:  # mid-rewrite or gone: keep the keys we have
+                    raise jwt.PyJWKClientError(f"cannot reread {self._path}: {exc}") from None
                 key = _key_of(self._keys, kid)
         if key is None:
             raise jwt.PyJWKClientError(f"no key with kid {kid!r} in {self._path}")
