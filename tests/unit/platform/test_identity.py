@@ -76,6 +76,11 @@ def test_an_expired_token_is_refused_by_the_clock_passed_in(provider: IdentityPr
     assert keys.verify(token, NOW - 200).subject == "alice"  # valid at the time it is checked for
 
 
+def test_a_fractional_expiry_is_a_time_and_a_text_one_is_not(provider: IdentityProvider, keys: OperatorKeys) -> None:
+    assert keys.verify(provider.mint("alice", "player", NOW, 600, exp=NOW + 0.5), NOW).subject == "alice"
+    assert "exp is not a time" in refusal(keys, provider.mint("alice", "player", NOW, 600, exp="tomorrow"))
+
+
 def test_a_token_not_valid_yet_is_refused(provider: IdentityProvider, keys: OperatorKeys) -> None:
     assert "not valid yet" in refusal(keys, provider.mint("alice", "player", NOW, 600, nbf=NOW + 60))
 

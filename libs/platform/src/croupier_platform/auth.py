@@ -169,10 +169,16 @@ MAX_SUBJECT_CHARS = 128
 def _check_times(claims: Mapping[str, object], now: int) -> None:
     """Against the clock passed in (tests and replays), not the wall clock PyJWT would read."""
     expires, not_before = claims.get("exp"), claims.get("nbf")
-    if not isinstance(expires, int) or expires < now:
-        raise Unauthenticated("the token has expired; mint a new one")
-    if isinstance(not_before, int) and not_before > now:
+    if not _is_time(expires):
+        raise Unauthenticated("the token's exp is not a time (seconds since the epoch)")
+    if expires < now:  # type: ignore[operator]
+        raise Unauthenticated("the token has expired; ask the identity provider for a new one")
+    if not_before is not None and (not _is_time(not_before) or not_before > now):  # type: ignore[operator]
         raise Unauthenticated("the token is not valid yet (nbf)")
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class Tokens:
