@@ -4,6 +4,7 @@ no other algorithm accepted — no `none`, no HS256 signed with a public key."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import grpc
 import jwt
 import pytest
 
@@ -25,7 +27,10 @@ from croupier_platform.auth import (
     jwks_source,
     service_of_peer,
 )
+from croupier.v1 import wallet_pb2
 from croupier_platform.errors import Unauthenticated
+from croupier_platform.grpc_server import AuthInterceptor, call_metadata, listen
+from tests.unit.platform.test_tls import who_am_i
 from tests.pki import IdentityProvider, SigningKey
 
 NOW = 1_700_000_000
@@ -180,11 +185,16 @@ class JwksEndpoint:
 
     def __init__(self, provider: IdentityProvider) -> None:
         self.provider, self.fetches = provider, 0
+        # Cleared: a fetch after the first waits until it is set (an identity provider that hangs).
+        self.answering, self.asked = threading.Event(), threading.Event()
+        self.answering.set()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
                 endpoint.fetches += 1
+                endpoint.asked.set()
+                endpoint.answering.wait(30)
                 body = json.dumps(endpoint.provider.jwks()).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -236,6 +246,42 @@ def test_unknown_kids_within_the_cooldown_fetch_nothing(endpoint: JwksEndpoint) 
     for n in range(5):
         refusal(keys, provider.mint("mallory", "operator", NOW, 600, key=SigningKey(f"made-up-{n}", "ES256")))
     assert endpoint.fetches == 1
+
+
+def test_a_hanging_identity_provider_does_not_stall_the_servers_other_calls(endpoint: JwksEndpoint) -> None:
+    """A token with a new kid waits for the JWKS on a thread: meanwhile the event loop serves others."""
+    provider = endpoint.provider
+    dev = TokenAuthority(DEV_SECRET)
+    tokens = Tokens(operator=OperatorKeys(jwks_source(endpoint.url, cooldown_s=0), provider.issuer, provider.audience), dev=dev)
+    unknown_kid = provider.mint("mallory", "player", NOW, 600, key=SigningKey("made-up", "ES256"))
+
+    async def scenario() -> tuple[str, grpc.StatusCode]:
+        server = grpc.aio.server(interceptors=[AuthInterceptor(tokens, clock=lambda: NOW)])
+        handler = grpc.unary_unary_rpc_method_handler(
+            who_am_i, request_deserializer=wallet_pb2.GetBalancesRequest.FromString,
+            response_serializer=wallet_pb2.GetBalancesResponse.SerializeToString)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Edge", {"WhoAmI": handler}),))
+        port = listen(server, "127.0.0.1:0")
+        await server.start()
+        endpoint.answering.clear()
+        endpoint.asked.clear()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                method = channel.unary_unary("/test.Edge/WhoAmI", request_serializer=wallet_pb2.GetBalancesRequest.SerializeToString,
+                                             response_deserializer=wallet_pb2.GetBalancesResponse.FromString)
+                waiting = asyncio.ensure_future(method(wallet_pb2.GetBalancesRequest(), metadata=call_metadata(unknown_kid), timeout=60))
+                assert await asyncio.to_thread(endpoint.asked.wait, 30), "the new kid made the server ask for the JWKS"
+                other = await method(wallet_pb2.GetBalancesRequest(), metadata=call_metadata(dev.mint("alice", "player", NOW, 600)), timeout=30)
+                assert not waiting.done()  # still waiting for the identity provider
+                endpoint.answering.set()
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await waiting
+                return other.balances[0].currency, refused.value.code()
+        finally:
+            endpoint.answering.set()
+            await server.stop(None)
+
+    assert asyncio.run(scenario()) == ("alice/player", grpc.StatusCode.UNAUTHENTICATED)
 
 
 def test_an_unreachable_jwks_url_fails_at_startup() -> None:

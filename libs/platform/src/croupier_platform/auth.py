@@ -44,6 +44,11 @@ class Identity:
 class TokenVerifier(Protocol):
     def verify(self, token: str, now: int) -> Identity: ...
 
+    def may_fetch_keys(self, token: str) -> bool:
+        """Whether verifying `token` may wait on I/O (fetching the operator's JWKS): the server then
+        verifies it off its event loop."""
+        ...
+
 
 class TokenAuthority:
     """The dev secret: mints and verifies HS256 tokens of every role, services' included. For the
@@ -62,6 +67,9 @@ class TokenAuthority:
             raise ValueError("a player name is 1-64 letters, digits, '-', '_' or '.'")
         claims = {"sub": subject, "role": role, "iss": ISSUER, "iat": issued_at, "exp": issued_at + lifetime_s}
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
+
+    def may_fetch_keys(self, token: str) -> bool:
+        return False
 
     def verify(self, token: str, now: int) -> Identity:
         try:
@@ -141,6 +149,9 @@ class OperatorKeys:
     def __init__(self, keys: KeySource, issuer: str, audience: str, role_claim: str = "role") -> None:
         self._keys, self._issuer, self._audience, self._role_claim = keys, issuer, audience, role_claim
 
+    def may_fetch_keys(self, token: str) -> bool:
+        return True  # an unknown kid, or a cached set past its lifespan, fetches it
+
     def verify(self, token: str, now: int) -> Identity:
         try:
             kid = jwt.get_unverified_header(token).get("kid")
@@ -190,11 +201,20 @@ class Tokens:
             raise ValueError("no way to verify tokens: configure the operator's JWKS or the dev secret")
         self.operator, self.dev = operator, dev
 
-    def verify(self, token: str, now: int) -> Identity:
+    def _algorithm(self, token: str) -> object:
         try:
-            algorithm = jwt.get_unverified_header(token).get("alg")
+            return jwt.get_unverified_header(token).get("alg")
         except jwt.PyJWTError as exc:
             raise Unauthenticated(f"invalid token ({exc}); send 'authorization: Bearer <token>'") from None
+
+    def may_fetch_keys(self, token: str) -> bool:
+        try:
+            return self.operator is not None and self._algorithm(token) in OPERATOR_ALGORITHMS
+        except Unauthenticated:
+            return False  # refused without any I/O
+
+    def verify(self, token: str, now: int) -> Identity:
+        algorithm = self._algorithm(token)
         if algorithm == ALGORITHM and self.dev is not None:
             return self.dev.verify(token, now)
         if algorithm in OPERATOR_ALGORITHMS and self.operator is not None:

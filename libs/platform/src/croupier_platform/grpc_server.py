@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import time
@@ -52,7 +53,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             identity = None
             if not public:
                 try:
-                    identity = service_of_peer(context.auth_context()) or authority.verify(bearer_token(metadata), int(clock()))
+                    identity = service_of_peer(context.auth_context()) or await _verified(authority, bearer_token(metadata), int(clock()))
                 except Unauthenticated as exc:
                     await _refuse_unauthenticated(context, refusals, method, exc)
             if isinstance(request, _Malformed):
@@ -80,6 +81,14 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     yield message
 
         return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
+
+
+async def _verified(authority: TokenVerifier, token: str, now: int) -> Identity:
+    """The token's identity; verified on a thread when that may fetch the operator's JWKS, so a slow
+    identity provider never stalls the event loop (and every other call on it)."""
+    if authority.may_fetch_keys(token):
+        return await asyncio.to_thread(authority.verify, token, now)
+    return authority.verify(token, now)
 
 
 async def _refuse_unauthenticated(context: grpc.aio.ServicerContext, refusals: RateLimitedLog, method: str, exc: Unauthenticated) -> None:
