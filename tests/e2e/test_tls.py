@@ -18,7 +18,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from croupier.v1 import internal_pb2, internal_pb2_grpc, table_pb2, table_pb2_grpc
+from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
+from croupier.v1 import table_pb2, table_pb2_grpc
 from croupier_cli.localstack import SERVICES, ServiceProcesses, StackIdentity, free_port, wait_healthy
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.grpc_server import call_metadata
