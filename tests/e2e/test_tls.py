@@ -2,7 +2,7 @@
 
 Embedded: `croupier serve` over TLS (its certificate names a host, not 127.0.0.1, so the services'
 loopback channel checks that name); `croupier play` plays a round over TLS with --tls-ca; a
-plaintext client is refused. Distributed, set up as production is: the five services call each
+plaintext client is refused, except on HEALTH_PORT (health only). Distributed, set up as production is: the five services call each
 other's internal ports over mTLS (no dev secret anywhere), players hold the operator's RS256 tokens
 (JWKS), a round settles; a client without a certificate is refused at an internal service."""
 
@@ -44,9 +44,10 @@ def refused_plaintext(target: str) -> grpc.StatusCode:
 def test_croupier_serve_over_tls_plays_a_round_and_refuses_plaintext(tmp_path: Path) -> None:
     ca = Ca(tmp_path / "pki")
     certificate, key = ca.issue(SERVER_NAME, dns=(SERVER_NAME,), ips=())
-    data, port = tmp_path / "data", free_port()
+    data, port, health_port = tmp_path / "data", free_port(), free_port()
     target = f"127.0.0.1:{port}"
-    env = {**os.environ, "TLS_CERT_FILE": str(certificate), "TLS_KEY_FILE": str(key), "TLS_CA_FILE": str(ca.file)}
+    env = {**os.environ, "TLS_CERT_FILE": str(certificate), "TLS_KEY_FILE": str(key), "TLS_CA_FILE": str(ca.file),
+           "HEALTH_PORT": str(health_port)}
     log = (tmp_path / "serve.log").open("wb")
     server = subprocess.Popen([CROUPIER, "serve", "--data", str(data), "--listen", target], env=env,
                               stdout=log, stderr=subprocess.STDOUT)
@@ -65,6 +66,7 @@ def test_croupier_serve_over_tls_plays_a_round_and_refuses_plaintext(tmp_path: P
         assert "seated at casino-war-play" in played.stdout and "net" in played.stdout
 
         assert refused_plaintext(target) == grpc.StatusCode.UNAVAILABLE
+        wait_healthy(health_port)  # the probes' port: plaintext, health only
         plaintext = subprocess.run([CROUPIER, "play", "casino-war", "--target", target], input="500\n0\nsurrender\nn\n",
                                    capture_output=True, text=True, env=client_env, timeout=60)
         assert plaintext.returncode == 2 and "--tls-ca" in plaintext.stderr

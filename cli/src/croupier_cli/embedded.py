@@ -26,7 +26,8 @@ def authority_for(data_dir: Path) -> TokenAuthority:
 
 class EmbeddedServer(Host):
     """`server_tls`: the port's TLS, and `local_tls` what the services' channel to it trusts (see
-    ProcessSettings.loopback_tls); `operator_keys`: the operator's tokens accepted beside the dev secret's."""
+    ProcessSettings.loopback_tls); `operator_keys`: the operator's tokens accepted beside the dev secret's;
+    `health_listen`: a plaintext port answering health only."""
 
     def __init__(
         self,
@@ -37,6 +38,7 @@ class EmbeddedServer(Host):
         server_tls: ServerTls | None = None,
         local_tls: ClientTls | None = None,
         operator_keys: OperatorKeys | None = None,
+        health_listen: str | None = None,
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(
@@ -45,6 +47,7 @@ class EmbeddedServer(Host):
             authority=Tokens(operator=operator_keys, dev=authority_for(data_dir)),
             server_tls=server_tls,
             local_tls=local_tls,
+            health_listen=health_listen,
             bus=InProcessBus(),
             database_url_for=lambda name: f"sqlite:///{data_dir / name}.db",
             tables_file=tables_file,

@@ -39,10 +39,12 @@ def serve(
     process = settings_or_exit(ProcessSettings, service or "croupier")
     configure_logging(process.log_level)
     if service is None:
+        address = listen or "127.0.0.1:50051"
         with refused_settings("croupier"):
             host = EmbeddedServer(
-                data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables, metrics_port=metrics_port or 0,
+                data_dir=data, listen=address, tables_file=tables, metrics_port=metrics_port or 0,
                 server_tls=process.server_tls(), local_tls=process.loopback_tls(), operator_keys=process.operator_keys(),
+                health_listen=f"{address.rpartition(':')[0]}:{process.health_port}" if process.health_port else None,
             )
         where = f"data in {data}/" + (", TLS" if host.server_tls else "")
     else:
