@@ -1,7 +1,7 @@
 """TLS end to end, with a throwaway CA made here.
 
-Embedded: `croupier serve` over TLS (its certificate names a host, not 127.0.0.1, so the services'
-loopback channel checks that name); `croupier play` plays a round over TLS with --tls-ca; a
+Embedded: `croupier serve` over TLS (its certificate names a host, not 127.0.0.1: the client checks
+that name with --tls-server-name); `croupier play` plays a round over TLS with --tls-ca; a
 plaintext client is refused, except on HEALTH_PORT (health only). Distributed, set up as production is: the five services call each
 other's internal ports over mTLS (no dev secret anywhere), players hold the operator's RS256 tokens
 (JWKS), a round settles; a client without a certificate is refused at an internal service."""
@@ -58,8 +58,7 @@ def test_croupier_serve_over_tls_plays_a_round_and_refuses_plaintext(tmp_path: P
                                timeout=60, check=True).stdout.strip()
         client_env = {**os.environ, "CROUPIER_TOKEN": token}
         tls_options = ["--tls-ca", str(ca.file), "--tls-server-name", SERVER_NAME]
-        # bets: ante 500, tie 0; any decision: surrender; then stop. The game calls the shuffler,
-        # dealer, wallet and commission over the server's own TLS port.
+        # bets: ante 500, tie 0; any decision: surrender; then stop.
         played = subprocess.run([CROUPIER, *tls_options, "play", "casino-war", "--target", target],
                                 input="500\n0\nsurrender\nn\n", capture_output=True, text=True, env=client_env, timeout=120)
         assert played.returncode == 0, played.stdout + played.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 from croupier_platform.auth import OperatorKeys, TokenAuthority, Tokens, load_or_create_secret
 from croupier_platform.bus import InProcessBus
 from croupier_platform.settings import SERVICES
-from croupier_platform.tls import ClientTls, ServerTls
+from croupier_platform.tls import ServerTls
 
 from .hosting import Host
 
@@ -25,9 +25,9 @@ def authority_for(data_dir: Path) -> TokenAuthority:
 
 
 class EmbeddedServer(Host):
-    """`server_tls`: the port's TLS, and `local_tls` what the services' channel to it trusts (see
-    ProcessSettings.loopback_tls); `operator_keys`: the operator's tokens accepted beside the dev secret's;
-    `health_listen`: a plaintext port answering health only."""
+    """`server_tls`: the port's TLS (the services call each other in-process, not through it);
+    `operator_keys`: the operator's tokens accepted beside the dev secret's; `health_listen`: a
+    plaintext port answering health only."""
 
     def __init__(
         self,
@@ -36,7 +36,6 @@ class EmbeddedServer(Host):
         tables_file: Path | None = None,
         metrics_port: int = 0,
         server_tls: ServerTls | None = None,
-        local_tls: ClientTls | None = None,
         operator_keys: OperatorKeys | None = None,
         health_listen: str | None = None,
     ) -> None:
@@ -46,7 +45,6 @@ class EmbeddedServer(Host):
             listen=listen,
             authority=Tokens(operator=operator_keys, dev=authority_for(data_dir)),
             server_tls=server_tls,
-            local_tls=local_tls,
             health_listen=health_listen,
             bus=InProcessBus(),
             database_url_for=lambda name: f"sqlite:///{data_dir / name}.db",

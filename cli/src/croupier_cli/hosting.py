@@ -81,9 +81,8 @@ class Host:
     internal_listen: str | None = None
     internal_tls: ServerTls | None = None
     health_listen: str | None = None
-    # Channels to the other services (their internal ports), and to this process's own server.
+    # Channels to the services hosted elsewhere (their internal ports); those hosted here are called in-process.
     client_tls: ClientTls | None = None
-    local_tls: ClientTls | None = None
     internal_port: int = 0
     health_port: int = 0
     _health_server: grpc.aio.Server | None = None

@@ -43,7 +43,7 @@ def serve(
         with refused_settings("croupier"):
             host = EmbeddedServer(
                 data_dir=data, listen=address, tables_file=tables, metrics_port=metrics_port or 0,
-                server_tls=process.server_tls(), local_tls=process.loopback_tls(), operator_keys=process.operator_keys(),
+                server_tls=process.server_tls(), operator_keys=process.operator_keys(),
                 health_listen=f"{address.rpartition(':')[0]}:{process.health_port}" if process.health_port else None,
             )
         where = f"data in {data}/" + (", TLS" if host.server_tls else "")
@@ -95,7 +95,6 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
     with refused_settings(service):
         tokens = Tokens(operator=settings.operator_keys(), dev=TokenAuthority(secret) if secret else None)
         server_tls, internal_tls, client_tls = settings.server_tls(), settings.internal_tls(), settings.client_tls()
-        loopback_tls = settings.loopback_tls()
     return Host(
         services=(service,),
         listen=listen or f"{settings.listen_host}:{settings.port}",
@@ -105,7 +104,6 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         internal_tls=internal_tls,
         health_listen=f"{settings.listen_host}:{settings.health_port}" if settings.health_port else None,
         client_tls=client_tls,
-        local_tls=loopback_tls,
         bus=kafka_bus(settings, service),
         database_url_for=lambda name: database_url_for(settings.database_url, name),
         remote_addresses={d: settings.address_of(d) for d in DEPENDENCIES[service]},  # type: ignore[misc]

@@ -18,7 +18,7 @@ from croupier.v1 import wallet_pb2
 from croupier_platform.auth import TokenAuthority, Tokens, current_identity
 from croupier_platform.bus import InProcessBus
 from croupier_platform.grpc_server import AuthInterceptor, call_metadata, listen
-from croupier_platform.tls import ClientTls, ServerTls, certificate_name, client_channel, read_pem
+from croupier_platform.tls import ClientTls, ServerTls, client_channel, read_pem
 from croupier_cli.hosting import Host
 from tests.pki import Ca
 
@@ -140,12 +140,6 @@ def test_the_public_port_never_takes_a_certificate_for_a_service(pki: Pki) -> No
         return await ask(public, pki.client(pki.game)), await ask(public, pki.client(pki.game), ALICE)
 
     assert run(pki, scenario) == ("UNAUTHENTICATED", "alice/player")
-
-
-def test_the_loopback_name_is_the_certificates_when_it_is_not_issued_for_127_0_0_1(pki: Pki) -> None:
-    named, _ = pki.ca.issue("casino", dns=("casino.example.com", "localhost"), ips=())
-    assert certificate_name(named.read_bytes()) == "casino.example.com"
-    assert certificate_name(pki.server[0].read_bytes()) is None  # 127.0.0.1 is in it
 
 
 def test_a_file_without_pem_is_refused_naming_the_setting(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .auth import OperatorKeys, jwks_source
-from .tls import ClientTls, ServerTls, certificate_name, read_pem
+from .tls import ClientTls, ServerTls, read_pem
 
 SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
 # Which services each one calls over gRPC.
@@ -93,15 +93,6 @@ class ProcessSettings(BaseSettings):
         if served is None:
             return None
         return ClientTls(ca=self.ca(), certificate_chain=served.certificate_chain, private_key=served.private_key)
-
-    def loopback_tls(self) -> ClientTls | None:
-        """A channel to this process's own server on 127.0.0.1: it trusts TLS_CA_FILE, else the
-        (self-signed) certificate itself, checks the name the certificate is issued for and presents it."""
-        served = self.server_tls()
-        if served is None:
-            return None
-        chain = served.certificate_chain
-        return ClientTls(self.ca() or chain, chain, served.private_key, server_name=certificate_name(chain))
 
 
 class ServiceSettings(ProcessSettings):

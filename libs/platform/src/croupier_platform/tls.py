@@ -3,7 +3,6 @@ function that opens a client channel (services, the command line and the tests a
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -80,22 +79,3 @@ def read_pem(path: Path, what: str) -> bytes:
     if b"-----BEGIN " not in data:
         raise ValueError(f"{what}: {path} holds no PEM block")
     return data
-
-
-def certificate_name(certificate_chain: bytes) -> str | None:
-    """The first DNS name (else the common name) of the chain's leaf certificate: what a channel
-    to this server over loopback checks, when the certificate is not issued for 127.0.0.1."""
-    from cryptography import x509
-
-    leaf = x509.load_pem_x509_certificate(certificate_chain)
-    try:
-        names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        names = None
-    if names is not None:
-        if ipaddress.ip_address("127.0.0.1") in names.get_values_for_type(x509.IPAddress):
-            return None
-        if dns := names.get_values_for_type(x509.DNSName):
-            return dns[0]
-    common = leaf.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
-    return str(common[0].value) if common else None
