@@ -14,6 +14,8 @@ stack_env() {
   export KAFKA_BOOTSTRAP_SERVERS DATABASE_URL
   [ -f "$state/secret.key" ] || (umask 077; .venv/bin/python -c 'import secrets; print(secrets.token_hex(32))' > "$state/secret.key")
   export CROUPIER_TOKEN_SECRET=$(cat "$state/secret.key")
+  # A local stack: the HS256 dev secret signs every token and the services' calls (no mTLS).
+  export CROUPIER_DEV_MODE=true
   export LISTEN_HOST=127.0.0.1
   for svc in "${ORDER[@]}"; do
     export "${svc^^}_SERVICE_ADDR=127.0.0.1:${PORTS[$svc]}"
@@ -80,6 +82,6 @@ down() {
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  env) stack_env; env | grep -E '^(KAFKA_BOOTSTRAP_SERVERS|DATABASE_URL|CROUPIER_TOKEN_SECRET|[A-Z]+_SERVICE_ADDR)=' ;;
+  env) stack_env; env | grep -E '^(KAFKA_BOOTSTRAP_SERVERS|DATABASE_URL|CROUPIER_TOKEN_SECRET|CROUPIER_DEV_MODE|[A-Z]+_SERVICE_ADDR)=' ;;
   *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
 esac

@@ -15,6 +15,7 @@ import pytest
 from croupier.internal.v1 import internal_pb2_grpc
 from croupier.v1 import audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_cli.embedded import EmbeddedServer
+from croupier_platform.tls import ClientTls, client_channel
 
 
 class ServerThread:
@@ -140,8 +141,8 @@ class Casino:
         self.stop()
 
 
-def ready_channel(target: str) -> grpc.Channel:
-    channel = grpc.insecure_channel(target)
+def ready_channel(target: str, tls: ClientTls | None = None) -> grpc.Channel:
+    channel = client_channel(target, tls, asynchronous=False)
     grpc.channel_ready_future(channel).result(timeout=30)
     return channel
 

@@ -17,7 +17,8 @@ import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
 
 import grpc
 import typer
@@ -25,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from croupier.v1 import audit_pb2_grpc, table_pb2_grpc, wallet_pb2_grpc
+from croupier_platform.tls import ClientTls, client_channel, read_pem
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 CONNECT_TIMEOUT_S = 3.0  # a server on this machine or the next answers well within it
@@ -57,15 +59,50 @@ def calls_server(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def tls_options(
+    tls: Annotated[bool, typer.Option("--tls", envvar="CROUPIER_TLS", help="connect over TLS, trusting the system's CAs")] = False,
+    tls_ca: Annotated[Optional[Path], typer.Option(envvar="CROUPIER_TLS_CA", help="connect over TLS, trusting this CA bundle (PEM)")] = None,
+    tls_cert: Annotated[Optional[Path], typer.Option(envvar="CROUPIER_TLS_CERT", help="a client certificate to present (mTLS), with --tls-key")] = None,
+    tls_key: Annotated[Optional[Path], typer.Option(envvar="CROUPIER_TLS_KEY", help="the client certificate's key (PEM)")] = None,
+    tls_server_name: Annotated[Optional[str], typer.Option(envvar="CROUPIER_TLS_SERVER_NAME", help="the name to check in the server's certificate, when not the target's host")] = None,
+) -> None:
+    """How the commands that call a server connect (options of `croupier` itself, before the command)."""
+    if (tls_cert is None) != (tls_key is None):
+        err.print("[red]--tls-cert and --tls-key go together[/red]")
+        raise typer.Exit(EXIT_USAGE)
+    global _tls
+    _tls = None
+    if not (tls or tls_ca or tls_cert or tls_server_name):
+        return
+    try:
+        settings = ClientTls(
+            ca=read_pem(tls_ca, "--tls-ca") if tls_ca else None,
+            certificate_chain=read_pem(tls_cert, "--tls-cert") if tls_cert else None,
+            private_key=read_pem(tls_key, "--tls-key") if tls_key else None,
+            server_name=tls_server_name,
+        )
+    except ValueError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(EXIT_USAGE) from None
+    _tls = settings
+
+
+# How this invocation's channels connect: set by `tls_options`, which runs before every command.
+_tls: ClientTls | None = None
+
+
 def open_channel(target: str, wait_s: float = CONNECT_TIMEOUT_S) -> grpc.Channel:
-    """A channel to `target` once it is connected; exit 2 naming the target when nothing answers in `wait_s`."""
-    channel = grpc.insecure_channel(target)
+    """A channel to `target` (TLS per `croupier --tls...`) once it is connected; exit 2 naming the
+    target when nothing answers in `wait_s` (a TLS handshake refused looks the same to gRPC)."""
+    tls = _tls
+    channel = client_channel(target, tls, asynchronous=False)
     try:
         grpc.channel_ready_future(channel).result(timeout=wait_s)
     except grpc.FutureTimeoutError:
         channel.close()
+        hint = "check --tls-ca and the server's certificate" if tls else "a TLS server needs --tls-ca CA.pem or --tls"
         err.print(f"[red]no Croupier server answers at {escape(target)} within {wait_s:g} s "
-                  f"(start one with: croupier serve, or pass --target HOST:PORT)[/red]")  # fmt: skip
+                  f"(start one with: croupier serve, or pass --target HOST:PORT; {hint})[/red]")  # fmt: skip
         raise typer.Exit(EXIT_USAGE) from None
     return channel
 

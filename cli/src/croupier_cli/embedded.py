@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from croupier_platform.auth import TokenAuthority, load_or_create_secret
+from croupier_platform.auth import OperatorKeys, TokenAuthority, Tokens, load_or_create_secret
 from croupier_platform.bus import InProcessBus
 from croupier_platform.runtime import utc_now
 from croupier_platform.settings import SERVICES
+from croupier_platform.tls import ClientTls, ServerTls
 from croupier_platform.web_gateway import HttpServer, web_app
 
 from .hosting import Host
@@ -26,10 +27,16 @@ DEV_TOKEN_LIFETIME_S = 24 * 3600
 
 
 def authority_for(data_dir: Path) -> TokenAuthority:
+    """The embedded server's dev secret (created beside its data): it signs the services' calls to
+    each other and `croupier token`'s tokens. Dev only: whoever reads the file can mint any role."""
     return TokenAuthority(load_or_create_secret(secret_path(data_dir)))
 
 
 class EmbeddedServer(Host):
+    """`server_tls`: the port's TLS (the services call each other in-process, not through it);
+    `operator_keys`: the operator's tokens accepted beside the dev secret's; `health_listen`: a
+    plaintext port answering health only."""
+
     def __init__(
         self,
         data_dir: Path,
@@ -39,12 +46,17 @@ class EmbeddedServer(Host):
         http_listen: str | None = None,
         cors_origins: tuple[str, ...] = (),
         web_dir: Path | None = WEB_DIST,
+        server_tls: ServerTls | None = None,
+        operator_keys: OperatorKeys | None = None,
+        health_listen: str | None = None,
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(
             services=SERVICES,
             listen=listen,
-            authority=authority_for(data_dir),
+            authority=Tokens(operator=operator_keys, dev=authority_for(data_dir)),
+            server_tls=server_tls,
+            health_listen=health_listen,
             bus=InProcessBus(),
             database_url_for=lambda name: f"sqlite:///{data_dir / name}.db",
             tables_file=tables_file,
@@ -58,13 +70,16 @@ class EmbeddedServer(Host):
 
     def mint_dev_token(self, player: str) -> str:
         """A play-money player's token for the page's dev login: minted here, the secret stays here."""
-        return self.authority.mint(player, "player", int(utc_now().timestamp()), DEV_TOKEN_LIFETIME_S)
+        assert self.authority.dev is not None  # the embedded server always has its dev secret
+        return self.authority.dev.mint(player, "player", int(utc_now().timestamp()), DEV_TOKEN_LIFETIME_S)
 
     async def start(self) -> None:
         await super().start()
         served = {"target": f"127.0.0.1:{self.port}"}
         if self.http_listen:
-            local = self._channel(f"127.0.0.1:{self.port}")
+            # Over TLS the page's gateway trusts the server's own certificate chain (its CA in it, or self-signed).
+            loopback_tls = ClientTls(ca=self.server_tls.certificate_chain) if self.server_tls else None
+            local = self._channel(f"127.0.0.1:{self.port}", loopback_tls)
             app = web_app(lambda _service: local, static_dir=self.web_dir, dev_login=self.mint_dev_token, cors_origins=self.cors_origins)
             self.http = HttpServer(app, self.http_listen)
             await self.http.start()

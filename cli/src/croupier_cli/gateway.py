@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from croupier_platform.tls import ClientTls, client_channel
 from croupier_platform.web_gateway import HttpServer, web_app
 
 from .hosting import CLIENT_CHANNEL_OPTIONS, run_until_signal
@@ -20,12 +21,14 @@ class Gateway:
     # hosting service ("game", "wallet") -> HOST:PORT of its gRPC server
     addresses: dict[str, str]
     cors_origins: tuple[str, ...] = ()
+    # TLS to the services' public ports (TLS_CA_FILE: the CA that signs them); None: plaintext.
+    tls: ClientTls | None = None
     port: int = 0
     _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
     _http: HttpServer | None = None
 
     async def start(self) -> None:
-        self._channels = {name: grpc.aio.insecure_channel(address, options=CLIENT_CHANNEL_OPTIONS) for name, address in self.addresses.items()}
+        self._channels = {name: client_channel(address, self.tls, options=CLIENT_CHANNEL_OPTIONS) for name, address in self.addresses.items()}
         app = web_app(lambda name: self._channels[name], cors_origins=self.cors_origins, health_check=True)
         self._http = HttpServer(app, self.listen)
         await self._http.start()

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2_grpc
 
-from croupier_platform.auth import TokenAuthority
+from croupier_platform.auth import Tokens
 from croupier_platform.bus import Bus
 from croupier_platform.deadletters import DeadLetterWatch
 from croupier_platform.grpc_server import (
@@ -33,7 +34,10 @@ from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
 from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S
+from croupier_platform.tls import ClientTls, ServerTls, client_channel
 
+# Dev mode only (embedded, local stacks): the services' token from the dev secret, for the process's
+# life. With mTLS the client certificate names the service and no token is minted.
 SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
 GRACE_S = 5.0
 DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S = 30.0
@@ -53,7 +57,7 @@ CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, str | int], ...] = (
 class Host:
     services: tuple[str, ...]
     listen: str
-    authority: TokenAuthority
+    authority: Tokens
     bus: Bus
     database_url_for: Callable[[str], str]
     # Addresses of services hosted elsewhere; those hosted here are reached on this server's own port.
@@ -71,6 +75,18 @@ class Host:
     # Prometheus scrapes /metrics on this port, on the gRPC listen address's host; 0: no endpoint, nothing recorded.
     metrics_port: int = 0
     metrics: Metrics = field(default_factory=Metrics.disabled)
+    # TLS of the `listen` port (None: plaintext); `internal_listen`: a second port for the other
+    # services, with `internal_tls` requiring their certificates (mTLS); `health_listen`: plaintext,
+    # grpc.health.v1 only, for probes that speak no TLS.
+    server_tls: ServerTls | None = None
+    internal_listen: str | None = None
+    internal_tls: ServerTls | None = None
+    health_listen: str | None = None
+    # Channels to the services hosted elsewhere (their internal ports); those hosted here are called in-process.
+    client_tls: ClientTls | None = None
+    internal_port: int = 0
+    health_port: int = 0
+    _health_server: grpc.aio.Server | None = None
     _server: grpc.aio.Server | None = None
     _dead_letter_watch: DeadLetterWatch | None = None
     _channels: list[grpc.aio.Channel] = field(default_factory=list)
@@ -78,10 +94,18 @@ class Host:
     _health_watch: HealthWatch | None = None
     _store_probes: list[StoreProbe] = field(default_factory=list)
 
-    def _channel(self, address: str) -> grpc.aio.Channel:
-        channel = grpc.aio.insecure_channel(address, options=CLIENT_CHANNEL_OPTIONS, interceptors=self.client_interceptors or None)
+    def _channel(self, address: str, tls: ClientTls | None = None) -> grpc.aio.Channel:
+        channel = client_channel(address, tls, options=CLIENT_CHANNEL_OPTIONS, interceptors=self.client_interceptors or None)
         self._channels.append(channel)
         return channel
+
+    def _service_token(self) -> str | None:
+        """None over mTLS (the certificate names the service); else a token from the dev secret."""
+        if self.internal_listen:
+            return None
+        if self.authority.dev is None:
+            raise ValueError("services without mTLS sign their calls with the dev secret, and none is configured")
+        return self.authority.dev.mint("croupier-services", "service", int(utc_now().timestamp()), SERVICE_TOKEN_LIFETIME_S)
 
     async def start(self) -> None:
         if self.metrics_port:
@@ -91,13 +115,15 @@ class Host:
             interceptors=[*self.metrics.server_interceptors(), *self.server_interceptors, AccessLogInterceptor(), AuthInterceptor(self.authority)],
             options=SERVER_OPTIONS,
         )
-        self.port = listen(self._server, self.listen)
+        self.port = listen(self._server, self.listen, self.server_tls)
+        if self.internal_listen:
+            self.internal_port = listen(self._server, self.internal_listen, self.internal_tls)
         # Services hosted here call each other in-process (local_channel); the others over the network.
         registry = HandlerRecorder(self._server)
         local = LocalChannel(registry.handlers, self.authority)
         channels: dict[str, grpc.aio.Channel] = {name: local for name in self.services}  # type: ignore[misc]
-        channels.update({name: self._channel(address) for name, address in self.remote_addresses.items()})
-        service_token = self.authority.mint("croupier-services", "service", int(utc_now().timestamp()), SERVICE_TOKEN_LIFETIME_S)
+        channels.update({name: self._channel(address, self.client_tls) for name, address in self.remote_addresses.items()})
+        service_token = self._service_token()
         names: list[str] = []
         for name in self.services:
             bootstrap = import_module(f"croupier_{name}.bootstrap").bootstrap
@@ -116,6 +142,10 @@ class Host:
             names += module.service_names
             self.modules.append(module)
         self._health = await add_health_and_reflection(self._server, names)
+        if self.health_listen:
+            self._health_server = grpc.aio.server(options=SERVER_OPTIONS)
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)
+            self.health_port = listen(self._health_server, self.health_listen)
         await self.bus.start()
         self._dead_letter_watch = DeadLetterWatch(
             self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
@@ -124,6 +154,8 @@ class Host:
         self._health_watch = HealthWatch(self._health_probes(), serving_health(self._health), self.health_check_interval_s)  # type: ignore[arg-type]
         self._health_watch.start()
         await self._server.start()
+        if self._health_server is not None:
+            await self._health_server.start()
         for module in self.modules:
             await module.start()
 
@@ -152,6 +184,8 @@ class Host:
             await self._health.enter_graceful_shutdown()  # type: ignore[attr-defined]
         if self._server is not None:
             await self._server.stop(GRACE_S)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
         for module in reversed(self.modules):
             await module.stop()
         await self.bus.stop()

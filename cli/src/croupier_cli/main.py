@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import audit_cmd, dlq_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd, verify_cmd
+from . import audit_cmd, client, dlq_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd, verify_cmd
 
 app = typer.Typer(
     name="croupier",
@@ -15,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.callback()(client.tls_options)
 rules_cmd.register(app)
 server_cmd.register(app)
 play_cmd.register(app)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -33,15 +35,22 @@ def serve(
 
     Logs are JSON lines on stderr at LOG_LEVEL (default INFO); health looks at the stores, the
     broker and the outbox relays every HEALTH_CHECK_INTERVAL_S (OUTBOX_STUCK_AFTER_S: a stuck relay).
-    CORS_ORIGINS (comma-separated) lets pages of other origins call the browser port; off by default."""
+    CORS_ORIGINS (comma-separated) lets pages of other origins call the browser port; off by default.
+    TLS_CERT_FILE and TLS_KEY_FILE serve TLS; JWKS_URL, JWT_ISSUER and JWT_AUDIENCE accept the
+    operator's tokens. A distributed service also needs mTLS (INTERNAL_PORT, TLS_CA_FILE) unless
+    CROUPIER_DEV_MODE=true (README: Identity and TLS)."""
     process = settings_or_exit(ProcessSettings, service or "croupier")
     configure_logging(process.log_level)
     if service is None:
-        host = EmbeddedServer(
-            data_dir=data, listen=listen or "127.0.0.1:50051", tables_file=tables, metrics_port=metrics_port or 0,
-            http_listen=None if http == "off" else http, cors_origins=parse_origins(process.cors_origins),
-        )
-        where = f"data in {data}/"
+        address = listen or "127.0.0.1:50051"
+        with refused_settings("croupier"):
+            host = EmbeddedServer(
+                data_dir=data, listen=address, tables_file=tables, metrics_port=metrics_port or 0,
+                http_listen=None if http == "off" else http, cors_origins=parse_origins(process.cors_origins),
+                server_tls=process.server_tls(), operator_keys=process.operator_keys(),
+                health_listen=f"{address.rpartition(':')[0]}:{process.health_port}" if process.health_port else None,
+            )
+        where = f"data in {data}/" + (", TLS" if host.server_tls else "")
     elif service == GATEWAY:
         host = gateway_host(listen)
         where = "HTTP: the public services over Connect, forwarded to game and wallet"
@@ -81,6 +90,8 @@ def gateway_host(listen: str | None):
     """The browser gateway: settings from the environment (PORT, GAME_SERVICE_ADDR, WALLET_SERVICE_ADDR, CORS_ORIGINS)."""
     from croupier_platform.settings import GatewaySettings
 
+    from croupier_platform.tls import ClientTls
+
     from .gateway import Gateway
 
     settings = settings_or_exit(GatewaySettings, GATEWAY)
@@ -88,6 +99,7 @@ def gateway_host(listen: str | None):
         listen=listen or f"{settings.listen_host}:{settings.port}",
         addresses={"game": settings.game_service_addr, "wallet": settings.wallet_service_addr},
         cors_origins=parse_origins(settings.cors_origins),
+        tls=ClientTls(ca=settings.ca()) if settings.tls_ca_file else None,
     )
 
 
@@ -102,7 +114,7 @@ def kafka_bus(settings, service: str):
 
 def distributed_host(service: str, listen: str | None, tables: Path | None):
     """One service in its own process: settings from the environment, fail fast on anything missing."""
-    from croupier_platform.auth import TokenAuthority
+    from croupier_platform.auth import TokenAuthority, Tokens
     from croupier_platform.health import KafkaProbe
     from croupier_platform.settings import ServiceSettings, database_url_for
 
@@ -115,10 +127,19 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
     from .tracing_setup import tracing_interceptors
 
     server_interceptors, client_interceptors = tracing_interceptors(service)
+    secret = settings.token_secret if settings.croupier_dev_mode else None
+    with refused_settings(service):
+        tokens = Tokens(operator=settings.operator_keys(), dev=TokenAuthority(secret) if secret else None)
+        server_tls, internal_tls, client_tls = settings.server_tls(), settings.internal_tls(), settings.client_tls()
     return Host(
         services=(service,),
         listen=listen or f"{settings.listen_host}:{settings.port}",
-        authority=TokenAuthority(settings.token_secret),
+        authority=tokens,
+        server_tls=server_tls,
+        internal_listen=f"{settings.listen_host}:{settings.internal_port}" if settings.internal_port else None,
+        internal_tls=internal_tls,
+        health_listen=f"{settings.listen_host}:{settings.health_port}" if settings.health_port else None,
+        client_tls=client_tls,
         bus=kafka_bus(settings, service),
         database_url_for=lambda name: database_url_for(settings.database_url, name),
         remote_addresses={d: settings.address_of(d) for d in DEPENDENCIES[service]},  # type: ignore[misc]
@@ -129,6 +150,18 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         metrics_port=settings.metrics_port,
         broker_probe=KafkaProbe(settings.kafka_bootstrap_servers),
     )
+
+
+@contextmanager
+def refused_settings(what: str) -> Iterator[None]:
+    """A certificate, key or JWKS that cannot be read or used: one line naming it, exit 2."""
+    from jwt import PyJWKClientError, PyJWKSetError
+
+    try:
+        yield
+    except (ValueError, OSError, PyJWKClientError, PyJWKSetError) as exc:
+        console.print(f"[red]cannot start {what}: {exc}[/red]")
+        raise typer.Exit(2) from None
 
 
 def settings_or_exit(settings_class, what: str):
@@ -150,11 +183,12 @@ def token(
     ttl: Annotated[int, typer.Option(help="lifetime in seconds", min=60)] = 24 * 3600,
     secret_file: Annotated[Optional[Path], typer.Option(help="a hex secret file (the distributed stack's) instead of DATA's")] = None,
 ) -> None:
-    """Mint a bearer token from the server's secret, for local use: export CROUPIER_TOKEN=$(croupier token alice).
+    """DEV ONLY: mint a bearer token from the dev secret, for local use: export CROUPIER_TOKEN=$(croupier token alice).
 
-    The secret is the running server's, never a new one: --secret-file, else --data's secret.key,
-    else CROUPIER_TOKEN_SECRET (the distributed servers' variable), else var/secret.key. Where it
-    came from goes to stderr; no secret there fails (exit 2)."""
+    The dev secret is the embedded server's (or a local stack's in CROUPIER_DEV_MODE), never a new
+    one: --secret-file, else --data's secret.key, else CROUPIER_TOKEN_SECRET, else var/secret.key.
+    Where it came from goes to stderr; no secret there fails (exit 2). A production stack accepts
+    only the operator's tokens (JWKS_URL): its identity provider issues them, not this command."""
     from croupier_platform.auth import TokenAuthority
 
     secret, where = server_secret(data, secret_file)
@@ -163,7 +197,7 @@ def token(
     except ValueError as exc:
         console.print(f"[red]the secret of {where} cannot sign: {exc}[/red]")
         raise typer.Exit(2) from None
-    console.print(f"signed with the server secret of {where}", style="dim")
+    console.print(f"signed with the dev secret of {where} (dev only: production servers accept the operator's tokens)", style="dim")
     print(minted)
 
 

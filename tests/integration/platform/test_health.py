@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from croupier_cli.hosting import Host
 from croupier_cli.localstack import free_port
-from croupier_platform.auth import TokenAuthority
+from croupier_platform.auth import TokenAuthority, Tokens
 from croupier_platform.bus import InProcessBus
 from croupier_platform.grpc_server import LIVENESS_HEALTH
 from tests.conftest import ROOT
@@ -72,7 +72,7 @@ def test_the_overall_health_is_not_serving_while_postgres_is_down_and_serving_on
         host = Host(
             services=("shuffler",),
             listen="127.0.0.1:0",
-            authority=TokenAuthority(secrets.token_bytes(32)),
+            authority=Tokens(dev=TokenAuthority(secrets.token_bytes(32))),
             bus=InProcessBus(),
             database_url_for=lambda _name: url,
             health_check_interval_s=CHECK_INTERVAL_S,

@@ -49,7 +49,7 @@ def test_the_embedded_servers_secret_signs_and_is_named(runner: CliRunner, tmp_p
     (tmp_path / "var" / "secret.key").write_text(SECRET.hex())
     result = runner.invoke(app, ["token", "alice"])
     assert result.exit_code == 0, result.output
-    assert "signed with the server secret of var/secret.key" in result.output
+    assert "signed with the dev secret of var/secret.key (dev only" in result.output
     assert subject_of(result.stdout.splitlines()[-1]) == "alice"
 
 
@@ -86,3 +86,34 @@ def test_serve_refuses_a_port_another_server_holds(runner: CliRunner, tmp_path: 
         holder.stop(None)
     assert result.exit_code == 1
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in " ".join(result.output.split())
+
+
+IDENTITY_VARIABLES = ("CROUPIER_DEV_MODE", "JWKS_URL", "JWT_ISSUER", "JWT_AUDIENCE", "TLS_CERT_FILE", "TLS_KEY_FILE",
+                      "TLS_CA_FILE", "INTERNAL_PORT")
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch, restored_logging: None) -> pytest.MonkeyPatch:
+    for name in IDENTITY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://croupier@127.0.0.1/croupier")
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+    return monkeypatch
+
+
+def test_serve_refuses_to_start_a_service_on_the_dev_secret_alone(runner: CliRunner, environment: pytest.MonkeyPatch) -> None:
+    environment.setenv("CROUPIER_TOKEN_SECRET", SECRET.hex())
+    for svc in ("SHUFFLER", "DEALER", "WALLET", "COMMISSION", "GAME"):
+        environment.setenv(f"{svc}_SERVICE_ADDR", "127.0.0.1:1")
+    result = runner.invoke(app, ["serve", "wallet"])
+    assert result.exit_code == 2
+    assert "cannot start wallet" in result.output and "CROUPIER_DEV_MODE" in result.output
+
+
+def test_serve_names_a_jwks_it_cannot_read(runner: CliRunner, environment: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    environment.setenv("JWKS_URL", str(tmp_path / "missing.json"))
+    environment.setenv("JWT_ISSUER", "https://id.casino.example")
+    environment.setenv("JWT_AUDIENCE", "croupier")
+    result = runner.invoke(app, ["serve", "--data", str(tmp_path / "data"), "--listen", "127.0.0.1:0"])
+    assert result.exit_code == 2
+    assert "cannot start croupier" in result.output and "missing.json" in result.output

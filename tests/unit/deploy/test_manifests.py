@@ -34,10 +34,16 @@ HTTP_PORT = 8080
 AUTOSCALED = ("game", "wallet")
 TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.commission-events", "croupier.shoe-reveals", "croupier.seat-events")
 GRPC_PORT = 50051
+INTERNAL_PORT = 50052  # the services call each other here, over mTLS
+HEALTH_PORT = 50053  # plaintext grpc.health.v1 for the kubelet's probes
+TLS_DIR = "/etc/croupier/tls"
+JWKS_DIR = "/etc/croupier/jwks"
 UID = 10001
 # The oldest Kubernetes minor these manifests promise to work on (gRPC probes are GA since 1.27).
 KUBERNETES_VERSION = "1.30"
-SECRET_NAMES = ("CROUPIER_TOKEN_SECRET", "DATABASE_URL")
+SECRET_NAMES = ("DATABASE_URL",)
+# The dev secret and dev mode never reach a cluster: the operator's JWKS and mTLS do.
+DEV_ONLY = ("CROUPIER_TOKEN_SECRET", "CROUPIER_DEV_MODE")
 SHARED_SETTINGS = (
     "PORT",
     "KAFKA_BOOTSTRAP_SERVERS",
@@ -80,8 +86,8 @@ def containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return spec["containers"] + spec.get("initContainers", [])
 
 
-def grpc_port(container: dict[str, Any]) -> int:
-    (port,) = [p["containerPort"] for p in container.get("ports", []) if p.get("name") == "grpc"]
+def grpc_port(container: dict[str, Any], name: str = "grpc") -> int:
+    (port,) = [p["containerPort"] for p in container.get("ports", []) if p.get("name") == name]
     return port
 
 
@@ -161,8 +167,10 @@ def test_every_deployment_has_a_grpc_service_selecting_it() -> None:
         pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
         assert selector.items() <= pod_labels.items(), name
         assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items(), name
-        (port,) = service["spec"]["ports"]
-        assert port["name"] == "grpc" and port["port"] == GRPC_PORT and port["targetPort"] == "grpc", name
+        ports = {port["name"]: port for port in service["spec"]["ports"]}
+        assert set(ports) == {"grpc", "grpc-internal"}, name
+        for port_name, number in (("grpc", GRPC_PORT), ("grpc-internal", INTERNAL_PORT)):
+            assert ports[port_name]["port"] == number and ports[port_name]["targetPort"] == port_name, name
 
 
 def test_every_deployment_runs_its_service_from_the_one_image() -> None:
@@ -179,11 +187,14 @@ def test_every_deployment_runs_its_service_from_the_one_image() -> None:
         assert env["OTEL_SERVICE_NAME"] == f"croupier-{name}"
 
 
-@pytest.mark.parametrize("probe", ["livenessProbe", "readinessProbe"])
-def test_every_deployment_probes_grpc_health_on_the_grpc_port(probe: str) -> None:
+@pytest.mark.parametrize("probe", ["livenessProbe", "readinessProbe", "startupProbe"])
+def test_every_deployment_probes_grpc_health_on_the_plaintext_health_port(probe: str) -> None:
+    """The kubelet's gRPC probes speak no TLS: they ask HEALTH_PORT, which serves health only."""
+    (configmap,) = objects("ConfigMap").values()
+    assert configmap["data"]["HEALTH_PORT"] == str(HEALTH_PORT)
     for name, deployment in service_deployments().items():
         for container in deployment["spec"]["template"]["spec"]["containers"]:
-            assert container[probe]["grpc"]["port"] == grpc_port(container), f"{name} {probe}"
+            assert container[probe]["grpc"]["port"] == grpc_port(container, "grpc-health") == HEALTH_PORT, f"{name} {probe}"
             assert set(container[probe]) - {"grpc"} <= {
                 "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold",
             }
@@ -234,7 +245,7 @@ def test_settings_come_from_the_configmap_and_secrets_from_the_secret() -> None:
     assert not set(SECRET_NAMES) & set(configmap["data"]), "secrets never go in the ConfigMap"
     assert configmap["data"]["PORT"] == str(GRPC_PORT)
     for svc in SERVICES:
-        assert configmap["data"][f"{svc.upper()}_SERVICE_ADDR"] == f"{svc}:{GRPC_PORT}"
+        assert configmap["data"][f"{svc.upper()}_SERVICE_ADDR"] == f"{svc}:{INTERNAL_PORT}", "the callee's mTLS port"
     for name, deployment in service_deployments().items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         sources = container["envFrom"]
@@ -372,7 +383,13 @@ def croupier_pods(peer: dict[str, Any]) -> set[str]:
 
 
 def grpc_peers(pod: str, direction: str) -> set[str]:
-    return {name for peer, ports in allowed(pod, direction) if ports & {"grpc", GRPC_PORT} for name in croupier_pods(peer)}
+    """The Croupier pods `pod` exchanges gRPC with; between services only on the internal (mTLS) port."""
+    peers = set()
+    for peer, ports in allowed(pod, direction):
+        assert not (croupier_pods(peer) and ports & {"grpc", GRPC_PORT}), f"{pod}: services call each other on the internal port"
+        if ports & {"grpc-internal", INTERNAL_PORT}:
+            peers |= croupier_pods(peer)
+    return peers
 
 
 def callers_of(service: str) -> set[str]:
@@ -492,7 +509,48 @@ def test_every_pod_resolves_names_through_kube_dns_and_nothing_else_leaves() -> 
         ]
         assert {p["protocol"] for p in policy_ports} == {"UDP", "TCP"}, pod
         # DNS, PostgreSQL, Kafka and the gRPC callees: nothing else.
-        assert {port for _, ports in egress for port in ports} <= {53, POSTGRESQL_PORT, KAFKA_PORT, GRPC_PORT}, pod
+        assert {port for _, ports in egress for port in ports} <= {53, POSTGRESQL_PORT, KAFKA_PORT, INTERNAL_PORT}, pod
+
+
+def test_the_settings_are_production_ones_that_a_service_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the ConfigMap (and the Secret's DATABASE_URL) give a service passes the check that
+    refuses a half-secured one: the operator's JWKS, TLS and mTLS, no dev secret."""
+    from croupier_platform.settings import ServiceSettings
+
+    (configmap,) = objects("ConfigMap").values()
+    for name in (*DEV_ONLY, "JWKS_URL", "JWT_ISSUER", "JWT_AUDIENCE", "TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    settings = ServiceSettings(**configmap["data"], database_url="postgresql+psycopg://croupier@postgres/croupier")
+    assert settings.mutual_tls and not settings.croupier_dev_mode and settings.token_secret is None
+    assert settings.internal_port == INTERNAL_PORT and settings.health_port == HEALTH_PORT
+    for _, doc in manifests():
+        assert not set(DEV_ONLY) & set(yaml.safe_dump(doc).split()), "no dev secret in a cluster"
+        for container in (containers(doc["spec"]["template"]["spec"]) if doc["kind"] in ("Deployment", "Job") else ()):
+            assert not {e["name"] for e in container.get("env", [])} & set(DEV_ONLY)
+
+
+def test_every_service_mounts_its_own_certificate_and_the_operators_jwks_read_only() -> None:
+    (configmap,) = objects("ConfigMap").values()
+    data = configmap["data"]
+    assert {data["TLS_CERT_FILE"], data["TLS_KEY_FILE"], data["TLS_CA_FILE"]} == {f"{TLS_DIR}/{f}" for f in ("tls.crt", "tls.key", "ca.crt")}
+    assert data["JWKS_URL"].startswith(JWKS_DIR + "/")
+    for name, deployment in objects("Deployment").items():
+        spec = deployment["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        tls, jwks = mounts[TLS_DIR], mounts[JWKS_DIR]
+        assert tls["readOnly"] is True and jwks["readOnly"] is True, name
+        assert volumes[tls["name"]]["secret"]["secretName"] == f"croupier-tls-{name}", f"{name}: its own certificate, no other's"
+        assert volumes[jwks["name"]]["configMap"]["name"] == "croupier-jwks", name
+
+
+def test_every_service_exposes_its_internal_port_on_its_headless_service() -> None:
+    for name, service in objects("Service").items():
+        ports = {p["name"]: p for p in service["spec"]["ports"]}
+        assert ports["grpc"]["port"] == GRPC_PORT and ports["grpc-internal"]["port"] == INTERNAL_PORT, name
+        (container,) = objects("Deployment")[name]["spec"]["template"]["spec"]["containers"]
+        assert grpc_port(container, "grpc-internal") == INTERNAL_PORT, name
 
 
 def test_services_are_headless_for_client_side_round_robin() -> None:
@@ -567,6 +625,33 @@ def test_compose_defaults_only_clearly_named_development_secrets(compose: dict[s
                 assert len(bytes.fromhex(default)) >= 32
     for name in SERVICES:
         assert {"path": ".env", "required": False} in compose["services"][name]["env_file"]
+
+
+COMPOSE_MTLS = ROOT / "infra" / "compose" / "mtls.yml"
+
+
+def test_compose_runs_in_dev_mode_and_its_mtls_override_in_production_mode(compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base stack says it uses the dev secret; with infra/compose/mtls.yml each service gets
+    settings that ServiceSettings accepts as production ones, and its own certificate."""
+    from croupier_platform.settings import ServiceSettings
+
+    override = yaml.safe_load(COMPOSE_MTLS.read_text())
+    for name in (*DEV_ONLY, "JWKS_URL", "JWT_ISSUER", "JWT_AUDIENCE", "TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE",
+                 "INTERNAL_PORT", "HEALTH_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    interpolate = lambda value: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))  # noqa: E731 - compose's ${VAR:-default}
+    for name in SERVICES:
+        base = compose["services"][name]["environment"]
+        assert base["CROUPIER_DEV_MODE"] == "true", name
+        assert ServiceSettings(**{k.lower(): interpolate(v) for k, v in base.items()}).croupier_dev_mode, name
+        merged = {**base, **override["services"][name]["environment"]}
+        settings = ServiceSettings(**{k.lower(): interpolate(v) for k, v in merged.items()})
+        assert settings.mutual_tls and not settings.croupier_dev_mode and settings.token_secret is None, name
+        for other in SERVICES:
+            assert merged[f"{other.upper()}_SERVICE_ADDR"] == f"{other}:{INTERNAL_PORT}", name
+        volumes = override["services"][name]["volumes"]
+        assert f"./certs/{name}:{TLS_DIR}:ro" in volumes, f"{name}: its own certificate"
+        assert all(volume.endswith(":ro") for volume in volumes), name
 
 
 def test_compose_creates_every_topic_and_its_dlq(compose: dict[str, Any]) -> None:

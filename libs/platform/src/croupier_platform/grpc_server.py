@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import time
@@ -15,9 +16,10 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-from .auth import Identity, TokenAuthority, reset_identity, set_identity
+from .auth import Identity, TokenVerifier, reset_identity, set_identity, service_of_peer
 from .errors import Unauthenticated, bounded, status_for
 from .logs import RateLimitedLog
+from .tls import ServerTls
 
 logger = logging.getLogger(__name__)
 
@@ -25,12 +27,13 @@ PUBLIC_METHOD_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Verifies the bearer token of every call but health and reflection; the identity rides a contextvar.
+    """Names the caller of every call but health and reflection: the service of a verified client
+    certificate (mTLS, see auth.service_of_peer), else the bearer token; the identity rides a contextvar.
 
     A request that does not parse answers INVALID_ARGUMENT (after the token check), not UNKNOWN with
     a traceback per call: the deserializer is wrapped to hand the failure to the handler."""
 
-    def __init__(self, authority: TokenAuthority, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, authority: TokenVerifier, clock: Callable[[], float] = time.time) -> None:
         self._authority = authority
         self._clock = clock
         self._refusals = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
@@ -50,10 +53,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             identity = None
             if not public:
                 try:
-                    identity = authority.verify(bearer_token(metadata), int(clock()))
+                    identity = service_of_peer(context.auth_context()) or await _verified(authority, bearer_token(metadata), int(clock()))
                 except Unauthenticated as exc:
-                    refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
-                    await context.abort(grpc.StatusCode.UNAUTHENTICATED, bounded(str(exc)))
+                    await _refuse_unauthenticated(context, refusals, method, exc)
             if isinstance(request, _Malformed):
                 refusals.warning("malformed", "refused malformed requests, e.g. %s from %s: %s", method, context.peer(), request.error)
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bounded(f"the request is not a valid {request.expected} message ({request.error})"))
@@ -79,6 +81,20 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     yield message
 
         return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
+
+
+async def _verified(authority: TokenVerifier, token: str, now: int) -> Identity:
+    """The token's identity; verified on a thread when that may fetch the operator's JWKS, so a slow
+    identity provider never stalls the event loop (and every other call on it)."""
+    if authority.may_fetch_keys(token):
+        return await asyncio.to_thread(authority.verify, token, now)
+    return authority.verify(token, now)
+
+
+async def _refuse_unauthenticated(context: grpc.aio.ServicerContext, refusals: RateLimitedLog, method: str, exc: Unauthenticated) -> None:
+    """Every authentication failure leaves through here: one rate-limited log line, UNAUTHENTICATED."""
+    refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, bounded(str(exc)))
 
 
 # ---------------------------------------------------------------- the access log
@@ -260,11 +276,12 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
 SERVER_OPTIONS = (("grpc.so_reuseport", 0),)
 
 
-def listen(server: grpc.aio.Server, address: str) -> int:
-    """Bind `server` to `address` (host:port; port 0 picks one) and return the port; OSError naming
-    the address when it cannot (the port in use by another process, a host not of this machine)."""
+def listen(server: grpc.aio.Server, address: str, tls: ServerTls | None = None) -> int:
+    """Bind `server` to `address` (host:port; port 0 picks one), over TLS with `tls`, and return
+    the port; OSError naming the address when it cannot (the port in use by another process, a
+    host not of this machine). The one place every server port is bound."""
     try:
-        port = server.add_insecure_port(address)
+        port = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
     except RuntimeError:
         port = 0
     if not port:
@@ -365,5 +382,6 @@ class BearerToken(grpc.AuthMetadataPlugin):
         callback((("authorization", f"Bearer {self._token}"),), None)
 
 
-def call_metadata(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
+def call_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    """The bearer header for `token`; none without one (a service over mTLS is named by its certificate)."""
+    return (("authorization", f"Bearer {token}"),) if token else ()

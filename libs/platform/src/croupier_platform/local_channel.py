@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 from grpc.aio import AbortError, AioRpcError, Metadata
 
-from .auth import TokenAuthority, set_identity
+from .auth import TokenVerifier, set_identity
 from .errors import Unauthenticated
 from .grpc_server import bearer_token
 
@@ -51,7 +51,7 @@ class HandlerRecorder:
 class LocalChannel:
     """A channel to the services registered in this process (see the module's docstring)."""
 
-    def __init__(self, handlers: Mapping[str, grpc.RpcMethodHandler], authority: TokenAuthority,
+    def __init__(self, handlers: Mapping[str, grpc.RpcMethodHandler], authority: TokenVerifier,
                  clock: Callable[[], float] = time.time) -> None:
         self._handlers = handlers
         self._authority = authority

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import grpc
 
-from .auth import TokenAuthority
+from .auth import TokenVerifier
 from .bus import Bus
 from .metrics import Metrics
 
@@ -30,11 +30,12 @@ class ServiceContext:
 
     database_url: str
     bus: Bus
-    authority: TokenAuthority
+    authority: TokenVerifier
     clock: Clock
-    # A token with the "service" role for calls between services, and the channel they go over
-    # (embedded: this process's own server on loopback; distributed: per-service addresses).
-    service_token: str
+    # A token with the "service" role for calls between services (None over mTLS, where the
+    # client certificate names the service), and the channel they go over (embedded: this
+    # process's own server on loopback; distributed: per-service addresses).
+    service_token: str | None
     channels: dict[str, grpc.aio.Channel]
     # The process's instruments (one for all the services it hosts); records nothing unless exported.
     metrics: Metrics = field(default_factory=Metrics.disabled)

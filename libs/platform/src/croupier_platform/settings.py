@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .auth import OperatorKeys, jwks_source
+from .tls import ClientTls, ServerTls, read_pem
 
 SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
 # Which services each one calls over gRPC.
@@ -36,20 +40,79 @@ class ProcessSettings(BaseSettings):
     # Origins a browser page may call the Connect API from (comma-separated, "*" for any); empty: CORS off.
     cors_origins: str = ""
 
+    # TLS on the gRPC ports: this process's certificate and key (PEM); the CA bundle that signs its
+    # peers' certificates (services' client certificates on INTERNAL_PORT, and the servers it calls).
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_ca_file: Path | None = None
+    # A plaintext port answering grpc.health.v1 only (Kubernetes' gRPC probes speak no TLS); 0: none.
+    health_port: int = Field(default=0, ge=0, le=65535)
+    # The operator's token keys: a JWKS at an http(s) URL or a file path, RS256/ES256, with the
+    # issuer and audience every token must carry; JWT_ROLE_CLAIM holds "player" (the default when
+    # absent) or "operator".
+    jwks_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_role_claim: str = "role"
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _level_upper(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
 
+    @field_validator("tls_cert_file", "tls_key_file", "tls_ca_file", "jwks_url", "jwt_issuer", "jwt_audience", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _complete(self) -> ProcessSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("TLS_CERT_FILE and TLS_KEY_FILE go together (the server's certificate chain and its key)")
+        if self.jwks_url and not (self.jwt_issuer and self.jwt_audience):
+            raise ValueError("JWKS_URL needs JWT_ISSUER and JWT_AUDIENCE: tokens are checked for both")
+        return self
+
+    def operator_keys(self) -> OperatorKeys | None:
+        """The operator's token keys (read now: a bad JWKS_URL fails at startup); None without JWKS_URL."""
+        if not self.jwks_url:
+            return None
+        return OperatorKeys(jwks_source(self.jwks_url), self.jwt_issuer or "", self.jwt_audience or "", self.jwt_role_claim)
+
+    def server_tls(self) -> ServerTls | None:
+        """The public port's TLS (no client certificate asked); None: plaintext."""
+        if self.tls_cert_file is None or self.tls_key_file is None:
+            return None
+        return ServerTls(read_pem(self.tls_cert_file, "TLS_CERT_FILE"), read_pem(self.tls_key_file, "TLS_KEY_FILE"))
+
+    def ca(self) -> bytes | None:
+        return read_pem(self.tls_ca_file, "TLS_CA_FILE") if self.tls_ca_file else None
+
+    def client_tls(self) -> ClientTls | None:
+        """What this process's channels to its peers trust (TLS_CA_FILE, else the system's roots)
+        and present (its own certificate: mTLS); None without TLS: plaintext."""
+        served = self.server_tls()
+        if served is None:
+            return None
+        return ClientTls(ca=self.ca(), certificate_chain=served.certificate_chain, private_key=served.private_key)
+
 
 class ServiceSettings(ProcessSettings):
-    """One service in distributed mode: `croupier serve SERVICE`."""
+    """One service in distributed mode: `croupier serve SERVICE`.
+
+    Production: the operator's JWKS for callers' tokens and mTLS between services (INTERNAL_PORT,
+    TLS_*). The HS256 dev secret (CROUPIER_TOKEN_SECRET, which mints any role) is refused unless
+    CROUPIER_DEV_MODE=true: local stacks and tests only."""
 
     port: int = Field(default=50051, ge=0, le=65535)
+    # The port the other services call: mTLS, a client certificate signed by TLS_CA_FILE required,
+    # the service named by its SAN (auth.SERVICE_URI_PREFIX). 0: none (dev mode: service tokens).
+    internal_port: int = Field(default=0, ge=0, le=65535)
     listen_host: str = "0.0.0.0"
     database_url: str
     kafka_bootstrap_servers: str
-    croupier_token_secret: SecretStr
+    croupier_token_secret: SecretStr | None = None
+    croupier_dev_mode: bool = False
     shuffler_service_addr: str | None = None
     dealer_service_addr: str | None = None
     wallet_service_addr: str | None = None
@@ -66,9 +129,16 @@ class ServiceSettings(ProcessSettings):
     # Prometheus scrapes /metrics on this port (on LISTEN_HOST); 0: no metrics endpoint.
     metrics_port: int = Field(default=0, ge=0, le=65535)
 
+    @field_validator("croupier_token_secret", mode="before")
+    @classmethod
+    def _empty_secret_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("croupier_token_secret")
     @classmethod
-    def _secret_is_hex(cls, value: SecretStr) -> SecretStr:
+    def _secret_is_hex(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
         raw = value.get_secret_value().strip()
         try:
             if len(bytes.fromhex(raw)) < 32:
@@ -77,9 +147,36 @@ class ServiceSettings(ProcessSettings):
             raise ValueError("CROUPIER_TOKEN_SECRET must be at least 32 bytes as hex (64+ hex digits)") from None
         return value
 
+    @model_validator(mode="after")
+    def _production_or_dev(self) -> ServiceSettings:
+        """Refuse a half-secured service rather than run one: see the class docstring."""
+        if self.croupier_dev_mode:
+            if self.croupier_token_secret is None and not self.mutual_tls:
+                raise ValueError("CROUPIER_DEV_MODE needs CROUPIER_TOKEN_SECRET (services sign their calls with it) or mTLS")
+            return self
+        if self.croupier_token_secret is not None:
+            raise ValueError("CROUPIER_TOKEN_SECRET is the HS256 dev secret (it mints any role): set CROUPIER_DEV_MODE=true "
+                             "to use it (local stacks only), or unset it and use JWKS_URL and mTLS")
+        missing = [name for name, value in (("JWKS_URL", self.jwks_url), ("TLS_CERT_FILE", self.tls_cert_file),
+                                            ("TLS_CA_FILE", self.tls_ca_file), ("INTERNAL_PORT", self.internal_port)) if not value]
+        if missing:
+            raise ValueError(f"set {', '.join(missing)}: callers' tokens are checked against the operator's JWKS and services "
+                             "call each other over mTLS (or set CROUPIER_DEV_MODE=true with CROUPIER_TOKEN_SECRET, local stacks only)")
+        return self
+
     @property
-    def token_secret(self) -> bytes:
-        return bytes.fromhex(self.croupier_token_secret.get_secret_value().strip())
+    def mutual_tls(self) -> bool:
+        """The other services reach this one on INTERNAL_PORT with their certificates."""
+        return bool(self.internal_port and self.tls_cert_file and self.tls_ca_file)
+
+    @property
+    def token_secret(self) -> bytes | None:
+        return bytes.fromhex(self.croupier_token_secret.get_secret_value().strip()) if self.croupier_token_secret else None
+
+    def internal_tls(self) -> ServerTls | None:
+        """INTERNAL_PORT's TLS: this certificate, and clients' certificates signed by TLS_CA_FILE required."""
+        served, ca = self.server_tls(), self.ca()
+        return served.requiring_clients_of(ca) if served and ca and self.internal_port else None
 
     def address_of(self, service: str) -> str | None:
         return getattr(self, f"{service}_service_addr")

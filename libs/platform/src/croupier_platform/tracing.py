@@ -16,7 +16,7 @@ A service's composition root does, once::
     provider = configure_tracing("croupier-game")
     tracing = grpc_server_interceptor()
     server = grpc.aio.server(interceptors=[*([tracing] if tracing else []), auth_interceptor])
-    channel = grpc.aio.insecure_channel(addr, interceptors=grpc_client_interceptors())
+    channel = client_channel(addr, tls, interceptors=grpc_client_interceptors())  # croupier_platform.tls
     ...
     if provider is not None:
         provider.shutdown()          # after server.stop(grace): flushes the last batch

@@ -11,7 +11,7 @@ CALL_TIMEOUT_S = 5.0
 
 
 class GrpcWallet:
-    def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
+    def __init__(self, channel: grpc.aio.Channel, token: str | None) -> None:
         self._stub = internal_pb2_grpc.StakeServiceStub(channel)
         self._metadata = call_metadata(token)
 

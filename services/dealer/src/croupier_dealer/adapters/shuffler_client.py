@@ -8,18 +8,19 @@ import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.errors import InvalidArgument, NotFound, Unavailable
+from croupier_platform.grpc_server import call_metadata
 
 DEFAULT_TIMEOUT_S = 5.0
 
 
 class GrpcShoeOrders:
     def __init__(
-        self, channels: Mapping[str, grpc.aio.Channel], service_token: str, timeout_s: float = DEFAULT_TIMEOUT_S
+        self, channels: Mapping[str, grpc.aio.Channel], service_token: str | None, timeout_s: float = DEFAULT_TIMEOUT_S
     ) -> None:
         # The mapping is read at call time: in embedded mode the channel to this process's own
         # server exists only once the server listens, after bootstrap.
         self._channels = channels
-        self._metadata = (("authorization", f"Bearer {service_token}"),)
+        self._metadata = call_metadata(service_token)
         self._timeout_s = timeout_s
 
     async def shoe_order(self, shoe_id: str) -> Sequence[str]:

@@ -42,7 +42,7 @@ class _Client:
     service = ""
     timeout_s = CALL_TIMEOUT_S
 
-    def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
+    def __init__(self, channel: grpc.aio.Channel, token: str | None) -> None:
         self._metadata = call_metadata(token)
         self._stub = self._make_stub(channel)
 
