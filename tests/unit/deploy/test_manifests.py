@@ -383,21 +383,25 @@ def croupier_pods(peer: dict[str, Any]) -> set[str]:
 
 
 def grpc_peers(pod: str, direction: str) -> set[str]:
-    """The Croupier pods `pod` exchanges gRPC with; between services only on the internal (mTLS) port."""
+    """The Croupier pods `pod` exchanges gRPC with; between services only on the internal (mTLS) port
+    (the browser gateway is no service: a client of the public port, like any other)."""
     peers = set()
     for peer, ports in allowed(pod, direction):
-        assert not (croupier_pods(peer) and ports & {"grpc", GRPC_PORT}), f"{pod}: services call each other on the internal port"
+        services = croupier_pods(peer) & set(SERVICES)
+        assert not (pod in SERVICES and services and ports & {"grpc", GRPC_PORT}), f"{pod}: services call each other on the internal port"
         if ports & {"grpc-internal", INTERNAL_PORT}:
             peers |= croupier_pods(peer)
     return peers
 
 
 def callers_of(service: str) -> set[str]:
-    """Who calls `service` over gRPC: the services of DEPENDENCIES, and the gateway for the public services' hosts."""
-    from croupier_platform.web_gateway import HOSTING_SERVICE
+    """The services that call `service` over gRPC (DEPENDENCIES), on its internal port."""
+    return {caller for caller, callees in DEPENDENCIES.items() if service in callees}
 
-    gateway = {GATEWAY} if service in HOSTING_SERVICE.values() else set()
-    return {caller for caller, callees in DEPENDENCIES.items() if service in callees} | gateway
+
+def public_peers(pod: str, direction: str) -> set[str]:
+    """The Croupier pods `pod` exchanges gRPC with on the public (TLS) port: the gateway and its hosts."""
+    return {name for peer, ports in allowed(pod, direction) if ports & {"grpc", GRPC_PORT} for name in croupier_pods(peer)}
 
 
 def test_the_call_graph_is_the_one_the_services_use() -> None:
@@ -508,8 +512,9 @@ def test_every_pod_resolves_names_through_kube_dns_and_nothing_else_leaves() -> 
             if p["port"] == 53
         ]
         assert {p["protocol"] for p in policy_ports} == {"UDP", "TCP"}, pod
-        # DNS, PostgreSQL, Kafka and the gRPC callees: nothing else.
-        assert {port for _, ports in egress for port in ports} <= {53, POSTGRESQL_PORT, KAFKA_PORT, INTERNAL_PORT}, pod
+        # DNS, PostgreSQL, Kafka and the gRPC callees (the gateway: the public port): nothing else.
+        callees = {GRPC_PORT} if pod == GATEWAY else {INTERNAL_PORT}
+        assert {port for _, ports in egress for port in ports} <= {53, POSTGRESQL_PORT, KAFKA_PORT, *callees}, pod
 
 
 def test_the_settings_are_production_ones_that_a_service_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -534,7 +539,7 @@ def test_every_service_mounts_its_own_certificate_and_the_operators_jwks_read_on
     data = configmap["data"]
     assert {data["TLS_CERT_FILE"], data["TLS_KEY_FILE"], data["TLS_CA_FILE"]} == {f"{TLS_DIR}/{f}" for f in ("tls.crt", "tls.key", "ca.crt")}
     assert data["JWKS_URL"].startswith(JWKS_DIR + "/")
-    for name, deployment in objects("Deployment").items():
+    for name, deployment in service_deployments().items():
         spec = deployment["spec"]["template"]["spec"]
         (container,) = spec["containers"]
         mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
@@ -547,6 +552,8 @@ def test_every_service_mounts_its_own_certificate_and_the_operators_jwks_read_on
 
 def test_every_service_exposes_its_internal_port_on_its_headless_service() -> None:
     for name, service in objects("Service").items():
+        if name == GATEWAY:
+            continue
         ports = {p["name"]: p for p in service["spec"]["ports"]}
         assert ports["grpc"]["port"] == GRPC_PORT and ports["grpc-internal"]["port"] == INTERNAL_PORT, name
         (container,) = objects("Deployment")[name]["spec"]["template"]["spec"]["containers"]
@@ -775,10 +782,9 @@ def test_the_gateway_serves_http_from_the_one_image_and_forwards_to_the_public_s
     assert (port["name"], port["containerPort"]) == ("http", HTTP_PORT)
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PORT"] == str(HTTP_PORT) and env["OTEL_SERVICE_NAME"] == "croupier-gateway"
-    assert container["envFrom"] == [{"configMapRef": {"name": "croupier-config"}}], "it needs no secret"
-    (configmap,) = objects("ConfigMap").values()
+    assert container["envFrom"] == [{"configMapRef": {"name": "croupier-config"}}], "no Secret in its environment"
     for host in set(HOSTING_SERVICE.values()):
-        assert configmap["data"][f"{host.upper()}_SERVICE_ADDR"] == f"{host}:{GRPC_PORT}"
+        assert env[f"{host.upper()}_SERVICE_ADDR"] == f"{host}:{GRPC_PORT}", "the host's public port, not the ConfigMap's internal one"
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}, probe
     (service_port,) = objects("Service")[GATEWAY]["spec"]["ports"]
@@ -790,6 +796,19 @@ def test_the_gateway_takes_http_from_the_ingress_namespace_only_and_reaches_only
     from croupier_platform.web_gateway import HOSTING_SERVICE
 
     assert allowed(GATEWAY, "Ingress") == [({"namespaceSelector": {"matchLabels": INGRESS_NAMESPACE_LABEL}}, {"http"})]
-    assert grpc_peers(GATEWAY, "Egress") == set(HOSTING_SERVICE.values())
+    assert grpc_peers(GATEWAY, "Egress") == set()  # not a service: never the internal (mTLS) port
+    assert public_peers(GATEWAY, "Egress") == set(HOSTING_SERVICE.values())
     for host in set(HOSTING_SERVICE.values()):
-        assert GATEWAY in grpc_peers(host, "Ingress"), host
+        assert public_peers(host, "Ingress") == {GATEWAY}, host
+
+
+def test_the_gateway_calls_the_public_tls_ports_trusting_the_ca_it_mounts_read_only() -> None:
+    (container,) = objects("Deployment")[GATEWAY]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["GAME_SERVICE_ADDR"] == f"game:{GRPC_PORT}" and env["WALLET_SERVICE_ADDR"] == f"wallet:{GRPC_PORT}"
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in objects("Deployment")[GATEWAY]["spec"]["template"]["spec"]["volumes"]}
+    assert mounts[TLS_DIR]["readOnly"] is True
+    assert volumes[mounts[TLS_DIR]["name"]]["secret"]["secretName"] == "croupier-tls-gateway"
+    (configmap,) = objects("ConfigMap").values()
+    assert configmap["data"]["TLS_CA_FILE"].startswith(TLS_DIR + "/")
