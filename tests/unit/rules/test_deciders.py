@@ -59,17 +59,21 @@ def test_casino_war_tie_bet_alone_places_an_equal_ante_and_pays_10_to_1_on_the_f
 
 def test_decision_out_of_turn_says_why_and_what_is_allowed():
     state, _ = play("casino-war", {"ante": 500}, ["Kc", "2d"])
-    with pytest.raises(RuleError, match="raise is only allowed after a tie; this round is settled"):
+    with pytest.raises(RuleError, match="raise is only allowed after a tie; this round is settled") as refused:
         decider_for("casino-war").decide(state, Decide(choice="raise"))
+    assert (refused.value.reason, refused.value.metadata) == ("WRONG_PHASE", {"phase": "settled"})
 
 
 def test_bets_are_refused_under_and_over_the_limits_and_off_chip():
     decider = decider_for("casino-war")
     state = decider.initial_state(table_for("casino-war"))
-    with pytest.raises(RuleError, match="under the table minimum 100"):
+    with pytest.raises(RuleError, match="under the table minimum 100") as under:
         decider.decide(state, PlaceBets(bets={"ante": 50}))
-    with pytest.raises(RuleError, match="over the table maximum 50000"):
+    assert (under.value.reason, under.value.field) == ("BET_BELOW_TABLE_MIN", "bets.ante")
+    assert under.value.metadata == {"bet": "ante", "amount": "50", "table_min": "100", "table_max": "50000"}
+    with pytest.raises(RuleError, match="over the table maximum 50000") as over:
         decider.decide(state, PlaceBets(bets={"ante": 60000}))
+    assert (over.value.reason, over.value.metadata["amount"]) == ("BET_ABOVE_TABLE_MAX", "60000")
     with pytest.raises(RuleError, match="not a whole number of chips"):
         decider.decide(state, PlaceBets(bets={"ante": 150}))
     with pytest.raises(RuleError, match="unknown bet 'combo'"):
