@@ -4,12 +4,14 @@ Every test of an error path asserts the reason through these."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
+import pytest
 
-from croupier_platform.errors import DOMAIN, Reason, Refusal, peer_refusal
+from croupier_platform.errors import DOMAIN, Reason, Refusal, peer_refusal, refusal_for
 
 
 def refusal_of(error: grpc.RpcError) -> Refusal:
@@ -28,3 +30,13 @@ async def refused(call: Awaitable[Any]) -> Refusal:
     except grpc.aio.AioRpcError as error:
         return refusal_of(error)
     raise AssertionError("the call succeeded; an error status was expected")
+
+
+@contextmanager
+def raises_reason(reason: str, expected: type[BaseException] | tuple[type[BaseException], ...], *, match: str | None = None) -> Iterator[Any]:
+    """pytest.raises for a domain error, and the reason the one error mapping sends for it (what a
+    client would read in the ErrorInfo) is `reason`."""
+    with pytest.raises(expected, match=match) as raised:
+        yield raised
+    refusal = refusal_for(raised.value)
+    assert refusal is not None and refusal.reason == reason, f"{type(raised.value).__name__} maps to {refusal}, not {reason}"

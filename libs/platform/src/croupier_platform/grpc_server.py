@@ -229,7 +229,7 @@ def _acting_as(identity: Identity | None) -> Iterator[None]:
         reset_identity(token)
 
 
-def refusal_of(exc: Exception, where: str) -> Refusal:
+def _refusal_logged(exc: Exception, where: str) -> Refusal:
     """The refusal for `exc` (errors.refusal_for); a bug is logged with its stack and becomes INTERNAL."""
     refusal = refusal_for(exc)
     if refusal is None:
@@ -242,8 +242,8 @@ def refusal_of(exc: Exception, where: str) -> Refusal:
 
 async def abort_with(context: grpc.aio.ServicerContext, exc: Exception, where: str = "") -> NoReturn:
     """End the call with the status of `exc`, its ErrorInfo and BadRequest in the details. A sync
-    server's context takes the same status: `context.abort_with_status(grpc_status(refusal_of(...)))`."""
-    await context.abort_with_status(grpc_status(refusal_of(exc, where)))
+    server's context takes the same status: `context.abort_with_status(grpc_status(refusal_for(exc) or INTERNAL_REFUSAL))`."""
+    await context.abort_with_status(grpc_status(_refusal_logged(exc, where)))
     raise AssertionError("abort_with_status returns only by raising")  # pragma: no cover
 
 
