@@ -102,6 +102,7 @@ class ResourceExhausted(ServiceError):
     """A caller past a per-connection bound (too many streams open, a stream too slow to keep up)."""
 
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "STREAM_LIMIT_REACHED"
 
 
 # Messages echo what the client sent; a status rides in HTTP/2 trailers, and a long one breaks the reply.
