@@ -3,6 +3,8 @@ eligibility, pairing, confirmation, the bet cap, the seed's $300 example and the
 
 from __future__ import annotations
 
+import pytest
+
 from croupier_platform.errors import FailedPrecondition, InvalidArgument
 from croupier_rules.games.war_p2p import dealer_cover, largest_commission, largest_covered_ante
 from croupier_rules.tables import table_for
