@@ -18,6 +18,7 @@ from croupier_rules.deciders import decider_for
 from croupier_rules.events import event_from_dict
 from croupier_rules.tables import table_for
 from tests.conftest import CROUPIER
+from tests.refusals import refusal_of
 
 RULES_EVENTS = {"BetsPlaced", "CardsDealt", "DecisionRequired", "DecisionMade", "RoundSettled", "RoundVoided"}
 MAX_ROUNDS = 400  # a tie comes with probability ~7.4% a round: 400 rounds without one is ~1e-13
@@ -105,6 +106,7 @@ def test_rounds_replay_cleanly_for_the_operator(casino):
     with pytest.raises(grpc.RpcError) as denied:
         player.call(player.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
     assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert refusal_of(denied.value).reason == "PERMISSION_DENIED"
 
 
 @pytest.mark.parametrize("when", ["before the deal", "waiting for a decision", "settled"])
@@ -168,11 +170,13 @@ def test_place_bets_with_the_same_key_returns_the_same_round_and_debits_once(cas
     assert player.balance() == before - 1000
 
 
-def status_of(call) -> grpc.StatusCode:
+def status_of(call) -> tuple[grpc.StatusCode, str, str]:
+    """The code, message and ErrorInfo reason of a call expected to fail."""
     with pytest.raises(grpc.RpcError) as error:
         call()
-    assert error.value.details()
-    return error.value.code(), error.value.details()
+    refusal = refusal_of(error.value)
+    assert refusal.message
+    return refusal.code, refusal.message, refusal.reason
 
 
 def test_bad_input_gets_a_clear_status_and_nothing_is_debited(casino):
@@ -183,30 +187,30 @@ def test_bad_input_gets_a_clear_status_and_nothing_is_debited(casino):
     before = player.balance()
     seat = player.seat("casino-war-play")
     cases = [
-        (lambda: player.place(seat, {"ante": 50}), grpc.StatusCode.INVALID_ARGUMENT, "minimum"),
-        (lambda: player.place(seat, {"ante": 10_000_000}), grpc.StatusCode.INVALID_ARGUMENT, "maximum"),
-        (lambda: player.place(seat, {"ante": -500}), grpc.StatusCode.INVALID_ARGUMENT, "negative"),
-        (lambda: player.place(seat, {"ante": 150}), grpc.StatusCode.INVALID_ARGUMENT, "chips"),
-        (lambda: player.place(seat, {"bonus": 500}), grpc.StatusCode.INVALID_ARGUMENT, "unknown bet"),
-        (lambda: player.place(seat, {}), grpc.StatusCode.INVALID_ARGUMENT, "bet"),
-        (lambda: player.seat("no-such-table"), grpc.StatusCode.NOT_FOUND, "casino-war-play"),
+        (lambda: player.place(seat, {"ante": 50}), grpc.StatusCode.INVALID_ARGUMENT, "minimum", "BET_BELOW_TABLE_MIN"),
+        (lambda: player.place(seat, {"ante": 10_000_000}), grpc.StatusCode.INVALID_ARGUMENT, "maximum", "BET_ABOVE_TABLE_MAX"),
+        (lambda: player.place(seat, {"ante": -500}), grpc.StatusCode.INVALID_ARGUMENT, "negative", "INVALID_FIELD"),
+        (lambda: player.place(seat, {"ante": 150}), grpc.StatusCode.INVALID_ARGUMENT, "chips", "INVALID_FIELD"),
+        (lambda: player.place(seat, {"bonus": 500}), grpc.StatusCode.INVALID_ARGUMENT, "unknown bet", "INVALID_FIELD"),
+        (lambda: player.place(seat, {}), grpc.StatusCode.INVALID_ARGUMENT, "bet", "INVALID_FIELD"),
+        (lambda: player.seat("no-such-table"), grpc.StatusCode.NOT_FOUND, "casino-war-play", "TABLE_NOT_FOUND"),
     ]
-    for call, code, words in cases:
-        got, message = status_of(call)
-        assert got == code and words in message, (code, message)
+    for call, code, words, reason in cases:
+        got, message, got_reason = status_of(call)
+        assert (got, got_reason) == (code, reason) and words in message, (code, reason, message)
     round_id = player.place(seat, {"ante": 500}).round_id
-    got, message = status_of(lambda: player.decide(round_id, "raise"))
-    assert got == grpc.StatusCode.FAILED_PRECONDITION and "only allowed" in message
-    got, _ = status_of(lambda: other.deal(round_id))  # another player's: as if there were none
-    assert got == grpc.StatusCode.NOT_FOUND
-    got, _ = status_of(lambda: other.get_round(round_id))
-    assert got == grpc.StatusCode.NOT_FOUND
-    got, _ = status_of(lambda: other.place(seat, {"ante": 500}))
-    assert got == grpc.StatusCode.NOT_FOUND
+    got, message, reason = status_of(lambda: player.decide(round_id, "raise"))
+    assert (got, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_PHASE") and "only allowed" in message
+    got, _, reason = status_of(lambda: other.deal(round_id))  # another player's: as if there were none
+    assert (got, reason) == (grpc.StatusCode.NOT_FOUND, "ROUND_NOT_FOUND")
+    got, _, reason = status_of(lambda: other.get_round(round_id))
+    assert (got, reason) == (grpc.StatusCode.NOT_FOUND, "ROUND_NOT_FOUND")
+    got, _, reason = status_of(lambda: other.place(seat, {"ante": 500}))
+    assert (got, reason) == (grpc.StatusCode.NOT_FOUND, "SEAT_NOT_FOUND")
     assert player.balance() == before - 500  # only the one good round's stake
     broke = casino.player()
-    got, message = status_of(lambda: broke.place(broke.seat("casino-war-play"), {"ante": 500}))
-    assert got == grpc.StatusCode.FAILED_PRECONDITION and "cannot cover" in message
+    got, message, reason = status_of(lambda: broke.place(broke.seat("casino-war-play"), {"ante": 500}))
+    assert (got, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS") and "cannot cover" in message  # the wallet's
     assert broke.balance() == 0
 
 
@@ -219,6 +223,7 @@ def test_missing_or_forged_tokens_are_unauthenticated(casino):
             stub.ListTables(request, metadata=metadata, timeout=10)
         assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert "token" in error.value.details() or "credentials" in error.value.details()
+        assert refusal_of(error.value).reason == ("TOKEN_MISSING" if not metadata else "TOKEN_INVALID")
 
 
 def test_holdem_over_limit_bets_auto_adjust(casino):

@@ -3,7 +3,8 @@ for every RPC it serves (public and internal) under every kind of credential, co
 every decision of every game, and random play — then the books must be clean.
 
 What must hold: no INTERNAL or UNKNOWN status and no hang (DEADLINE_EXCEEDED) for anything a
-client can send; status messages stay short whatever the input; afterwards the ledger sums to
+client can send; every refusal carries an ErrorInfo with a known reason; status messages stay short
+whatever the input; afterwards the ledger sums to
 zero, the audit is clean, and each player's reserved money equals the stakes of their open rounds.
 The sizes are bounded for `make test`; HOSTILE_EXAMPLES raises the generated-request count.
 """
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from croupier.internal.v1 import internal_pb2
 from croupier.v1 import audit_pb2, table_pb2, wallet_pb2
 from croupier_platform.auth import TokenAuthority
+from croupier_platform.errors import DOMAIN, Reason, peer_refusal
 from tests.proto_strategies import Pools, message_strategy, rpcs_of
 
 from .conftest import Casino, Player, start_embedded
@@ -47,17 +49,20 @@ RPCS = rpcs_of([
 ])  # fmt: skip
 
 
-def _status(call) -> tuple[grpc.StatusCode, str]:  # noqa: ANN001
+def _status(call) -> tuple[grpc.StatusCode, str, str]:  # noqa: ANN001
+    """The code, message and ErrorInfo reason ("" when none) of a call."""
     try:
         call()
     except grpc.RpcError as error:
-        return error.code(), error.details() or ""
-    return grpc.StatusCode.OK, ""
+        refusal = peer_refusal(error)
+        return refusal.code, refusal.message, refusal.reason if refusal.domain == DOMAIN else ""
+    return grpc.StatusCode.OK, "", ""
 
 
-def _assert_fine(code: grpc.StatusCode, details: str, what: str) -> None:
+def _assert_fine(code: grpc.StatusCode, details: str, reason: str, what: str) -> None:
     assert code not in NEVER, f"{what} answered {code.name}: {details[:300]}"
     assert len(details) <= MAX_DETAILS, f"{what} answered a {len(details)}-character message"
+    assert code == grpc.StatusCode.OK or reason in Reason.__members__, f"{what} answered {code.name} without a known reason ({reason!r}): {details[:300]}"
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +137,7 @@ def session(casino: Casino, tables) -> tuple[Pools, dict[str, tuple], list[Playe
 def test_generated_requests_to_every_rpc_never_answer_internal_or_hang(casino: Casino, session) -> None:
     pools, credentials, _ = session
     codes: Counter[tuple[str, str]] = Counter()
+    reasons: Counter[str] = Counter()
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))  # fmt: skip
@@ -143,14 +149,16 @@ def test_generated_requests_to_every_rpc_never_answer_internal_or_hang(casino: C
             st.one_of(message_strategy(rpc.method.input_type, pools), st.binary(max_size=64)), label="request"
         )
         channel = casino.wallet_channel if rpc.service.endswith(("WalletService", "LedgerService")) else casino.channel
-        code, details = _status(lambda: rpc.call(channel, request, credentials[who], CALL_TIMEOUT_S))
+        code, details, reason = _status(lambda: rpc.call(channel, request, credentials[who], CALL_TIMEOUT_S))
         codes[(rpc.method.name, code.name)] += 1
-        _assert_fine(code, details, f"{rpc.path} as {who}")
+        reasons[reason] += 1
+        _assert_fine(code, details, reason, f"{rpc.path} as {who}")
 
     call_anything()
     # The requests got somewhere: some calls succeeded, and not every refusal was authentication.
     assert any(code == "OK" for _, code in codes), codes
     assert sum(n for (_, code), n in codes.items() if code not in ("UNAUTHENTICATED", "PERMISSION_DENIED")) > EXAMPLES // 4
+    assert {"TOKEN_INVALID", "TOKEN_EXPIRED", "PERMISSION_DENIED", "INVALID_FIELD"} <= reasons.keys(), reasons
 
 
 def _finish(player: Player, view):  # noqa: ANN001
@@ -165,10 +173,10 @@ def _finish(player: Player, view):  # noqa: ANN001
     raise AssertionError(f"round {view.round_id} did not finish: {view.phase}")
 
 
-def _storm(calls: list) -> list[tuple[grpc.StatusCode, str]]:
+def _storm(calls: list) -> list[tuple[grpc.StatusCode, str, str]]:
     """All calls at once, released together."""
     barrier = threading.Barrier(len(calls))
-    results: list[tuple[grpc.StatusCode, str]] = [(grpc.StatusCode.OK, "")] * len(calls)
+    results: list[tuple[grpc.StatusCode, str, str]] = [(grpc.StatusCode.OK, "", "")] * len(calls)
 
     def run(index: int, call) -> None:  # noqa: ANN001
         barrier.wait()
@@ -205,8 +213,8 @@ def test_storms_on_every_decision_of_every_game_leave_no_money_behind(casino: Ca
                     (lambda c=choice: player.decide(view.round_id, c, bet)) for choice in view.options for _ in range(2)
                 ]
                 calls.append(lambda: player.call(player.tables.LeaveTable, table_pb2.LeaveTableRequest(seat_id=seat)))
-                for code, details in _storm(calls):
-                    _assert_fine(code, details, f"a decision storm at {table.table_id}")
+                for code, details, reason in _storm(calls):
+                    _assert_fine(code, details, reason, f"a decision storm at {table.table_id}")
                 view = player.get_round(view.round_id)
             _finish(player, view)
             # The seat may have been left by the storm's LeaveTable once the round was over.
@@ -225,8 +233,8 @@ def test_random_concurrent_play_and_double_sends_keep_the_books(casino: Casino, 
             key = str(uuid.uuid4())
             bets = _smallest_bet(table, rng.choice((1, 1, 2, 5)))
             placed = _storm([lambda: player.place(seat, bets, key), lambda: player.place(seat, bets, key)])
-            for code, details in placed:
-                _assert_fine(code, details, "a double PlaceBets")
+            for code, details, reason in placed:
+                _assert_fine(code, details, reason, "a double PlaceBets")
             view = player.get_round(player.place(seat, bets, key).round_id)
             while view.phase in ("dealing", "deciding"):
                 if view.phase == "dealing":

@@ -14,7 +14,9 @@ import grpc
 import pytest
 
 from croupier.v1 import wallet_pb2, wallet_pb2_grpc
+from croupier_platform.errors import Refusal
 from tests.conftest import CROUPIER
+from tests.refusals import refusal_of
 
 COOLING_OFF_S = 3
 WAR = "casino-war-play"
@@ -46,14 +48,16 @@ def play(who, seat: str, bets: dict[str, int]):  # noqa: ANN001, ANN201
     return view
 
 
-def refused_and_nothing_moved(who, seat: str, bets: dict[str, int]) -> str:  # noqa: ANN001
-    """PlaceBets is refused with FAILED_PRECONDITION; balance and transactions are as before."""
+def refused_and_nothing_moved(who, seat: str, bets: dict[str, int], reason: str) -> Refusal:  # noqa: ANN001
+    """PlaceBets is refused with FAILED_PRECONDITION and `reason` (the wallet's, passed on by the game);
+    balance and transactions are as before."""
     before = (who.balance(), transactions(who))
     with pytest.raises(grpc.RpcError) as refused:
         who.place(seat, bets)
-    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION, refused.value.details()
+    refusal = refusal_of(refused.value)
+    assert (refusal.code, refusal.reason) == (grpc.StatusCode.FAILED_PRECONDITION, reason), refusal
     assert (who.balance(), transactions(who)) == before
-    return refused.value.details()
+    return refusal
 
 
 def settled_balance(who, expected: int) -> None:  # noqa: ANN001
@@ -77,18 +81,21 @@ def test_a_bet_over_each_limit_is_refused_and_nothing_moves(casino):
         return player
 
     single = player_with(max_stake=1_000)
-    details = refused_and_nothing_moved(single, single.seat(WAR), {"ante": 1_000, "tie": 500})
-    assert "stakes of 1500 PLAY exceed the maximum single stake of 1000 PLAY; stake at most 1000 at a time" in details
+    refusal = refused_and_nothing_moved(single, single.seat(WAR), {"ante": 1_000, "tie": 500}, "LIMIT_EXCEEDED")
+    assert "stakes of 1500 PLAY exceed the maximum single stake of 1000 PLAY; stake at most 1000 at a time" in refusal.message
+    assert refusal.metadata == {"limit": "max_stake", "cap": "1000", "remaining": "1000"}
 
     wager = player_with(daily_wager=1_500)
     wager.place(wager.seat(WAR), {"ante": 1_000})  # open, at one table
-    details = refused_and_nothing_moved(wager, wager.seat(BATTLE), {"ante": 1_000})
-    assert "daily wager limit of 1500 PLAY: 1000 wagered today, 500 left until" in details
+    refusal = refused_and_nothing_moved(wager, wager.seat(BATTLE), {"ante": 1_000}, "LIMIT_EXCEEDED")
+    assert "daily wager limit of 1500 PLAY: 1000 wagered today, 500 left until" in refusal.message
+    assert refusal.metadata == {"limit": "daily_wager", "cap": "1500", "remaining": "500"}
 
     loss = player_with(daily_loss=1_500)
     loss.place(loss.seat(WAR), {"ante": 1_000})  # open: counts as lost until it pays
-    details = refused_and_nothing_moved(loss, loss.seat(BATTLE), {"ante": 1_000})
-    assert "daily loss limit of 1500 PLAY: net loss today 1000, so at most 500 may be staked until" in details
+    refusal = refused_and_nothing_moved(loss, loss.seat(BATTLE), {"ante": 1_000}, "LIMIT_EXCEEDED")
+    assert "daily loss limit of 1500 PLAY: net loss today 1000, so at most 500 may be staked until" in refusal.message
+    assert refusal.metadata == {"limit": "daily_loss", "cap": "1500", "remaining": "500"}
     view = loss.call(loss.wallet.GetLimits, wallet_pb2.GetLimitsRequest()).limits.currencies[0]
     assert (view.currency, view.daily_loss.amount, view.wagered_today, view.net_loss_today) == ("PLAY", 1_500, 1_000, 1_000)
 
@@ -99,11 +106,12 @@ def test_a_self_excluded_player_is_refused_until_an_operator_lifts_it(casino):
     seat = player.seat(WAR)
     view = set_limits(player, self_excluded_until="2999-01-01T00:00:00Z")
     assert view.self_exclusion.until.startswith("2999-01-01T00:00:00")
-    details = refused_and_nothing_moved(player, seat, {"ante": 100})
-    assert "self-excluded until 2999-01-01T00:00:00+00:00" in details
+    refusal = refused_and_nothing_moved(player, seat, {"ante": 100}, "SELF_EXCLUDED")
+    assert "self-excluded until 2999-01-01T00:00:00+00:00" in refusal.message
+    assert refusal.metadata == {"until": "2999-01-01T00:00:00+00:00"}
     ended = set_limits(player, self_excluded_until="")  # a player's end waits out the cooling-off
     assert ended.self_exclusion.change_pending and ended.self_exclusion.until.startswith("2999")
-    refused_and_nothing_moved(player, seat, {"ante": 100})
+    refused_and_nothing_moved(player, seat, {"ante": 100}, "SELF_EXCLUDED")
     operator = casino.player("pit-boss", role="operator")
     lifted = set_limits(operator, player_id=player.name, self_excluded_until="")
     assert lifted.self_exclusion.until == "" and not lifted.self_exclusion.change_pending
@@ -118,8 +126,8 @@ def test_a_raise_of_a_limit_takes_effect_only_after_the_cooling_off(casino):
     raised = set_limits(player, currency="PLAY", max_stake=5_000).currencies[0].max_stake
     assert (raised.amount, raised.change_pending, raised.pending_amount) == (500, True, 5_000)
     assert raised.pending_effective_at
-    details = refused_and_nothing_moved(player, seat, {"ante": 1_000})
-    assert "maximum single stake of 500 PLAY" in details
+    refusal = refused_and_nothing_moved(player, seat, {"ante": 1_000}, "LIMIT_EXCEEDED")
+    assert "maximum single stake of 500 PLAY" in refusal.message
     due = datetime.fromisoformat(raised.pending_effective_at)
     assert (due - datetime.now(UTC)).total_seconds() <= COOLING_OFF_S + 1  # the services took the short cooling-off
     time.sleep(max((due - datetime.now(UTC)).total_seconds(), 0) + 0.2)
@@ -156,6 +164,7 @@ def test_house_result_commission_and_transactions_equal_a_hand_calculation(casin
     with pytest.raises(grpc.RpcError) as denied:
         player.call(ledger.GetHouseResult, wallet_pb2.GetHouseResultRequest(filter=where))
     assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert refusal_of(denied.value).metadata == {"required_role": "operator"}
 
     # Every round's stakes and payouts in the player's history, each naming its round's game and table.
     history = [t for t in transactions(player) if t.round_id]
@@ -198,5 +207,6 @@ def test_a_raise_over_a_limit_is_refused_and_the_other_choice_stays_open(casino)
         player.decide(view.round_id, "raise")
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "maximum single stake of 500 PLAY" in refused.value.details() and "you may still surrender" in refused.value.details()
+    assert refusal_of(refused.value).reason == "LIMIT_EXCEEDED"  # the wallet's, through the game
     assert player.balance() == before
     assert player.decide(view.round_id, "surrender").phase == "settled"

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from croupier.v1 import audit_pb2_grpc, table_pb2_grpc, wallet_pb2_grpc
+from croupier_platform.errors import peer_refusal
 from croupier_platform.tls import ClientTls, client_channel, read_pem
 
 DEFAULT_TARGET = "127.0.0.1:50051"
@@ -43,9 +44,17 @@ def exit_code_of(error: grpc.RpcError) -> int:
     return EXIT_USAGE if error.code() in UNREACHED else EXIT_REFUSED
 
 
+def refused_as(error: grpc.RpcError, what: str) -> str:
+    """`what (REASON): message` for a failed call, the server's ErrorInfo reason beside its message
+    (`what: message` when the status carries none: a channel error, a server not Croupier's)."""
+    refusal = peer_refusal(error)
+    reason = f" ({refusal.reason})" if refusal.reason else ""
+    return f"{what}{reason}: {refusal.message or refusal.code.name}"
+
+
 def calls_server(command: F) -> F:
-    """Wrap a command that calls the server: a gRPC status becomes `CODE: message` on stderr and
-    exit 2 (not reached) or 3 (refused), never a stack trace nor a finding's exit 1."""
+    """Wrap a command that calls the server: a gRPC status becomes `CODE (REASON): message` on stderr
+    and exit 2 (not reached) or 3 (refused), never a stack trace nor a finding's exit 1."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -53,7 +62,7 @@ def calls_server(command: F) -> F:
             return command(*args, **kwargs)
         except grpc.RpcError as error:
             code = error.code()
-            err.print(f"[red]{code.name if code else 'UNKNOWN'}: {escape(error.details() or '')}[/red]")
+            err.print(f"[red]{escape(refused_as(error, code.name if code else 'UNKNOWN'))}[/red]")
             raise typer.Exit(exit_code_of(error)) from None
 
     return wrapper  # type: ignore[return-value]

@@ -19,7 +19,7 @@ from croupier_rules.tables import GAMES
 from croupier_rules.verify import verify_round
 
 from .amounts import bet_problem, chip_unit, format_amount, parse_amount
-from .client import DEFAULT_TARGET, EXIT_REFUSED, Client, calls_server, err, exit_code_of
+from .client import DEFAULT_TARGET, EXIT_REFUSED, Client, calls_server, err, exit_code_of, refused_as
 from .verify_cmd import print_report, view_as_dict
 
 console = Console(soft_wrap=True)  # a commitment or a command to copy stays on one line
@@ -213,7 +213,7 @@ def play(
         except grpc.RpcError as error:
             if exit_code_of(error) != EXIT_REFUSED:
                 raise
-            console.print(f"[red]refused: {escape(error.details() or error.code().name)}[/red]")  # bet again
+            console.print(f"[red]{escape(refused_as(error, 'refused'))}[/red]")  # bet again
             continue
         view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id)).round
         show(view)

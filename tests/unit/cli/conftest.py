@@ -11,17 +11,27 @@ import grpc
 import pytest
 
 from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from croupier_platform.errors import Refusal, grpc_status
 
 TOKEN = "a-token"
-# ReplayRound's round id -> the status the fake refuses it with.
+# ReplayRound's round id -> the status and ErrorInfo reason the fake refuses it with ("": a bare
+# status without details, as a proxy or the channel gives).
 REFUSALS = {
-    "missing": grpc.StatusCode.NOT_FOUND,
-    "denied": grpc.StatusCode.PERMISSION_DENIED,
-    "settled": grpc.StatusCode.FAILED_PRECONDITION,
-    "malformed": grpc.StatusCode.INVALID_ARGUMENT,
-    "expired": grpc.StatusCode.UNAUTHENTICATED,
-    "wallet-down": grpc.StatusCode.UNAVAILABLE,
+    "missing": (grpc.StatusCode.NOT_FOUND, "ROUND_NOT_FOUND"),
+    "denied": (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
+    "settled": (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_PHASE"),
+    "malformed": (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD"),
+    "expired": (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_EXPIRED"),
+    "wallet-down": (grpc.StatusCode.UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+    "proxy-down": (grpc.StatusCode.UNAVAILABLE, ""),
 }
+
+
+async def refuse(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str, reason: str) -> None:
+    """Abort as a Croupier server does: the status with its ErrorInfo (none when `reason` is "")."""
+    if not reason:
+        await context.abort(code, message)
+    await context.abort_with_status(grpc_status(Refusal(code, message, reason)))
 COMMITMENT = "c0ffee" * 10 + "beef"
 HOLDEM = table_pb2.TableInfo(
     table_id="casino-holdem-play", game="casino-holdem", currency="PLAY", chips=[100, 500, 2500], decks=1,
@@ -33,7 +43,8 @@ HOLDEM = table_pb2.TableInfo(
 class FakeAudit(audit_pb2_grpc.AuditServiceServicer):
     async def ReplayRound(self, request, context):  # noqa: N802, ANN001, ANN201
         if request.round_id in REFUSALS:
-            await context.abort(REFUSALS[request.round_id], f"round {request.round_id}: refused by the fake")
+            code, reason = REFUSALS[request.round_id]
+            await refuse(context, code, f"round {request.round_id}: refused by the fake", reason)
         ok = request.round_id == "agrees"
         return audit_pb2.ReplayRoundResponse(
             round_id=request.round_id, ok=ok, disagreements=[] if ok else ["v4 CardsDealt: position 1 differs"],
@@ -41,10 +52,10 @@ class FakeAudit(audit_pb2_grpc.AuditServiceServicer):
         )  # fmt: skip
 
     async def VoidRound(self, request, context):  # noqa: N802, ANN001, ANN201
-        await context.abort(grpc.StatusCode.PERMISSION_DENIED, "voiding a round takes an operator token")
+        await refuse(context, grpc.StatusCode.PERMISSION_DENIED, "voiding a round takes an operator token", "PERMISSION_DENIED")
 
     async def AuditAll(self, request, context):  # noqa: N802, ANN001, ANN201
-        await context.abort(grpc.StatusCode.PERMISSION_DENIED, "auditing takes an operator token")
+        await refuse(context, grpc.StatusCode.PERMISSION_DENIED, "auditing takes an operator token", "PERMISSION_DENIED")
         yield  # a stream
 
 
@@ -65,6 +76,8 @@ class FakeTables(table_pb2_grpc.TableServiceServicer):
         return table_pb2.GetSeatStatusResponse(status=status)
 
     async def PlaceBets(self, request, context):  # noqa: N802, ANN001, ANN201
+        if request.bets["ante"] == 2_500:  # 25.00: more than the fake balance allows
+            await refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "balance 100 cannot cover stakes of 2500 (PLAY)", "INSUFFICIENT_FUNDS")
         self.placed.append(dict(request.bets))
         view = table_pb2.RoundView(round_id="round-1", game="casino-holdem", currency="PLAY", phase="dealing", bets=request.bets)
         return table_pb2.PlaceBetsResponse(round=view)
@@ -83,7 +96,7 @@ class FakeTables(table_pb2_grpc.TableServiceServicer):
 
     async def GetRound(self, request, context):  # noqa: N802, ANN001, ANN201
         if request.round_id != "round-1":
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no round {request.round_id}")
+            await refuse(context, grpc.StatusCode.NOT_FOUND, f"no round {request.round_id}", "ROUND_NOT_FOUND")
         return table_pb2.GetRoundResponse(round=table_pb2.RoundView(round_id="round-1", phase="settled", commitment=COMMITMENT))  # shoe not revealed
 
 

@@ -57,7 +57,8 @@ def test_play_asks_and_shows_amounts_in_units_names_the_hands_and_shows_the_comm
 ) -> None:
     target, tables = fake_server
     monkeypatch.setattr(play_cmd, "REVEAL_WAIT_S", 0)  # the fake never reveals the shoe
-    typed = ["5.001", "0.50", "5", "0", "n"]  # two refused amounts, then an ante of 5.00 and no AA bonus
+    # Two amounts refused by the command line, one bet refused by the server, then an ante of 5.00 and no AA bonus.
+    typed = ["5.001", "0.50", "25", "0", "5", "0", "n"]
     result = CliRunner().invoke(app, ["play", "casino-holdem", "--target", target], input="\n".join(typed) + "\n")
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -65,6 +66,7 @@ def test_play_asks_and_shows_amounts_in_units_names_the_hands_and_shows_the_comm
     assert "chips 1.00, 5.00, 25.00" in out and "balance 12,345.00 PLAY" in out
     assert "bet on ante (1.00-500.00 PLAY, chips of 1.00; 0 for none)" in out
     assert "'5.001' has more than 2 decimal(s) for PLAY" in out and "0.50 is not a whole number of chips (of 1.00)" in out
+    assert "refused (INSUFFICIENT_FUNDS): balance 100 cannot cover stakes of 2500 (PLAY)" in out  # bet again
     assert out.index(COMMITMENT) < out.index("bet on ante")  # committed before the bets
     assert "Ah Kh  royal flush" in out and "high card (Q high)" in out  # the hands named at the showdown
     assert "staked 5.00 PLAY returned 505.00 PLAY" in out and "net +500.00 PLAY" in out

@@ -1,5 +1,5 @@
 """Exit codes of the commands that call a server: 0 done, 1 a finding, 2 a usage or connection
-error, 3 a call the server refused (its status code name and message on stderr)."""
+error, 3 a call the server refused (its status code name, ErrorInfo reason and message on stderr)."""
 
 from __future__ import annotations
 
@@ -37,9 +37,10 @@ def test_a_disagreement_is_a_finding_exit_1(fake_server, with_token) -> None:
 def test_a_refused_call_exits_3_and_a_server_not_reached_2_naming_the_status(fake_server, with_token, round_id) -> None:
     target, _ = fake_server
     result = runner.invoke(app, ["replay", round_id, "--target", target])
-    code = REFUSALS[round_id]
+    code, reason = REFUSALS[round_id]
     assert result.exit_code == (EXIT_USAGE if code in UNREACHED else EXIT_REFUSED), result.output
-    assert f"{code.name}: round {round_id}: refused by the fake" in result.stderr
+    said = f"{code.name} ({reason})" if reason else code.name  # a bare status: no reason to print
+    assert f"{said}: round {round_id}: refused by the fake" in result.stderr
     assert "disagree" not in result.output and "Traceback" not in result.output
 
 
@@ -52,7 +53,7 @@ def test_every_command_that_calls_the_server_maps_a_refusal_to_3(fake_server, wi
     target, _ = fake_server
     result = runner.invoke(app, [*args, "--target", target])
     assert result.exit_code == EXIT_REFUSED, result.output
-    assert "PERMISSION_DENIED: " in result.stderr or "NOT_FOUND: no round no-such-round" in result.stderr
+    assert "PERMISSION_DENIED (PERMISSION_DENIED): " in result.stderr or "NOT_FOUND (ROUND_NOT_FOUND): no round no-such-round" in result.stderr
 
 
 def test_no_token_and_bad_arguments_are_usage_errors_exit_2(fake_server, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,8 +39,8 @@ def test_dealing_the_whole_shoe_gives_every_card_once_in_the_cut_order_of_the_re
             assert positions == list(range(52))
             assert len(set(cards)) == 52
 
-            code, message = await status_of(deal(h, shoe, 1, 52))
-            assert code == grpc.StatusCode.FAILED_PRECONDITION and "0 card(s) left" in message
+            code, message, reason = await status_of(deal(h, shoe, 1, 52))
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_EXHAUSTED") and "0 card(s) left" in message
 
             await h.publish_round_event("r1", "RoundSettled")
             revealed = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id), metadata=h.as_("player"))
@@ -64,8 +64,8 @@ def test_a_retry_after_a_lost_reply_returns_the_same_cards_and_deals_nothing_new
                 (1, 1, "no deal began there; the next card is position 7"),
                 (1, 8, "ahead of the shoe: the next card is position 7"),
             ]:
-                code, message = await status_of(deal(h, shoe, count, position))
-                assert code == grpc.StatusCode.ABORTED and fragment in message
+                code, message, reason = await status_of(deal(h, shoe, count, position))
+                assert (code, reason) == (grpc.StatusCode.ABORTED, "CONCURRENT_CHANGE") and fragment in message
 
             third = await deal(h, shoe, 2, 7)  # the cursor did not move for the retries
             assert list(third.positions) == [7, 8]
@@ -83,13 +83,13 @@ def test_a_cut_is_idempotent_for_the_same_seed_and_refused_for_another(tmp_path)
                 metadata=h.as_("service"),
             )
             assert again.offset == offset
-            code, message = await status_of(
+            code, message, reason = await status_of(
                 h.dealer.CutShoe(
                     CutShoeRequest(shoe_id=shoe.shoe_id, round_id="r1", commitment=shoe.commitment, cut_seed="other"),
                     metadata=h.as_("service"),
                 )
             )
-            assert code == grpc.StatusCode.FAILED_PRECONDITION and "another seed" in message
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_MISMATCH") and "another seed" in message
 
     run(scenario)
 
@@ -101,8 +101,8 @@ def test_rounds_deal_independently(tmp_path):
             shoe2, _ = await new_cut_shoe(h, round_id="r2", seed="")
             assert list((await deal(h, shoe1, 2, 0, "r1")).positions) == [0, 1]
             assert list((await deal(h, shoe2, 2, 0, "r2")).positions) == [0, 1]
-            code, message = await status_of(deal(h, shoe1, 1, 2, "r2"))
-            assert code == grpc.StatusCode.FAILED_PRECONDITION and "deals from shoe" in message
+            code, message, reason = await status_of(deal(h, shoe1, 1, 2, "r2"))
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_MISMATCH") and "deals from shoe" in message
 
     run(scenario)
 
@@ -111,15 +111,15 @@ def test_dealing_before_the_cut_and_cutting_an_unknown_shoe(tmp_path):
     async def scenario():
         async with running(tmp_path) as h:
             shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
-            code, message = await status_of(deal(h, shoe, 1, 0))
-            assert code == grpc.StatusCode.FAILED_PRECONDITION and "CutShoe first" in message
-            code, _ = await status_of(
+            code, message, reason = await status_of(deal(h, shoe, 1, 0))
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "ROUND_NOT_CUT") and "CutShoe first" in message
+            code, _, reason = await status_of(
                 h.dealer.CutShoe(
                     CutShoeRequest(shoe_id=str(uuid.uuid4()), round_id="r1", commitment=shoe.commitment, cut_seed="s"),
                     metadata=h.as_("service"),
                 )
             )
-            assert code == grpc.StatusCode.NOT_FOUND
+            assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "NOT_FOUND")  # the shuffler's, passed on
 
     run(scenario)
 
@@ -128,11 +128,11 @@ def test_players_may_not_cut_or_deal(tmp_path):
     async def scenario():
         async with running(tmp_path) as h:
             shoe, _ = await new_cut_shoe(h)
-            assert (await status_of(deal(h, shoe, 1, 0, role="player")))[0] == grpc.StatusCode.PERMISSION_DENIED
+            code, _, reason = await status_of(deal(h, shoe, 1, 0, role="player"))
+            assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
             cut = CutShoeRequest(shoe_id=shoe.shoe_id, round_id="r2", commitment=shoe.commitment, cut_seed="s")
-            assert (await status_of(h.dealer.CutShoe(cut, metadata=h.as_("player"))))[0] == (
-                grpc.StatusCode.PERMISSION_DENIED
-            )
+            code, _, reason = await status_of(h.dealer.CutShoe(cut, metadata=h.as_("player")))
+            assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
             assert list((await deal(h, shoe, 1, 0)).positions) == [0]  # the refused call dealt nothing
 
     run(scenario)
@@ -154,8 +154,8 @@ def test_bad_deal_requests_are_invalid_arguments(tmp_path, count, position, shoe
             request = DealCardsRequest(
                 shoe_id=shoe_id or shoe.shoe_id, round_id="r1", count=count, expected_position=position
             )
-            code, message = await status_of(h.dealer.DealCards(request, metadata=h.as_("service")))
-            assert code == grpc.StatusCode.INVALID_ARGUMENT and fragment in message
+            code, message, reason = await status_of(h.dealer.DealCards(request, metadata=h.as_("service")))
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and fragment in message
 
     run(scenario)
 
@@ -165,8 +165,8 @@ def test_a_malformed_commitment_is_an_invalid_argument(tmp_path):
         async with running(tmp_path) as h:
             shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
             request = CutShoeRequest(shoe_id=shoe.shoe_id, round_id="r1", commitment="ABC", cut_seed="s")
-            code, message = await status_of(h.dealer.CutShoe(request, metadata=h.as_("service")))
-            assert code == grpc.StatusCode.INVALID_ARGUMENT and "commitment" in message
+            code, message, reason = await status_of(h.dealer.CutShoe(request, metadata=h.as_("service")))
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "commitment" in message
 
     run(scenario)
 

@@ -126,11 +126,14 @@ class FakeWallet:
     ) -> Reservation:
         if transaction_id in self.replies:
             if any(e.transaction_id == transaction_id and e.status == "voided" for e in self.entries):
-                raise StakesRefused(f"the reservation {transaction_id!r} was released; place the bets again")
+                raise StakesRefused(f"the reservation {transaction_id!r} was released; place the bets again", reason="ROUND_CLOSED")
             return self.replies[transaction_id]  # a repeat: nothing more reserved
         before = self.available(player_id, currency)
         if amount > before:
-            raise StakesRefused(f"balance {before} {currency} cannot cover {amount}")
+            raise StakesRefused(
+                f"balance {before} {currency} cannot cover {amount}", reason="INSUFFICIENT_FUNDS",
+                metadata={"available": before, "amount": amount, "currency": currency},
+            )
         self.entries.append(_Entry(transaction_id, "stake", "pending", -amount, currency, round_id, player_id, dict(bets)))
         self.replies[transaction_id] = Reservation(transaction_id, before, before - amount)
         return self.replies[transaction_id]
@@ -140,7 +143,9 @@ class FakeWallet:
         if stake is None or stake.status == "voided":
             return False
         if stake.round_id != round_id or stake.status == "posted":
-            raise FailedPrecondition(f"stake {transaction_id} is {stake.status} for round {stake.round_id}; nothing to release")
+            raise FailedPrecondition(
+                f"stake {transaction_id} is {stake.status} for round {stake.round_id}; nothing to release", reason="ROUND_MISMATCH"
+            )
         stake.status = "voided"
         return True
 
@@ -177,7 +182,10 @@ class FakeWallet:
             return self.replies[transaction_id]
         before = self.available(dealer_id, currency)
         if cover + commission_hold > before:
-            raise StakesRefused(f"balance {before} {currency} cannot cover {cover + commission_hold}")
+            raise StakesRefused(
+                f"balance {before} {currency} cannot cover {cover + commission_hold}", reason="INSUFFICIENT_FUNDS",
+                metadata={"available": before, "amount": cover + commission_hold, "currency": currency},
+            )
         self.entries.append(_Entry(f"cover:{transaction_id}", "cover", "pending", -cover, currency, round_id, dealer_id))
         if commission_hold:
             self.entries.append(_Entry(hold_id(round_id), "commission", "pending", -commission_hold, currency, round_id, dealer_id))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from croupier_rules.errors import InvalidInput, RuleError
 
 from croupier_game.application.tables import bets_stake_id, request_fingerprint
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, OPERATOR, Game
 
@@ -44,9 +43,9 @@ def test_a_retry_after_a_crash_before_the_append_reaches_the_same_wallet_transac
 def test_the_wallet_refusal_passes_through_with_nothing_appended(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     game.wallet.balances[("alice", "USD")] = 300
-    with pytest.raises(FailedPrecondition, match="cannot cover 500"):
+    with raises_reason("INSUFFICIENT_FUNDS", FailedPrecondition, match="cannot cover 500"):
         game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
-    with pytest.raises(NotFound):
+    with raises_reason("ROUND_NOT_FOUND", NotFound):
         game.run(game.tables.get_round(ALICE, next_round(game, seat)))
     assert len(game.shuffler.shoes) == 1  # only the one committed at the seat, before any bet
     game.wallet.fund("alice", 1_000)
@@ -55,27 +54,29 @@ def test_the_wallet_refusal_passes_through_with_nothing_appended(game: Game) -> 
 
 def test_rules_refuse_bad_bets_before_any_money_moves(game: Game) -> None:
     seat = game.seat("casino-war-usd")
-    for bets, message in (({"ante": 50}, "under the table minimum"), ({"ante": 60_000}, "over the table maximum"),
-                          ({"side": 500}, "unknown bet"), ({}, "no bet placed"), ({"ante": 550}, "whole number of chips")):  # fmt: skip
-        with pytest.raises(InvalidInput, match=message):
+    for bets, message, reason in (({"ante": 50}, "under the table minimum", "BET_BELOW_TABLE_MIN"),
+                                  ({"ante": 60_000}, "over the table maximum", "BET_ABOVE_TABLE_MAX"),
+                                  ({"side": 500}, "unknown bet", "INVALID_FIELD"), ({}, "no bet placed", "INVALID_FIELD"),
+                                  ({"ante": 550}, "whole number of chips", "INVALID_FIELD")):  # fmt: skip
+        with raises_reason(reason, InvalidInput, match=message):
             game.run(game.tables.place_bets(ALICE, seat, bets, "key-1", ""))
     assert game.wallet.entries == []
 
 
 def test_empty_idempotency_key_is_invalid(game: Game) -> None:
     seat = game.seat("casino-war-usd")
-    with pytest.raises(InvalidArgument, match="idempotency_key is required"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="idempotency_key is required"):
         game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "  ", ""))
 
 
 def test_seats_are_the_players_own(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     assert game.seat("casino-war-usd") == seat  # joining twice: the same seat
-    with pytest.raises(NotFound, match="no seat"):  # another player's seat: as if there were none
+    with raises_reason("SEAT_NOT_FOUND", NotFound, match="no seat"):  # another player's seat: as if there were none
         game.run(game.tables.place_bets(BOB, seat, {"ante": 500}, "key-1", ""))
-    with pytest.raises(NotFound, match="JoinTable"):
+    with raises_reason("SEAT_NOT_FOUND", NotFound, match="JoinTable"):
         game.run(game.tables.place_bets(ALICE, "no-such-seat", {"ante": 500}, "key-1", ""))
-    with pytest.raises(NotFound, match="casino-war-usd"):
+    with raises_reason("TABLE_NOT_FOUND", NotFound, match="casino-war-usd"):
         game.run(game.tables.join_table(ALICE, "roulette"))
 
 
@@ -83,9 +84,9 @@ def test_one_open_round_per_seat_and_no_leaving_while_it_is_open(game: Game) -> 
     seat = game.seat("casino-war-usd")
     game.shuffler.stack("Kc", "Kd")
     view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
-    with pytest.raises(FailedPrecondition, match=view.round_id):
+    with raises_reason("ROUND_IN_PROGRESS", FailedPrecondition, match=view.round_id):
         game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-2", ""))
-    with pytest.raises(FailedPrecondition, match="finish it before leaving"):
+    with raises_reason("ROUND_IN_PROGRESS", FailedPrecondition, match="finish it before leaving"):
         game.run(game.tables.leave_table(ALICE, seat))
     view = game.run(game.tables.deal(ALICE, view.round_id))
     assert game.run(game.tables.deal(ALICE, view.round_id)) == view  # dealt already: a retry gets the round
@@ -97,18 +98,18 @@ def test_one_open_round_per_seat_and_no_leaving_while_it_is_open(game: Game) -> 
 def test_another_players_round_is_not_found_as_a_made_up_id_and_operators_see_all(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
-    with pytest.raises(NotFound) as made_up:
+    with raises_reason("ROUND_NOT_FOUND", NotFound) as made_up:
         game.run(game.tables.get_round(BOB, "made-up"))
     for call in (game.tables.get_round(BOB, view.round_id), game.tables.deal(BOB, view.round_id),
                  game.tables.decide(BOB, view.round_id, "raise", "")):  # fmt: skip
-        with pytest.raises(NotFound) as hidden:
+        with raises_reason("ROUND_NOT_FOUND", NotFound) as hidden:
             game.run(call)
         assert str(hidden.value) == str(made_up.value).replace("made-up", view.round_id)
     assert game.run(game.tables.get_round(OPERATOR, view.round_id)).round_id == view.round_id
     assert game.run(game.tables.list_rounds(BOB, 10)) == []
-    with pytest.raises(PermissionDenied):
+    with raises_reason("PERMISSION_DENIED", PermissionDenied):
         game.run(game.audit.replay_round(ALICE, view.round_id))
-    with pytest.raises(PermissionDenied):
+    with raises_reason("PERMISSION_DENIED", PermissionDenied):
         game.run(game.audit.void_round(ALICE, view.round_id, "mine"))
 
 
@@ -124,13 +125,13 @@ def test_list_rounds_newest_first_with_steps(game: Game) -> None:
     assert [r.round_id for r in rounds] == ids[::-1]
     assert all(r.phase == "settled" and len(r.steps) == 5 for r in rounds)
     assert [r.round_id for r in game.run(game.tables.list_rounds(ALICE, 2))] == ids[:0:-1]
-    with pytest.raises(InvalidArgument, match="1-100"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="1-100"):
         game.run(game.tables.list_rounds(ALICE, 101))
 
 
 def test_rebet_needs_a_previous_round(game: Game) -> None:
     seat = game.seat("casino-war-usd")
-    with pytest.raises(FailedPrecondition, match="no previous round"):
+    with raises_reason("NO_PREVIOUS_ROUND", FailedPrecondition, match="no previous round"):
         game.run(game.tables.rebet(ALICE, seat, "key-1", ""))
 
 
@@ -139,7 +140,7 @@ def test_list_tables_filters_by_game(game: Game) -> None:
     assert {t.table_id for t in tables} == {f"war-p2p-{t}-{c}" for t in ("i", "ii", "iii") for c in ("usd", "play")}
     assert {t.table_type for t in tables} == {"I", "II", "III"}
     assert len(game.tables.list_tables()) == 14
-    with pytest.raises(InvalidInput, match="unknown game"):
+    with raises_reason("INVALID_FIELD", InvalidInput, match="unknown game"):
         game.tables.list_tables("roulette")
 
 
@@ -192,7 +193,7 @@ def test_deal_and_decide_retried_after_a_lost_reply_return_the_round(game: Game)
     assert game.run(game.tables.decide(ALICE, placed.round_id, "raise", "")).version == decided.version  # no version
     assert game.wallet.available("alice") == 1_000_000 - 1000  # the raise was reserved once
     for version in (dealt.version, 0):  # another choice is not a retry, with or without the version
-        with pytest.raises(RuleError):
+        with raises_reason("WRONG_PHASE", RuleError):
             game.run(game.tables.decide(ALICE, placed.round_id, "surrender", "", version))
 
 
@@ -207,7 +208,7 @@ def test_a_service_failing_after_the_stakes_were_reserved_voids_the_round_and_th
         raise Unavailable("the dealer service is unavailable")
 
     game.dealer.cut_shoe = unreachable  # type: ignore[method-assign]
-    with pytest.raises(Unavailable, match="was voided and its stakes are returned"):
+    with raises_reason("SERVICE_UNAVAILABLE", Unavailable, match="was voided and its stakes are returned"):
         game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     game.pump()
     assert game.run(game.tables.get_round(ALICE, first)).phase == "voided"

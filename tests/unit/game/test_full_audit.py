@@ -16,6 +16,7 @@ from croupier_game.application.full_audit import AuditProgress, Violation, audit
 from croupier_game.application.round_check import NOT_CHARGED, LagBound
 from croupier_platform.db import events_table
 from croupier_platform.errors import PermissionDenied
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, OPERATOR, Game
 
@@ -84,7 +85,7 @@ def test_a_player_may_not_audit(game: Game) -> None:
         async for _ in game.audit.audit_all(ALICE):
             pass
 
-    with pytest.raises(PermissionDenied):
+    with raises_reason("PERMISSION_DENIED", PermissionDenied):
         game.run(run())
 
 

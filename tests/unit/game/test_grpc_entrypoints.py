@@ -13,6 +13,7 @@ from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.entrypoints.grpc_server import register
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.grpc_server import AuthInterceptor, call_metadata
+from tests.refusals import refusal_of, refused
 
 from .conftest import build
 
@@ -41,8 +42,13 @@ async def scenario() -> None:
             with pytest.raises(grpc.aio.AioRpcError) as missing:
                 await tables.JoinTable(table_pb2.JoinTableRequest(table_id="roulette"), metadata=alice)
             assert missing.value.code() == grpc.StatusCode.NOT_FOUND and "casino-war-usd" in missing.value.details()
+            assert refusal_of(missing.value).reason == "TABLE_NOT_FOUND"
+            assert refusal_of(missing.value).metadata == {"table_id": "roulette"}
 
             seat = (await tables.JoinTable(table_pb2.JoinTableRequest(table_id="casino-holdem-usd"), metadata=alice)).seat_id
+            under = await refused(tables.PlaceBets(table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1}, idempotency_key="u"), metadata=alice))
+            assert (under.code, under.reason, list(under.fields)) == (grpc.StatusCode.INVALID_ARGUMENT, "BET_BELOW_TABLE_MIN", ["bets.ante"])
+            assert under.metadata == {"bet": "ante", "amount": "1", "table_min": str(holdem.limits["ante"].min), "table_max": "50000"}
             game.shuffler.stack("As", "Ad", "2c", "7d", "Ah", "Kc", "9s", "3d", "4h")
             request = table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1000, "aa_bonus": 500}, idempotency_key="k")
             view = (await tables.PlaceBets(request, metadata=alice)).round
@@ -53,15 +59,22 @@ async def scenario() -> None:
             with pytest.raises(grpc.aio.AioRpcError) as denied:
                 await tables.GetRound(table_pb2.GetRoundRequest(round_id=view.round_id), metadata=bob)
             assert denied.value.code() == grpc.StatusCode.NOT_FOUND  # as for a made-up id
+            assert refusal_of(denied.value).reason == "ROUND_NOT_FOUND"
             with pytest.raises(grpc.aio.AioRpcError) as bad:
                 await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="raise"), metadata=alice)
             assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "call, fold" in bad.value.details()
+            assert refusal_of(bad.value).reason == "INVALID_FIELD" and list(refusal_of(bad.value).fields) == ["choice"]
             with pytest.raises(grpc.aio.AioRpcError) as no_key:
                 await tables.PlaceBets(table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 100}), metadata=alice)
             assert no_key.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert refusal_of(no_key.value).reason == "INVALID_FIELD" and list(refusal_of(no_key.value).fields) == ["idempotency_key"]
+            not_pending = table_pb2.DecideRequest(round_id=view.round_id, choice="call", bet="aa_bonus")
+            wrong_phase = await refused(tables.Decide(not_pending, metadata=alice))
+            assert (wrong_phase.reason, wrong_phase.metadata) == ("WRONG_PHASE", {"phase": "deciding"})
             with pytest.raises(grpc.aio.AioRpcError) as anonymous:
                 await tables.ListRounds(table_pb2.ListRoundsRequest())
             assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert refusal_of(anonymous.value).reason == "TOKEN_MISSING"
 
             view = (await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="call"), metadata=alice)).round
             assert view.phase == "settled" and {r.bet for r in view.results} == {"ante", "call", "aa_bonus"}
@@ -73,6 +86,7 @@ async def scenario() -> None:
             with pytest.raises(grpc.aio.AioRpcError) as players_audit:
                 await audit.ReplayRound(audit_pb2.ReplayRoundRequest(round_id=view.round_id), metadata=alice)
             assert players_audit.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert refusal_of(players_audit.value).metadata == {"required_role": "operator"}
             game.pump()
             replay = await audit.ReplayRound(audit_pb2.ReplayRoundRequest(round_id=view.round_id), metadata=ops)
             assert replay.ok and list(replay.disagreements) == [] and len(replay.timeline) == len(view.steps)
@@ -83,13 +97,15 @@ async def scenario() -> None:
             game.pump()
             steps = [step async for step in audit.AuditAll(audit_pb2.AuditAllRequest(page_size=1), metadata=ops)]
             assert [(s.rounds, s.done) for s in steps] == [(1, False), (1, True)] and list(steps[-1].violations) == []
-            for who, code in ((None, grpc.StatusCode.UNAUTHENTICATED), (alice, grpc.StatusCode.PERMISSION_DENIED)):
-                with pytest.raises(grpc.aio.AioRpcError) as refused:
+            for who, code, reason in ((None, grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING"),
+                                      (alice, grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")):  # fmt: skip
+                with pytest.raises(grpc.aio.AioRpcError) as stream_refused:
                     _ = [step async for step in audit.AuditAll(audit_pb2.AuditAllRequest(), metadata=who)]
-                assert refused.value.code() == code
+                assert (stream_refused.value.code(), refusal_of(stream_refused.value).reason) == (code, reason)
             with pytest.raises(grpc.aio.AioRpcError) as too_big:
                 _ = [step async for step in audit.AuditAll(audit_pb2.AuditAllRequest(page_size=5000), metadata=ops)]
             assert too_big.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert refusal_of(too_big.value).fields.keys() == {"page_size"}
     finally:
         await server.stop(None)
 

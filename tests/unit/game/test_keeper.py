@@ -27,6 +27,7 @@ from croupier_platform.db import create_schema, make_engine
 from croupier_platform.errors import Unavailable
 from croupier_platform.outbox import Leadership
 from croupier_rules.events import DecisionMade
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, OPERATOR
 from .fakes import FakeDealer, FakeDealerPoints, FakeShuffler, FakeWallet
@@ -255,7 +256,7 @@ def test_round_in_dealing_with_the_dealer_failing_is_voided_with_every_stake_ref
 
     svc.fakes.dealer.deal_cards = unreachable  # type: ignore[method-assign]
     round_id = svc.open_round("casino-war-usd", {"ante": 1000, "tie": 500}, [], deal=False)
-    with pytest.raises(Unavailable):
+    with raises_reason("SERVICE_UNAVAILABLE", Unavailable):
         svc.run(svc.tables.deal(ALICE, round_id))
     assert svc.view(round_id).phase == "dealing" and svc.wallet.available("alice") == START - 1500
     svc.clock.advance(300)
@@ -281,7 +282,7 @@ def test_war_stake_taken_then_the_dealer_fails_is_voided_with_both_stakes_back(s
         raise Unavailable("dealer unreachable")
 
     svc.fakes.dealer.deal_cards = unreachable  # type: ignore[method-assign]
-    with pytest.raises(Unavailable):
+    with raises_reason("SERVICE_UNAVAILABLE", Unavailable):
         svc.run(svc.tables.decide(ALICE, round_id, "raise", ""))  # the raise is reserved, the war not dealt
     assert svc.view(round_id).phase == "dealing" and svc.wallet.available("alice") == START - 2000
     svc.clock.advance(301)

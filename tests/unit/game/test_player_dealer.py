@@ -8,6 +8,7 @@ import pytest
 from croupier_platform.errors import FailedPrecondition, InvalidArgument
 from croupier_rules.games.war_p2p import dealer_cover, largest_commission, largest_covered_ante
 from croupier_rules.tables import table_for
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, Game
 
@@ -32,19 +33,19 @@ def status(game: Game, who, seat_id: str):  # noqa: ANN001, ANN201
 
 def test_a_dealer_needs_the_tables_points_and_balance(game: Game) -> None:
     game.points.points[("bob", "USD")] = 799
-    with pytest.raises(FailedPrecondition, match=r"800 dealer points \(you have 799\)"):
+    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match=r"800 dealer points \(you have 799\)"):
         game.run(game.tables.join_table(BOB, TABLE, "dealer"))
     game.points.points[("bob", "USD")] = 800
     game.wallet.balances[("bob", "USD")] = 41_999
-    with pytest.raises(FailedPrecondition, match=r"a balance of 42000 USD \(you have 41999\)"):
+    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match=r"a balance of 42000 USD \(you have 41999\)"):
         game.run(game.tables.join_table(BOB, TABLE, "dealer"))
     game.wallet.balances[("bob", "USD")] = 42_000
     seat, _ = game.run(game.tables.join_table(BOB, TABLE, "dealer"))
     assert seat.role == "dealer"
     # Points in play money open no real-money seat, and only war-p2p tables take a player as dealer.
-    with pytest.raises(FailedPrecondition, match="dealer points"):
+    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match="dealer points"):
         game.run(game.tables.join_table(BOB, "war-p2p-iii-play", "dealer"))
-    with pytest.raises(InvalidArgument, match="only at war-p2p"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="only at war-p2p"):
         game.run(game.tables.join_table(BOB, "casino-war-usd", "dealer"))
 
 
@@ -62,22 +63,22 @@ def test_players_and_dealers_of_a_table_are_paired_longest_waiting_first(game: G
 
 def test_the_dealer_confirms_each_round_unless_auto_confirm_is_on(game: Game) -> None:
     dealer_seat, player_seat = sit_dealer(game), sit_player(game)
-    with pytest.raises(FailedPrecondition, match="Bobby has not confirmed the next round"):
+    with raises_reason("DEALER_NOT_CONFIRMED", FailedPrecondition, match="Bobby has not confirmed the next round"):
         game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k1", ""))
     assert game.wallet.available("alice") == 1_000_000  # nothing moved
     game.run(game.tables.confirm_round(BOB, dealer_seat))
     game.shuffler.stack("Kc", "2d")
     view = game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k1", "")).round_id))
     assert view.phase == "settled"
-    with pytest.raises(FailedPrecondition, match="not confirmed"):  # the confirmation was used up
+    with raises_reason("DEALER_NOT_CONFIRMED", FailedPrecondition, match="not confirmed"):  # the confirmation was used up
         game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k2", ""))
     game.run(game.tables.confirm_round(BOB, dealer_seat, auto_confirm=True))
     for key in ("k2", "k3"):
         game.shuffler.stack("Kc", "2d")
         game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, key, "")).round_id))
-    with pytest.raises(FailedPrecondition, match="only a dealer confirms"):
+    with raises_reason("WRONG_SEAT_ROLE", FailedPrecondition, match="only a dealer confirms"):
         game.run(game.tables.confirm_round(ALICE, player_seat))
-    with pytest.raises(FailedPrecondition, match="the player bets, the dealer confirms"):
+    with raises_reason("WRONG_SEAT_ROLE", FailedPrecondition, match="the player bets, the dealer confirms"):
         game.run(game.tables.place_bets(BOB, dealer_seat, {"ante": 2500}, "k9", ""))
 
 
@@ -89,7 +90,7 @@ def test_a_confirmation_retried_after_a_round_used_it_confirms_nothing_more(game
     game.run(game.tables.deal(ALICE, first.round_id))
     # The reply was lost; the dealer retries with what it had seen: the round since used it up.
     game.run(game.tables.confirm_round(BOB, dealer_seat, after_round_id=""))
-    with pytest.raises(FailedPrecondition, match="not confirmed"):
+    with raises_reason("DEALER_NOT_CONFIRMED", FailedPrecondition, match="not confirmed"):
         game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 2500}, "k2", ""))
     # Confirming after having seen that round confirms the next one.
     game.run(game.tables.confirm_round(BOB, dealer_seat, after_round_id=first.round_id))
@@ -116,10 +117,10 @@ def test_a_dealer_who_falls_short_leaves_before_the_next_round_and_the_seat_stat
     dealer_seat = sit_dealer(game, auto_confirm=True)
     player_seat = sit_player(game)
     game.points.points[("bob", "USD")] = 268  # e.g. lost points dealing: table III needs 800
-    with pytest.raises(FailedPrecondition, match="no longer qualifies to deal .*points.*place the bets again"):
+    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match="no longer qualifies to deal .*points.*place the bets again"):
         game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 20_000}, "k1", ""))
     assert game.wallet.available("alice") == 1_000_000 and game.wallet.available("bob") == 1_000_000  # nothing staked
-    with pytest.raises(FailedPrecondition, match="you left dealer seat .*dealer points fell below"):
+    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match="you left dealer seat .*dealer points fell below"):
         status(game, BOB, dealer_seat)
     game.run(game.tables.leave_table(BOB, dealer_seat))  # leaving it again is OK
     assert status(game, ALICE, player_seat).opponent_nickname == "house"
@@ -165,7 +166,7 @@ def test_a_player_with_a_tie_pending_may_not_leave_the_keeper_surrenders_for_the
     game.shuffler.stack("7c", "7d")
     view = game.run(game.tables.deal(ALICE, game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", "")).round_id))
     assert view.phase == "deciding"
-    with pytest.raises(FailedPrecondition, match="finish it before leaving"):
+    with raises_reason("ROUND_IN_PROGRESS", FailedPrecondition, match="finish it before leaving"):
         game.run(game.tables.leave_table(ALICE, player_seat))
     # (The keeper's default action at war-p2p is surrender: test_keeper covers the timeout itself.)
     assert TABLE_III.default_action == "surrender"
@@ -209,7 +210,7 @@ def test_a_dealer_who_can_no_longer_cover_voids_the_round_and_the_next_bet_fits(
     game.tables._checks.bet_cap = stale_cap  # type: ignore[method-assign]
     game.tables._checks.missing = stale_eligibility  # type: ignore[method-assign]
     game.wallet.balances[("bob", "USD")] = 5_000
-    with pytest.raises(FailedPrecondition, match="can no longer cover this bet"):
+    with raises_reason("ROUND_VOIDED", FailedPrecondition, match="can no longer cover this bet"):
         game.run(game.tables.place_bets(ALICE, player_seat, {"ante": 10_000}, "k1", ""))
     game.pump()
     assert game.wallet.available("alice") == 1_000_000

@@ -14,6 +14,7 @@ from croupier_game.domain.round import KEEPER_CAUSATION
 from croupier_platform.errors import AlreadyExists, FailedPrecondition, NotFound
 from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_rules.errors import RuleError
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, OPERATOR, Game
 
@@ -45,7 +46,7 @@ def test_a_decision_that_loses_the_race_releases_its_stake(game: Game, winner: s
     stale = game.run(game.tables._book.load(round_id))  # noqa: SLF001 - read before the other decision
     game.run(game.tables.decide(ALICE, round_id, winner, ""))
     loser = "call" if winner == "fold" else "fold"
-    with pytest.raises(ConcurrencyConflict):  # the keeper's path: the decision on the round as it read it
+    with raises_reason("CONCURRENT_CHANGE", ConcurrencyConflict):  # the keeper's path: the decision on the round as it read it
         game.run(game.tables.decide_as_system(stale, loser, "", KEEPER_CAUSATION))
     game.pump()
     assert pending(game) == []
@@ -58,7 +59,7 @@ def test_the_same_decision_twice_at_once_reserves_once_and_keeps_it(game: Game) 
     round_id = holdem_deciding(game)
     stale = game.run(game.tables._book.load(round_id))  # noqa: SLF001
     game.run(game.tables.decide(ALICE, round_id, "call", ""))
-    with pytest.raises(ConcurrencyConflict):
+    with raises_reason("CONCURRENT_CHANGE", ConcurrencyConflict):
         game.run(game.tables.decide_as_system(stale, "call", "", KEEPER_CAUSATION))
     calls = [e for e in game.wallet.reservations(round_id) if e.bets == {"call": 2000}]
     assert len(calls) == 1 and calls[0].status == "pending"  # the winner's: the same transaction, not released
@@ -98,7 +99,7 @@ def test_war_raise_losing_to_surrender_releases_the_raise(game: Game) -> None:
     view = game.run(game.tables.deal(ALICE, view.round_id))
     stale = game.run(game.tables._book.load(view.round_id))  # noqa: SLF001
     game.run(game.tables.decide(ALICE, view.round_id, "surrender", ""))
-    with pytest.raises(ConcurrencyConflict):
+    with raises_reason("CONCURRENT_CHANGE", ConcurrencyConflict):
         game.run(game.tables.decide_as_system(stale, "raise", "", KEEPER_CAUSATION))
     audited(game, view.round_id)
     assert pending(game) == []
@@ -113,9 +114,9 @@ def test_a_key_stands_for_one_request(game: Game) -> None:
     first = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut"))
     assert game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut")).round_id == first.round_id
     for seat_id, bets, cut in ((seat, {"ante": 700}, "cut"), (other_seat, {"ante": 500}, "cut"), (seat, {"ante": 500}, "x")):
-        with pytest.raises(AlreadyExists, match="idempotency_key 'key-1' was already used for another request"):
+        with raises_reason("IDEMPOTENCY_KEY_REUSED", AlreadyExists, match="idempotency_key 'key-1' was already used for another request"):
             game.run(game.tables.place_bets(ALICE, seat_id, bets, "key-1", cut))
-    with pytest.raises(AlreadyExists, match="key-1"):  # a Rebet is another request too
+    with raises_reason("IDEMPOTENCY_KEY_REUSED", AlreadyExists, match="key-1"):  # a Rebet is another request too
         game.run(game.tables.rebet(ALICE, seat, "key-1", "cut"))
     assert [e.amount for e in game.wallet.entries if e.player_id == "alice"] == [-500]
 
@@ -130,9 +131,9 @@ def test_deal_decide_and_leave_retried_after_a_lost_reply_succeed(game: Game) ->
     assert game.run(game.tables.decide(ALICE, view.round_id, "raise", "")).version == decided.version
     game.run(game.tables.leave_table(ALICE, seat))
     game.run(game.tables.leave_table(ALICE, seat))  # left already: OK
-    with pytest.raises(NotFound):  # another player's "retry" of it is not
+    with raises_reason("SEAT_NOT_FOUND", NotFound):  # another player's "retry" of it is not
         game.run(game.tables.leave_table(BOB, seat))
-    with pytest.raises(NotFound):
+    with raises_reason("SEAT_NOT_FOUND", NotFound):
         game.run(game.tables.leave_table(ALICE, "never-a-seat"))
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from croupier_platform.errors import FailedPrecondition
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, OPERATOR, Game
 
@@ -178,7 +179,7 @@ def test_dueling_for_dollars_with_all_four_bets(game: Game) -> None:
 def test_a_refused_raise_appends_nothing_and_says_what_is_left(game: Game) -> None:
     view = play(game, "casino-war-usd", {"ante": 50_000}, ["Ac", "Ah"])
     game.wallet.balances[("alice", "USD")] = 60_000  # the ante is reserved; 10_000 left
-    with pytest.raises(FailedPrecondition, match="you may still surrender"):
+    with raises_reason("INSUFFICIENT_FUNDS", FailedPrecondition, match="you may still surrender"):
         game.run(game.tables.decide(ALICE, view.round_id, "raise", ""))
     again = game.run(game.tables.get_round(ALICE, view.round_id))
     assert again.version == view.version and again.phase == "deciding"

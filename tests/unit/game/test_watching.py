@@ -10,6 +10,7 @@ import pytest
 
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_platform.errors import NotFound, ResourceExhausted
+from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, Game, build
 
@@ -115,11 +116,11 @@ def test_another_players_seat_or_round_is_not_found() -> None:
     async def scenario(game: Game) -> None:
         seat = (await game.tables.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
         round_id = await play_holdem(game, seat)
-        with pytest.raises(NotFound):
+        with raises_reason("SEAT_NOT_FOUND", NotFound):
             await anext(game.watching.watch_seat(BOB, seat))
-        with pytest.raises(NotFound):
+        with raises_reason("ROUND_NOT_FOUND", NotFound):
             await anext(game.watching.watch_round(BOB, round_id))
-        with pytest.raises(NotFound):
+        with raises_reason("SEAT_NOT_FOUND", NotFound):
             await anext(game.watching.watch_seat(ALICE, "made-up"))
 
     run(build(InMemoryGameStore()), scenario)
@@ -135,7 +136,7 @@ def test_a_watcher_too_slow_is_told_and_resumes_from_its_last_position() -> None
             if game.feed.watching and all(s.overflowed for s in game.feed._subscriptions):
                 break
             await asyncio.sleep(0.05)
-        with pytest.raises(ResourceExhausted, match="fell behind"):
+        with raises_reason("STREAM_TOO_SLOW", ResourceExhausted, match="fell behind"):
             await take(watcher, 3)
         resumed = game.watching.watch_seat(ALICE, seat, current.position)
         assert [kind(n) for n in await take(resumed, len(HOLDEM_STEPS) + 1)] == HOLDEM_STEPS + ["seat:round_over"]
@@ -150,7 +151,7 @@ def test_a_player_holds_a_bounded_number_of_streams() -> None:
         streams = [game.watching.watch_seat(ALICE, seat) for _ in range(4)]
         for stream in streams:
             await take(stream, 1)
-        with pytest.raises(ResourceExhausted, match="4 streams"):
+        with raises_reason("STREAM_LIMIT_REACHED", ResourceExhausted, match="4 streams"):
             await anext(game.watching.watch_seat(ALICE, seat))
         await streams[0].aclose()
         extra = game.watching.watch_seat(ALICE, seat)

@@ -3,6 +3,7 @@ one error mapping (handles_errors), with a tiny servicer whose use case fails as
 
 import asyncio
 import logging
+from concurrent import futures
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,8 +15,9 @@ from sqlalchemy.exc import OperationalError
 
 from croupier.v1 import wallet_pb2
 from croupier_platform.auth import TokenAuthority, current_identity
-from croupier_platform.errors import MAX_STATUS_MESSAGE_CHARS, NotFound
-from croupier_platform.grpc_server import AuthInterceptor, call_metadata, handles_errors
+from croupier_platform.errors import MAX_STATUS_MESSAGE_CHARS, FailedPrecondition, InvalidArgument, NotFound, grpc_status, refusal_for
+from croupier_platform.grpc_server import AuthInterceptor, call_metadata, handles_errors, handles_stream_errors
+from tests.refusals import refusal_of
 
 SECRET = b"grpc-edge-tests-secret-0123456789abcdef"
 METHOD = "/test.Edge/GetBalances"
@@ -74,6 +76,7 @@ def test_a_database_outage_answers_unavailable_saying_it_may_be_retried() -> Non
 
     assert error.code() == grpc.StatusCode.UNAVAILABLE
     assert error.details() == "the database is unavailable; the call may be retried"
+    assert refusal_of(error).reason == "SERVICE_UNAVAILABLE"
 
 
 def test_a_bug_still_answers_internal_without_details() -> None:
@@ -88,6 +91,7 @@ def test_a_bug_still_answers_internal_without_details() -> None:
 
     assert error.code() == grpc.StatusCode.INTERNAL
     assert "oops" not in (error.details() or "")
+    assert (refusal_of(error).reason, refusal_of(error).metadata) == ("INTERNAL", {})
 
 
 def test_an_echoed_10_kb_id_is_cut_short_and_the_reply_arrives() -> None:
@@ -104,6 +108,7 @@ def test_an_echoed_10_kb_id_is_cut_short_and_the_reply_arrives() -> None:
     details = error.details() or ""
     assert details.startswith("no player 'xxx") and len(details) <= MAX_STATUS_MESSAGE_CHARS
     assert details.endswith("more characters)")
+    assert refusal_of(error).reason == "NOT_FOUND"
 
 
 def test_a_malformed_request_without_a_token_is_unauthenticated_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -114,7 +119,7 @@ def test_a_malformed_request_without_a_token_is_unauthenticated_and_logged_once(
     with caplog.at_level(logging.INFO):
         errors = asyncio.run(scenario())
 
-    assert {e.code() for e in errors} == {grpc.StatusCode.UNAUTHENTICATED}
+    assert {(e.code(), refusal_of(e).reason) for e in errors} == {(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING")}
     lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(lines) == 1 and lines[0].exc_info is None  # one line, no traceback
     assert "unauthenticated" in lines[0].getMessage()
@@ -128,7 +133,8 @@ def test_a_malformed_request_with_a_token_is_an_invalid_argument() -> None:
     error = asyncio.run(scenario())
 
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "not a valid croupier.v1.GetBalancesRequest message" in (error.details() or "")
+    assert "GetBalancesRequest message" in (error.details() or "")
+    assert refusal_of(error).reason == "MALFORMED_REQUEST"
 
 
 def test_two_authorization_headers_are_refused() -> None:
@@ -140,6 +146,7 @@ def test_two_authorization_headers_are_refused() -> None:
 
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
     assert "send exactly one 'authorization" in (error.details() or "")
+    assert refusal_of(error).reason == "TOKEN_MISSING"
 
 
 def test_one_valid_token_is_served_as_its_player() -> None:
@@ -152,3 +159,84 @@ def test_one_valid_token_is_served_as_its_player() -> None:
     asyncio.run(scenario())
 
     assert seen == ["alice"]
+
+
+def test_an_expired_token_is_token_expired() -> None:
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge() as (channel, _):
+            expired = TokenAuthority(SECRET).mint("alice", "player", 1_000, 60)
+            return await call(channel, request(), call_metadata(expired))
+
+    error = asyncio.run(scenario())
+
+    assert (error.code(), refusal_of(error).reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_EXPIRED")
+
+
+def test_a_refusal_carries_its_metadata_and_field_violations() -> None:
+    def bad_field(_: str) -> None:
+        raise InvalidArgument("player_id is too long", fields={"player_id": "at most 64 characters"}, metadata={"max": 64})
+
+    async def scenario() -> grpc.aio.AioRpcError:
+        async with edge(bad_field) as (channel, token):
+            return await call(channel, request(), call_metadata(token))
+
+    refusal = refusal_of(asyncio.run(scenario()))
+
+    assert (refusal.code, refusal.message, refusal.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "player_id is too long", "INVALID_FIELD")
+    assert refusal.metadata == {"max": "64"} and refusal.fields == {"player_id": "at most 64 characters"}
+
+
+def test_a_server_stream_that_fails_midway_sends_the_reason() -> None:
+    class Streamer:
+        @handles_stream_errors
+        async def Stream(self, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+            yield b"first"
+            raise InsufficientFundsLike("balance 1 cannot cover 5", reason="INSUFFICIENT_FUNDS", metadata={"available": 1})
+
+    async def scenario() -> tuple[list[bytes], grpc.aio.AioRpcError]:
+        server = grpc.aio.server()
+        handler = grpc.unary_stream_rpc_method_handler(Streamer().Stream)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Edge", {"Stream": handler}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        received: list[bytes] = []
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    async for message in channel.unary_stream("/test.Edge/Stream")(b"", timeout=10):
+                        received.append(message)
+            return received, caught.value
+        finally:
+            await server.stop(None)
+
+    received, error = asyncio.run(scenario())
+
+    assert received == [b"first"]
+    refusal = refusal_of(error)
+    assert (refusal.code, refusal.reason, refusal.metadata) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS", {"available": "1"})
+
+
+def test_a_sync_server_sends_the_same_status_through_abort_with_status() -> None:
+    """The mapping is not tied to grpc.aio: a sync handler aborts with the same grpc.Status."""
+
+    def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+        context.abort_with_status(grpc_status(refusal_for(NotFound("no round 'r9'", reason="ROUND_NOT_FOUND", metadata={"round_id": "r9"}))))
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Edge", {"Get": grpc.unary_unary_rpc_method_handler(handle)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, pytest.raises(grpc.RpcError) as caught:
+            channel.unary_unary("/test.Edge/Get")(b"", timeout=10)
+    finally:
+        server.stop(None)
+
+    refusal = refusal_of(caught.value)
+    assert (refusal.code, refusal.message, refusal.reason, refusal.metadata) == (
+        grpc.StatusCode.NOT_FOUND, "no round 'r9'", "ROUND_NOT_FOUND", {"round_id": "r9"}
+    )
+
+
+class InsufficientFundsLike(FailedPrecondition):
+    pass

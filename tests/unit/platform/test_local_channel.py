@@ -12,6 +12,7 @@ from croupier_platform.auth import TokenAuthority, current_identity
 from croupier_platform.errors import NotFound
 from croupier_platform.grpc_server import handles_errors
 from croupier_platform.local_channel import HandlerRecorder, LocalChannel
+from tests.refusals import refusal_of
 
 NOW = 1_700_000_000
 authority = TokenAuthority(b"k" * 32)
@@ -83,6 +84,7 @@ def test_a_call_reaches_the_handler_as_the_tokens_identity_and_shares_no_object(
 def test_a_domain_error_arrives_as_its_status() -> None:
     error = error_of("missing")
     assert (error.code(), error.details()) == (grpc.StatusCode.NOT_FOUND, "no such service 'missing'")
+    assert refusal_of(error).reason == "NOT_FOUND"  # the ErrorInfo travels in the trailing metadata, as on a server
 
 
 def test_an_abort_keeps_its_details_and_trailing_metadata() -> None:
@@ -93,12 +95,13 @@ def test_an_abort_keeps_its_details_and_trailing_metadata() -> None:
 
 def test_a_bug_in_the_handler_is_internal_as_on_a_server() -> None:
     error = error_of("bug")
-    assert error.code() == grpc.StatusCode.INTERNAL
+    assert error.code() == grpc.StatusCode.INTERNAL and refusal_of(error).reason == "INTERNAL"
 
 
 def test_a_call_without_a_valid_token_is_unauthenticated() -> None:
-    assert error_of("table", metadata=()).code() == grpc.StatusCode.UNAUTHENTICATED
-    assert error_of("table", metadata=(("authorization", "Bearer forged"),)).code() == grpc.StatusCode.UNAUTHENTICATED
+    missing, forged = error_of("table", metadata=()), error_of("table", metadata=(("authorization", "Bearer forged"),))
+    assert (missing.code(), refusal_of(missing).reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING")
+    assert (forged.code(), refusal_of(forged).reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_INVALID")
 
 
 def test_a_deadline_ends_the_call_with_deadline_exceeded() -> None:

@@ -10,6 +10,7 @@ from croupier_rules.errors import RuleError
 from croupier_rules.events import event_from_dict
 from croupier_rules.money import part_returned, percent_half_up
 from croupier_rules.tables import table_for
+from tests.refusals import raises_reason
 
 from .helpers import play, returned
 
@@ -59,31 +60,35 @@ def test_casino_war_tie_bet_alone_places_an_equal_ante_and_pays_10_to_1_on_the_f
 
 def test_decision_out_of_turn_says_why_and_what_is_allowed():
     state, _ = play("casino-war", {"ante": 500}, ["Kc", "2d"])
-    with pytest.raises(RuleError, match="raise is only allowed after a tie; this round is settled"):
+    with raises_reason("WRONG_PHASE", RuleError, match="raise is only allowed after a tie; this round is settled") as refused:
         decider_for("casino-war").decide(state, Decide(choice="raise"))
+    assert (refused.value.reason, refused.value.metadata) == ("WRONG_PHASE", {"phase": "settled"})
 
 
 def test_bets_are_refused_under_and_over_the_limits_and_off_chip():
     decider = decider_for("casino-war")
     state = decider.initial_state(table_for("casino-war"))
-    with pytest.raises(RuleError, match="under the table minimum 100"):
+    with raises_reason("BET_BELOW_TABLE_MIN", RuleError, match="under the table minimum 100") as under:
         decider.decide(state, PlaceBets(bets={"ante": 50}))
-    with pytest.raises(RuleError, match="over the table maximum 50000"):
+    assert (under.value.reason, under.value.field) == ("BET_BELOW_TABLE_MIN", "bets.ante")
+    assert under.value.metadata == {"bet": "ante", "amount": "50", "table_min": "100", "table_max": "50000"}
+    with raises_reason("BET_ABOVE_TABLE_MAX", RuleError, match="over the table maximum 50000") as over:
         decider.decide(state, PlaceBets(bets={"ante": 60000}))
-    with pytest.raises(RuleError, match="not a whole number of chips"):
+    assert (over.value.reason, over.value.metadata["amount"]) == ("BET_ABOVE_TABLE_MAX", "60000")
+    with raises_reason("INVALID_FIELD", RuleError, match="not a whole number of chips"):
         decider.decide(state, PlaceBets(bets={"ante": 150}))
-    with pytest.raises(RuleError, match="unknown bet 'combo'"):
+    with raises_reason("INVALID_FIELD", RuleError, match="unknown bet 'combo'"):
         decider.decide(state, PlaceBets(bets={"combo": 500}))
-    with pytest.raises(RuleError, match="negative"):
+    with raises_reason("INVALID_FIELD", RuleError, match="negative"):
         decider.decide(state, PlaceBets(bets={"ante": -500}))
 
 
 def test_a_deal_must_bring_exactly_the_cards_due_and_no_card_more_often_than_the_shoe_holds():
     decider = decider_for("casino-holdem")
     state = decider.execute(decider.initial_state(table_for("casino-holdem")), PlaceBets(bets={"ante": 500}))[0]
-    with pytest.raises(RuleError, match="needs exactly 7 cards"):
+    with raises_reason("INVALID_FIELD", RuleError, match="needs exactly 7 cards"):
         decider.decide(state, Deal(cards=("Ac", "Kd")))
-    with pytest.raises(RuleError, match="dealt more often than a 1-deck shoe"):
+    with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="dealt more often than a 1-deck shoe"):
         decider.decide(state, Deal(cards=("Ac", "Ac", "2d", "3d", "4d", "5d", "6d")))
 
 
@@ -156,7 +161,7 @@ def test_dueling_needs_the_bet_named_when_two_decisions_are_pending():
     state = decider.execute(state, PlaceBets(bets={"player": 1000, "dealer": 1000}))[0]
     state = decider.execute(state, Deal(cards=("4c", "4d")))[0]
     assert state.phase == "deciding" and state.pending == ("player", "dealer")
-    with pytest.raises(RuleError, match="say which bet decides"):
+    with raises_reason("INVALID_FIELD", RuleError, match="say which bet decides"):
         decider.decide(state, Decide(choice="war"))
 
 
@@ -236,7 +241,7 @@ def test_void_returns_every_stake_in_any_state(after):
     (voided,) = decider.decide(state, VoidRound(reason="card reader fault"))
     assert voided.refunds == dict(state.bets)
     state = decider.evolve(state, voided)
-    with pytest.raises(RuleError, match="already voided"):
+    with raises_reason("WRONG_PHASE", RuleError, match="already voided"):
         decider.decide(state, VoidRound(reason="again"))
 
 

@@ -11,6 +11,7 @@ from croupier_rules.deciders import decider_for
 from croupier_rules.errors import RuleError
 from croupier_rules.money import part_returned, percent_half_up
 from croupier_rules.tables import table_for
+from tests.refusals import raises_reason
 
 from .helpers import play, returned
 
@@ -56,13 +57,13 @@ def test_a_zero_bet_is_left_out_not_refused():
 
 
 def test_only_zero_bets_are_no_bet_at_all():
-    with pytest.raises(RuleError, match="no bet placed") as caught:
+    with raises_reason("INVALID_FIELD", RuleError, match="no bet placed") as caught:
         place("casino-war", {"ante": 0})
     assert "negative" not in str(caught.value)
 
 
 def test_a_bet_of_minus_one_cent_is_refused_as_negative():
-    with pytest.raises(RuleError, match="bet ante of -1 is negative"):
+    with raises_reason("INVALID_FIELD", RuleError, match="bet ante of -1 is negative"):
         place("casino-war", {"ante": -1})
 
 
@@ -74,7 +75,7 @@ def test_a_card_dealt_in_an_earlier_stage_counts_against_the_shoe():
     state, _ = place("casino-holdem", {"ante": 1000})
     state, _ = decider.execute(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
     state, _ = decider.execute(state, Decide(choice="call"))
-    with pytest.raises(RuleError, match="card Ac dealt more often than a 1-deck shoe holds it"):
+    with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="card Ac dealt more often than a 1-deck shoe holds it"):
         decider.decide(state, Deal(cards=("4d", "Ac")))
     # a card not yet dealt is fine
     assert decider.execute(state, Deal(cards=("4d", "As")))[0].is_over
@@ -89,7 +90,7 @@ def test_a_war_may_deal_a_card_as_often_as_the_shoe_holds_it_and_no_more():
     state, _ = place("casino-war", {"ante": 500}, table)
     state, _ = decider.execute(state, Deal(cards=("9c", "9c")))
     state, _ = decider.execute(state, Decide(choice="raise"))
-    with pytest.raises(RuleError, match="card 9c dealt more often than a 2-deck shoe"):
+    with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="card 9c dealt more often than a 2-deck shoe"):
         decider.decide(state, Deal(cards=("2c", "3c", "4c", "9c", "8d")))
 
 
@@ -178,14 +179,14 @@ def test_a_revealed_shoe_names_each_of_its_problems():
 # -- the engine's refusals, and what it records ------------------------------------------------------
 
 def test_holdem_refuses_an_aa_bonus_without_an_ante():
-    with pytest.raises(RuleError, match="^ante is required at casino-holdem$"):
+    with raises_reason("INVALID_FIELD", RuleError, match="^ante is required at casino-holdem$"):
         place("casino-holdem", {"aa_bonus": 500})
 
 
 def test_a_deal_records_the_shoe_positions_it_is_given_and_needs_one_per_card():
     decider = decider_for("casino-war")
     state, _ = place("casino-war", {"ante": 500})
-    with pytest.raises(RuleError, match="a position is needed for every dealt card"):
+    with raises_reason("INVALID_FIELD", RuleError, match="a position is needed for every dealt card"):
         decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10,)))
     dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10, 11)))
     assert [c.position for c in dealt.cards] == [10, 11]
@@ -199,9 +200,9 @@ def test_a_war_deal_of_the_wrong_size_says_what_the_war_needs():
     state, _ = decider.execute(state, Deal(cards=("9c", "9d")))
     state, _ = decider.execute(state, Decide(choice="raise"))
     assert decider.cards_needed(state) == 5
-    with pytest.raises(RuleError, match=r"^the war deal needs exactly 5 cards \(3 burned then 2 dealt\), got 2$"):
+    with raises_reason("INVALID_FIELD", RuleError, match=r"^the war deal needs exactly 5 cards \(3 burned then 2 dealt\), got 2$"):
         decider.decide(state, Deal(cards=("Kc", "2d")))
-    with pytest.raises(RuleError, match=r"^the initial deal needs exactly 2 cards \(2 dealt\), got 1$"):
+    with raises_reason("INVALID_FIELD", RuleError, match=r"^the initial deal needs exactly 2 cards \(2 dealt\), got 1$"):
         decider.decide(place("casino-war", {"ante": 500})[0], Deal(cards=("Kc",)))
 
 
@@ -210,7 +211,7 @@ def test_a_decision_is_read_without_case_or_spaces_and_names_a_pending_bet():
     state, _ = place("dueling-for-dollars", {"player": 1000, "combo": 100})
     state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
     assert decider.cards_needed(state) == 0
-    with pytest.raises(RuleError, match="bet 'combo' has no decision pending; waiting: player"):
+    with raises_reason("WRONG_PHASE", RuleError, match="bet 'combo' has no decision pending; waiting: player"):
         decider.decide(state, Decide(choice="war", bet="combo"))
     (made, settled) = decider.decide(state, Decide(choice="  Surrender "))
     assert (made.bet, made.choice) == ("player", "surrender")
@@ -222,19 +223,19 @@ def test_a_void_needs_a_reason_and_records_it_trimmed():
 
     decider = decider_for("casino-war")
     state, _ = place("casino-war", {"ante": 500})
-    with pytest.raises(RuleError, match="a void needs a reason"):
+    with raises_reason("INVALID_FIELD", RuleError, match="a void needs a reason"):
         decider.decide(state, VoidRound(reason="   "))
     (voided,) = decider.decide(state, VoidRound(reason="  card reader fault "))
     assert voided.reason == "card reader fault" and voided.refunds == {"ante": 500}
 
 
 def test_a_table_runs_only_its_own_game():
-    with pytest.raises(RuleError, match="a casino-war table cannot run battle-royale"):
+    with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="a casino-war table cannot run battle-royale"):
         decider_for("battle-royale").initial_state(table_for("casino-war"))
 
 
 def test_a_commitment_needs_a_32_byte_salt_and_says_so():
-    with pytest.raises(RuleError, match=r"^the salt is 32 bytes \(64 hex digits\)$"):
+    with raises_reason("INVALID_FIELD", RuleError, match=r"^the salt is 32 bytes \(64 hex digits\)$"):
         fairness.commitment(b"\x00" * 31, SHOE)
     import hashlib
 
@@ -275,9 +276,9 @@ def test_settling_or_voiding_a_round_clears_what_was_pending():
 def test_an_unknown_command_or_event_is_refused_by_name():
     decider = decider_for("casino-war")
     state = decider.initial_state(table_for("casino-war"))
-    with pytest.raises(RuleError, match="^unknown command object$"):
+    with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="^unknown command object$"):
         decider.execute(state, object())
-    with pytest.raises(RuleError, match="^unknown event object$"):
+    with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="^unknown event object$"):
         decider.evolve(state, object())
 
 
@@ -297,19 +298,19 @@ def test_a_wrong_decision_says_what_is_allowed_now():
     decider = decider_for("dueling-for-dollars")
     state, _ = place("dueling-for-dollars", {"player": 1000, "dealer": 1000})
     state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
-    with pytest.raises(RuleError, match=r"^unknown decision 'double'; allowed now: war, surrender$"):
+    with raises_reason("INVALID_FIELD", RuleError, match=r"^unknown decision 'double'; allowed now: war, surrender$"):
         decider.decide(state, Decide(choice="double"))
-    with pytest.raises(RuleError, match=r"^say which bet decides: player, dealer are waiting \(options: war, surrender\)$"):
+    with raises_reason("INVALID_FIELD", RuleError, match=r"^say which bet decides: player, dealer are waiting \(options: war, surrender\)$"):
         decider.decide(state, Decide(choice="war"))
 
 
 def test_bets_and_cards_out_of_turn_say_where_the_round_is():
     decider = decider_for("casino-war")
     state, _ = place("casino-war", {"ante": 500})
-    with pytest.raises(RuleError, match="^bets are only taken before the deal; this round is waiting for cards$"):
+    with raises_reason("WRONG_PHASE", RuleError, match="^bets are only taken before the deal; this round is waiting for cards$"):
         decider.decide(state, PlaceBets(bets={"ante": 500}))
     state, _ = decider.execute(state, Deal(cards=("Kc", "2d")))
-    with pytest.raises(RuleError, match="^no cards are due now; this round is settled$"):
+    with raises_reason("WRONG_PHASE", RuleError, match="^no cards are due now; this round is settled$"):
         decider.decide(state, Deal(cards=("Kc", "2d")))
 
 
@@ -334,7 +335,7 @@ def test_folding_records_the_adjusted_bets_the_dealt_phase_and_the_void():
      ("dueling-for-dollars", "no bet placed; place at least one of: player, dealer, tie_plus, combo")],
 )
 def test_no_bet_at_all_names_the_bets_to_place(game, message):
-    with pytest.raises(RuleError, match=f"^{message}$"):
+    with raises_reason("INVALID_FIELD", RuleError, match=f"^{message}$"):
         place(game, {})
 
 
@@ -343,10 +344,10 @@ def test_void_refusals_are_worded_exactly():
 
     decider = decider_for("casino-war")
     state, _ = place("casino-war", {"ante": 500})
-    with pytest.raises(RuleError, match="^a void needs a reason$"):
+    with raises_reason("INVALID_FIELD", RuleError, match="^a void needs a reason$"):
         decider.decide(state, VoidRound(reason=""))
     state, _ = decider.execute(state, VoidRound(reason="jam"))
-    with pytest.raises(RuleError, match="^this round is already voided$"):
+    with raises_reason("WRONG_PHASE", RuleError, match="^this round is already voided$"):
         decider.decide(state, VoidRound(reason="jam"))
 
 

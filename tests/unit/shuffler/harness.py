@@ -25,6 +25,7 @@ from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, se
 from croupier_platform.grpc_server import AuthInterceptor
 from croupier_platform.runtime import ServiceContext, iso, utc_now
 from croupier_shuffler.bootstrap import bootstrap as bootstrap_shuffler
+from tests.refusals import refused
 
 T = TypeVar("T")
 SECRET = b"s" * 32
@@ -126,10 +127,7 @@ async def running(tmp_path: Path) -> AsyncIterator[Harness]:
         await server.stop(None)
 
 
-async def status_of(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str]:
-    """The status code and message of a call expected to fail."""
-    try:
-        await call
-    except grpc.aio.AioRpcError as error:
-        return error.code(), error.details() or ""
-    raise AssertionError("the call succeeded; an error status was expected")
+async def status_of(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str, str]:
+    """The status code, message and ErrorInfo reason of a call expected to fail."""
+    refusal = await refused(call)
+    return refusal.code, refusal.message, refusal.reason

@@ -22,10 +22,11 @@ def test_a_new_shoe_is_committed_and_the_same_round_gets_the_same_shoe(tmp_path)
             assert str(uuid.UUID(first.shoe_id)) == first.shoe_id
             assert again == first
             assert other.shoe_id != first.shoe_id and other.commitment != first.commitment
-            code, message = await status_of(
+            code, message, reason = await status_of(
                 h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
             )
             assert code == grpc.StatusCode.FAILED_PRECONDITION and "already has a 6-deck shoe" in message
+            assert reason == "SHOE_MISMATCH"
 
     run(scenario)
 
@@ -41,8 +42,8 @@ def test_a_new_shoe_is_committed_and_the_same_round_gets_the_same_shoe(tmp_path)
 def test_bad_new_shoe_requests_are_invalid_arguments(tmp_path, request_, fragment):
     async def scenario():
         async with running(tmp_path) as h:
-            code, message = await status_of(h.shuffler.NewShoe(request_, metadata=h.as_("service")))
-            assert code == grpc.StatusCode.INVALID_ARGUMENT and fragment in message
+            code, message, reason = await status_of(h.shuffler.NewShoe(request_, metadata=h.as_("service")))
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and fragment in message
 
     run(scenario)
 
@@ -50,14 +51,14 @@ def test_bad_new_shoe_requests_are_invalid_arguments(tmp_path, request_, fragmen
 def test_unknown_and_malformed_shoe_ids(tmp_path):
     async def scenario():
         async with running(tmp_path) as h:
-            code, _ = await status_of(
+            code, _, reason = await status_of(
                 h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=str(uuid.uuid4())), metadata=h.as_("service"))
             )
-            assert code == grpc.StatusCode.NOT_FOUND
-            code, message = await status_of(
+            assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+            code, message, reason = await status_of(
                 h.shuffler.RevealShoe(RevealShoeRequest(shoe_id="nope"), metadata=h.as_("operator"))
             )
-            assert code == grpc.StatusCode.INVALID_ARGUMENT and "shoe_id must be a UUID" in message
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "shoe_id must be a UUID" in message
 
     run(scenario)
 
@@ -70,9 +71,10 @@ def test_players_never_get_the_order_or_a_new_shoe(tmp_path):
                 h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id), metadata=h.as_("player")),
                 h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r2"), metadata=h.as_("player")),
             ):
-                assert (await status_of(call))[0] == grpc.StatusCode.PERMISSION_DENIED
-            code, _ = await status_of(h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id)))
-            assert code == grpc.StatusCode.UNAUTHENTICATED
+                code, _, reason = await status_of(call)
+                assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
+            code, _, reason = await status_of(h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id)))
+            assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING")
 
     run(scenario)
 
@@ -83,16 +85,16 @@ def test_the_shoe_is_revealed_to_players_once_the_round_is_settled(tmp_path):
             shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
             reveal = RevealShoeRequest(shoe_id=shoe.shoe_id)
 
-            code, message = await status_of(h.shuffler.RevealShoe(reveal, metadata=h.as_("player")))
-            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            code, message, reason = await status_of(h.shuffler.RevealShoe(reveal, metadata=h.as_("player")))
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_NOT_REVEALED")
             assert message == "the shoe is revealed when its round is over"
             audit = await h.shuffler.RevealShoe(reveal, metadata=h.as_("operator"))  # audits see it at any time
 
             # Another round's end and a round event that is not an end reveal nothing.
             await h.publish_round_event("r-other", "RoundSettled")
             await h.publish_round_event("r1", "CardsDealt")
-            assert (await status_of(h.shuffler.RevealShoe(reveal, metadata=h.as_("player"))))[0] == (
-                grpc.StatusCode.FAILED_PRECONDITION
+            assert await status_of(h.shuffler.RevealShoe(reveal, metadata=h.as_("player"))) == (
+                grpc.StatusCode.FAILED_PRECONDITION, message, "SHOE_NOT_REVEALED"
             )
 
             settled = await h.publish_round_event("r1", "RoundSettled", version=2)
@@ -149,9 +151,9 @@ def test_an_audit_reveals_many_shoes_at_once_to_services_only(tmp_path):
             assert {s.shoe_id: s.commitment for s in found.shoes} == {s.shoe_id: s.commitment for s in shoes}  # unknown left out
             for s in found.shoes:
                 assert fairness.commitment(bytes.fromhex(s.salt_hex), s.cards) == s.commitment and len(s.cards) == 52
-            code, _ = await status_of(h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=ids), metadata=h.as_("player")))
-            assert code == grpc.StatusCode.PERMISSION_DENIED  # a round in play keeps its shoe secret
-            code, message = await status_of(h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=["nope"]), metadata=h.as_("service")))
-            assert code == grpc.StatusCode.INVALID_ARGUMENT and "UUID" in message
+            code, _, reason = await status_of(h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=ids), metadata=h.as_("player")))
+            assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")  # a round in play keeps its shoe secret
+            code, message, reason = await status_of(h.shuffler.RevealShoes(RevealShoesRequest(shoe_ids=["nope"]), metadata=h.as_("service")))
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "UUID" in message
 
     run(scenario)

@@ -19,6 +19,7 @@ from croupier_wallet.domain.ledger import (
     void_pending,
 )
 from croupier_wallet.domain.rounds import BetOutcome, Round, compensation_requests, settlement_requests, stake_request
+from tests.refusals import raises_reason
 
 ALICE = "player:alice"
 
@@ -36,7 +37,7 @@ def test_reserve_holds_the_amount_without_posting():
 
 def test_a_stake_the_available_balance_cannot_cover_is_refused_with_the_numbers():
     player = Account(ALICE, "PLAY", balance=100, pending_debits=80)
-    with pytest.raises(InsufficientFunds, match=r"balance 20 cannot cover stakes of 30 \(PLAY\)"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match=r"balance 20 cannot cover stakes of 30 \(PLAY\)"):
         reserve(player, Account(TABLE, "PLAY"), stake(30))
 
 
@@ -70,7 +71,7 @@ def test_only_player_accounts_must_stay_covered_and_reversals_may_overdraw():
     world, _ = post_now(Account(WORLD, "PLAY"), Account(ALICE, "PLAY"), TransferRequest("x", WORLD, ALICE, 5, "PLAY", Kind.TOP_UP, "alice"))
     assert world.balance == -5
     take_back = TransferRequest("y", ALICE, TABLE, 50, "PLAY", Kind.REVERSAL, "alice")
-    with pytest.raises(InsufficientFunds):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds):
         post_now(Account(ALICE, "PLAY", balance=10), Account(TABLE, "PLAY"), take_back)
     player, _ = post_now(Account(ALICE, "PLAY", balance=10), Account(TABLE, "PLAY"), take_back, overdraft_allowed=True)
     assert player.balance == -40
@@ -92,7 +93,7 @@ def test_only_player_accounts_must_stay_covered_and_reversals_may_overdraw():
 )
 def test_malformed_transfers_are_refused(changes, message):
     fields = {"id": "x", "debit": ALICE, "credit": TABLE, "amount": 10, "currency": "PLAY", "kind": Kind.STAKE, "player_id": "alice"}
-    with pytest.raises(InvalidTransfer, match=message):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match=message):
         TransferRequest(**(fields | changes))
 
 
@@ -129,7 +130,7 @@ def test_a_loss_goes_to_the_house_and_a_push_just_returns_the_stake():
 
 
 def test_a_settlement_that_disagrees_with_the_reserved_stakes_is_refused():
-    with pytest.raises(RoundMismatch, match="settles stakes of 40 but 30 PLAY were reserved"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="settles stakes of 40 but 30 PLAY were reserved"):
         settlement_requests(ROUND, 30, [BetOutcome("ante", 40, 0)])
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-import pytest
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
@@ -22,6 +21,7 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import AuthInterceptor, call_metadata
 from croupier_platform.runtime import ServiceContext, utc_now
 from croupier_wallet import WalletModule, bootstrap
+from tests.refusals import refused
 
 from .helpers import settled, voided
 
@@ -109,10 +109,10 @@ def run(tmp_path: Path, scenario) -> None:
     asyncio.run(main())
 
 
-async def status_of(call) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call
-    return raised.value.code(), raised.value.details()
+async def status_of(call) -> tuple[grpc.StatusCode, str, str]:
+    """The status code, message and ErrorInfo reason of a call expected to fail."""
+    refusal = await refused(call)
+    return refusal.code, refusal.message, refusal.reason
 
 
 def test_a_player_sees_only_their_own_wallet(tmp_path):
@@ -121,17 +121,17 @@ def test_a_player_sees_only_their_own_wallet(tmp_path):
         assert await h.balance("alice") == (1_000, 0, 1_000)
         assert await h.balance("alice", "alice") == (1_000, 0, 1_000)
         assert await h.balance("bob") == (0, 0, 0)
-        code, details = await status_of(h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(player_id="alice"), metadata=h.auth("bob")))
-        assert code == grpc.StatusCode.PERMISSION_DENIED and "own wallet" in details
-        code, _ = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(player_id="alice"), metadata=h.auth("bob")))
-        assert code == grpc.StatusCode.PERMISSION_DENIED
+        code, details, reason = await status_of(h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(player_id="alice"), metadata=h.auth("bob")))
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED") and "own wallet" in details
+        code, _, reason = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(player_id="alice"), metadata=h.auth("bob")))
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
         assert await h.balance("ops", "alice") == (1_000, 0, 1_000)  # an operator may name any player
         mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))
         assert [(t.kind, t.status, t.amount, t.currency) for t in mine.transactions] == [("top_up", "posted", 1_000, "PLAY")]
         theirs = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("bob"))
         assert list(theirs.transactions) == []
-        code, _ = await status_of(h.wallet.GetBalances(wallet_pb2.GetBalancesRequest()))  # no token
-        assert code == grpc.StatusCode.UNAUTHENTICATED
+        code, _, reason = await status_of(h.wallet.GetBalances(wallet_pb2.GetBalancesRequest()))  # no token
+        assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING")
 
     run(tmp_path, scenario)
 
@@ -139,20 +139,20 @@ def test_a_player_sees_only_their_own_wallet(tmp_path):
 def test_top_up_limits_and_idempotency(tmp_path):
     async def scenario(h: Harness) -> None:
         for amount in (0, 1_000_001):
-            code, details = await status_of(h.top_up("alice", amount, f"t{amount}"))
-            assert code == grpc.StatusCode.INVALID_ARGUMENT and "from 1 to 1000000" in details
-        code, details = await status_of(h.top_up("alice", 10, "usd", currency="USD"))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "PLAY" in details
-        code, _ = await status_of(h.top_up("ops", 10, "t"))  # operators deposit instead
-        assert code == grpc.StatusCode.PERMISSION_DENIED
+            code, details, reason = await status_of(h.top_up("alice", amount, f"t{amount}"))
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "from 1 to 1000000" in details
+        code, details, reason = await status_of(h.top_up("alice", 10, "usd", currency="USD"))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "PLAY" in details
+        code, _, reason = await status_of(h.top_up("ops", 10, "t"))  # operators deposit instead
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
         first = await h.top_up("alice", 1_000_000, "max")
         again = await h.top_up("alice", 1_000_000, "max")
         assert first == again and first.amount == 1_000_000
         assert await h.balance("alice") == (1_000_000, 0, 1_000_000)
-        code, details = await status_of(h.top_up("alice", 5, "max"))
-        assert code == grpc.StatusCode.FAILED_PRECONDITION and "already used" in details
-        code, details = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(limit=501), metadata=h.auth("alice")))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "500" in details
+        code, details, reason = await status_of(h.top_up("alice", 5, "max"))
+        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "IDEMPOTENCY_KEY_REUSED") and "already used" in details
+        code, details, reason = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(limit=501), metadata=h.auth("alice")))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "500" in details
 
     run(tmp_path, scenario)
 
@@ -163,10 +163,10 @@ def test_deposits_are_for_operators_and_real_money(tmp_path):
             request = wallet_pb2.DepositRequest(player_id="alice", amount=common_pb2.Money(amount_minor=5_000, currency=currency), transaction_id=tid)
             return h.wallet.Deposit(request, metadata=h.auth(who))
 
-        code, details = await status_of(deposit("alice", "USD", "d1"))
-        assert code == grpc.StatusCode.PERMISSION_DENIED and "operators" in details
-        code, _ = await status_of(deposit("ops", "PLAY", "d1"))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        code, details, reason = await status_of(deposit("alice", "USD", "d1"))
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED") and "operators" in details
+        code, _, reason = await status_of(deposit("ops", "PLAY", "d1"))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
         transaction = (await deposit("ops", "USD", "d1")).transaction
         assert (transaction.kind, transaction.amount, transaction.currency) == ("deposit", 5_000, "USD")
         reply = await h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(), metadata=h.auth("alice"))
@@ -178,14 +178,15 @@ def test_deposits_are_for_operators_and_real_money(tmp_path):
 def test_stakes_are_refused_when_the_balance_cannot_cover_them_and_nothing_moves(tmp_path):
     async def scenario(h: Harness) -> None:
         await h.top_up("alice", 100, "t1")
-        code, details = await status_of(h.reserve("s1", "alice", "r1", 150))
-        assert code == grpc.StatusCode.FAILED_PRECONDITION
-        assert details == "balance 100 cannot cover stakes of 150 (PLAY)"
+        refusal = await refused(h.reserve("s1", "alice", "r1", 150))
+        assert (refusal.code, refusal.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS")
+        assert refusal.message == "balance 100 cannot cover stakes of 150 (PLAY)"
+        assert refusal.metadata == {"available": "100", "amount": "150", "currency": "PLAY"}
         assert await h.balance("alice") == (100, 0, 100)
         mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))
         assert [t.kind for t in mine.transactions] == ["top_up"]
-        code, _ = await status_of(h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("game")))
-        assert code == grpc.StatusCode.NOT_FOUND
+        code, _, reason = await status_of(h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("game")))
+        assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ROUND_NOT_FOUND")
 
     run(tmp_path, scenario)
 
@@ -193,14 +194,14 @@ def test_stakes_are_refused_when_the_balance_cannot_cover_them_and_nothing_moves
 def test_reserve_is_for_services_and_idempotent(tmp_path):
     async def scenario(h: Harness) -> None:
         await h.top_up("alice", 1_000, "t1")
-        code, _ = await status_of(h.reserve("s1", "alice", "r1", 100, who="alice"))
-        assert code == grpc.StatusCode.PERMISSION_DENIED
+        code, _, reason = await status_of(h.reserve("s1", "alice", "r1", 100, who="alice"))
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
         first = await h.reserve("s1", "alice", "r1", 100)
         assert (first.transaction_id, first.available_before, first.available_after) == ("s1", 1_000, 900)
         assert await h.reserve("s1", "alice", "r1", 100) == first
         assert await h.balance("alice") == (900, 100, 1_000)
-        code, _ = await status_of(h.reserve("s2", "alice", "r1", 0))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        code, _, reason = await status_of(h.reserve("s2", "alice", "r1", 0))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
 
     run(tmp_path, scenario)
 
@@ -219,8 +220,8 @@ def test_a_round_end_to_end_through_the_bus(tmp_path):
         assert [(t.kind, t.status, t.amount, t.round_id) for t in reply.transactions] == [
             ("stake", "posted", -100, "r1"), ("stake", "posted", -200, "r1"), ("payout", "posted", 600, "r1"),
         ]  # fmt: skip
-        code, _ = await status_of(h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("alice")))
-        assert code == grpc.StatusCode.PERMISSION_DENIED
+        code, _, reason = await status_of(h.stakes.ListRoundTransactions(internal_pb2.ListRoundTransactionsRequest(round_id="r1"), metadata=h.auth("alice")))
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
 
         await h.bus.publish(ROUND_EVENTS, "r1", voided("r1", {"ante": 100, "raise": 200}))
         await h.bus.publish(ROUND_EVENTS, "r1", voided("r1", {"ante": 100, "raise": 200}, version=7))

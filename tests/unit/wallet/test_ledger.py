@@ -8,6 +8,7 @@ from sqlalchemy import update
 
 from croupier_wallet.adapters.tables import accounts_table
 from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, RoundClosed, RoundMismatch, TransferIdReused
+from tests.refusals import raises_reason
 
 from .helpers import round_event, settled, voided
 
@@ -31,21 +32,21 @@ def test_top_up_credits_play_money_once_per_transaction_id(wallet):
 def test_a_transaction_id_reused_for_a_different_amount_is_refused_and_changes_nothing(wallet):
     wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
     before = wallet.snapshot()
-    with pytest.raises(TransferIdReused, match="amount"):
+    with raises_reason("IDEMPOTENCY_KEY_REUSED", TransferIdReused, match="amount"):
         wallet.app.top_up("alice", 2_000, "PLAY", "tx-1")
     assert wallet.snapshot() == before
 
 
 @pytest.mark.parametrize("amount", [0, -1, 1_000_001])
 def test_top_ups_are_limited_to_one_million_minor_units(wallet, amount):
-    with pytest.raises(InvalidTransfer, match="from 1 to 1000000"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 1 to 1000000"):
         wallet.app.top_up("alice", amount, "PLAY", "tx")
 
 
 def test_top_ups_are_play_money_and_deposits_real_money(wallet):
-    with pytest.raises(InvalidTransfer, match="play money only"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="play money only"):
         wallet.app.top_up("alice", 10, "USD", "tx")
-    with pytest.raises(InvalidTransfer, match="real money"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="real money"):
         wallet.app.deposit("alice", 10, "PLAY", "tx")
     wallet.app.deposit("alice", 50_000, "USD", "dep-1")
     assert balance(wallet, currency="USD") == (50_000, 0, 50_000)
@@ -55,7 +56,7 @@ def test_top_ups_are_play_money_and_deposits_real_money(wallet):
 def test_a_stake_the_balance_cannot_cover_is_refused_and_nothing_moves(wallet):
     wallet.app.top_up("alice", 100, "PLAY", "tx-1")
     before = wallet.snapshot()
-    with pytest.raises(InsufficientFunds, match=r"balance 100 cannot cover stakes of 150 \(PLAY\)"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match=r"balance 100 cannot cover stakes of 150 \(PLAY\)"):
         wallet.app.reserve_stakes("s1", "alice", "r1", 150, "PLAY", {"ante": 150})
     assert wallet.snapshot() == before
     # Nor did the refused stake open the round: a later, smaller stake may still choose its currency.
@@ -73,7 +74,7 @@ def test_reserve_is_idempotent_and_reports_the_available_balance(wallet):
     second = wallet.app.reserve_stakes("s2", "alice", "r1", 200, "PLAY", {"raise": 200})  # a raise
     assert (second.available_before, second.available_after) == (900, 700)
     assert balance(wallet) == (700, 300, 1_000)
-    with pytest.raises(TransferIdReused):
+    with raises_reason("IDEMPOTENCY_KEY_REUSED", TransferIdReused):
         wallet.app.reserve_stakes("s1", "alice", "r1", 999, "PLAY", {})
 
 
@@ -82,14 +83,14 @@ def test_a_round_holds_one_players_stakes_in_one_currency(wallet):
     wallet.app.top_up("bob", 1_000, "PLAY", "b")
     wallet.app.deposit("alice", 1_000, "USD", "d")
     wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {})
-    with pytest.raises(RoundMismatch, match="another player"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="another player"):
         wallet.app.reserve_stakes("s2", "bob", "r1", 100, "PLAY", {})
-    with pytest.raises(RoundMismatch, match="staked in PLAY, not USD"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="staked in PLAY, not USD"):
         wallet.app.reserve_stakes("s3", "alice", "r1", 100, "USD", {})
 
 
 def test_bets_must_add_up_to_the_amount(wallet):
-    with pytest.raises(InvalidTransfer, match="add up to 30, not to the amount 40"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="add up to 30, not to the amount 40"):
         wallet.app.reserve_stakes("s1", "alice", "r1", 40, "PLAY", {"ante": 10, "tie": 20})
 
 
@@ -106,7 +107,7 @@ def test_a_settled_round_pays_the_returns_once_and_empties_the_table(wallet):
     assert wallet.consumer.handle(event) is False  # redelivered
     wallet.consumer.handle(settled("r1", {"ante": (300, 900)}))  # a second settlement: recorded, no effect
     assert wallet.snapshot() == before
-    with pytest.raises(RoundClosed, match="already settled"):
+    with raises_reason("ROUND_CLOSED", RoundClosed, match="already settled"):
         wallet.app.reserve_stakes("s3", "alice", "r1", 10, "PLAY", {})
     # ...but a retry of an earlier reservation still gets its original reply.
     assert wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100}).available_after == 900
@@ -125,10 +126,10 @@ def test_a_settlement_that_disagrees_with_the_stakes_is_refused_whole(wallet):
     wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
     before = wallet.snapshot()
     event = settled("r1", {"ante": (150, 300)})
-    with pytest.raises(RoundMismatch):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch):
         wallet.consumer.handle(event)
     assert wallet.snapshot() == before  # nor was the tracking row kept: the retry runs again
-    with pytest.raises(RoundMismatch):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch):
         wallet.consumer.handle(event)
 
 
@@ -175,7 +176,7 @@ def test_a_void_takes_back_a_payout_already_spent_and_reports_the_overdraft(wall
     assert balance(wallet) == (-200, 0, -200)  # exactly as if r1 never happened: 100 - 300
     report = wallet.check()
     assert report.ok and report.overdrawn == {("player:alice", "PLAY"): -200}
-    with pytest.raises(InsufficientFunds, match="balance -200"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="balance -200"):
         wallet.app.reserve_stakes("s3", "alice", "r3", 1, "PLAY", {})
 
 
@@ -222,7 +223,7 @@ def test_list_transactions_is_newest_first_with_a_limit(wallet):
     for i in range(5):
         wallet.app.top_up("alice", 10 + i, "PLAY", f"tx-{i}")
     assert [t.amount for t in wallet.app.transactions("alice", 3)] == [14, 13, 12]
-    with pytest.raises(InvalidTransfer, match="from 1 to 500"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 1 to 500"):
         wallet.app.transactions("alice", 501)
     assert wallet.app.transactions("bob", 0) == []
 

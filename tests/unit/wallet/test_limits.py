@@ -15,6 +15,7 @@ from croupier_wallet.application.services import WalletApp
 from croupier_wallet.domain.errors import InvalidTransfer
 from croupier_wallet.domain.limits import InvalidLimits, LimitExceeded, SelfExcluded
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
+from tests.refusals import raises_reason
 
 from .helpers import T0, Wallet, settled, voided
 
@@ -213,11 +214,11 @@ def test_limits_are_per_currency_and_get_limits_shows_every_currency_held(casino
     ],
 )
 def test_invalid_limits_are_refused_with_what_is_allowed_and_change_nothing(casino, currency, until, amounts, message):
-    with pytest.raises(InvalidTransfer, match=re.escape(message)):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match=re.escape(message)):
         casino.limit(currency=currency, until=until, **amounts)
     assert casino.app.limits.get_limits("alice").currencies[0].max_stake.amount == 0
 
 
 def test_invalid_limits_raise_the_limits_error(casino):
-    with pytest.raises(InvalidLimits):
+    with raises_reason("INVALID_FIELD", InvalidLimits):
         casino.limit(max_stake=-5)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from croupier_wallet.domain.limits import (
     check_stake,
     utc_day,
 )
+from tests.refusals import raises_reason
 
 NOW = datetime(2025, 3, 10, 15, 30, tzinfo=UTC)
 COOLING_OFF = timedelta(hours=24)
@@ -128,13 +128,13 @@ def test_the_maximum_single_stake(cap, amount):
     if amount <= cap:
         check_stake(amount, "USD", limits, NO_EXCLUSION, DailyUsage(), NOW)
         return
-    with pytest.raises(LimitExceeded, match=f"stakes of {amount} USD exceed the maximum single stake of {cap} USD"):
+    with raises_reason("LIMIT_EXCEEDED", LimitExceeded, match=f"stakes of {amount} USD exceed the maximum single stake of {cap} USD"):
         check_stake(amount, "USD", limits, NO_EXCLUSION, DailyUsage(), NOW)
 
 
 def test_a_self_exclusion_refuses_every_stake_until_it_ends_and_says_until_when():
     until = NOW + timedelta(days=30)
-    with pytest.raises(SelfExcluded, match="self-excluded until 2025-04-09T15:30:00"):
+    with raises_reason("SELF_EXCLUDED", SelfExcluded, match="self-excluded until 2025-04-09T15:30:00"):
         check_stake(1, "PLAY", CurrencyLimits("PLAY"), Setting(until), DailyUsage(), NOW)
     check_stake(1, "PLAY", CurrencyLimits("PLAY"), Setting(until), DailyUsage(), until)  # over at `until`
 
@@ -142,10 +142,10 @@ def test_a_self_exclusion_refuses_every_stake_until_it_ends_and_says_until_when(
 def test_the_refusals_come_in_order_exclusion_then_single_stake_then_wager_then_loss():
     limits = CurrencyLimits("PLAY", Setting(100), Setting(150), Setting(120))
     usage = DailyUsage(wagered=100, net_loss=100)
-    with pytest.raises(SelfExcluded):
+    with raises_reason("SELF_EXCLUDED", SelfExcluded):
         check_stake(500, "PLAY", limits, Setting(NOW + timedelta(seconds=1)), usage, NOW)
     for amount, limit in ((500, MAX_STAKE), (60, DAILY_WAGER), (30, DAILY_LOSS)):
-        with pytest.raises(LimitExceeded) as refused:
+        with raises_reason("LIMIT_EXCEEDED", LimitExceeded) as refused:
             check_stake(amount, "PLAY", limits, NO_EXCLUSION, usage, NOW)
         assert refused.value.limit == limit
     check_stake(20, "PLAY", limits, NO_EXCLUSION, usage, NOW)
@@ -153,7 +153,7 @@ def test_the_refusals_come_in_order_exclusion_then_single_stake_then_wager_then_
 
 def test_a_raise_waiting_out_its_cooling_off_is_not_yet_in_force_for_the_check():
     limits = CurrencyLimits("PLAY", max_stake=change_amount(Setting(100), 500, NOW, PLAYER))
-    with pytest.raises(LimitExceeded, match="maximum single stake of 100 PLAY"):
+    with raises_reason("LIMIT_EXCEEDED", LimitExceeded, match="maximum single stake of 100 PLAY"):
         check_stake(200, "PLAY", limits, NO_EXCLUSION, DailyUsage(), NOW + COOLING_OFF - timedelta(microseconds=1))
     check_stake(200, "PLAY", limits, NO_EXCLUSION, DailyUsage(), NOW + COOLING_OFF)
 

@@ -3,11 +3,11 @@ settlement between the two players, the commission charged once, and voids at ev
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from croupier_wallet.domain.errors import InsufficientFunds, RoundMismatch
+from tests.refusals import raises_reason
 
 from .helpers import Wallet, make_wallet, settled, voided
 
@@ -68,7 +68,7 @@ def test_a_dealer_who_cannot_cover_is_refused_and_nothing_moves(wallet: Wallet) 
     wallet.app.deposit("bob", 10_000, "USD", "funding")
     wallet.app.reserve_stakes("r1:stakes:1", "alice", "r1", 10_000, "USD", {"ante": 10_000})
     before = wallet.snapshot()
-    with pytest.raises(InsufficientFunds, match="cannot cover the dealer's cover and commission of 10350"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="cannot cover the dealer's cover and commission of 10350"):
         wallet.app.reserve_cover("r1:cover", "bob", "r1", 10_000, 350, "USD")
     assert wallet.snapshot() == before
 
@@ -77,7 +77,7 @@ def test_a_settlement_beyond_stakes_and_cover_is_refused_and_nothing_moves(walle
     fund(wallet, "alice", "bob")
     open_round(wallet, "r1", 10_000, 350)
     before = wallet.snapshot()
-    with pytest.raises(RoundMismatch, match="hold only 20000"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="hold only 20000"):
         wallet.consumer.handle(settled("r1", {"ante": (10_000, 30_000)}))
     assert wallet.snapshot() == before
 
@@ -158,7 +158,7 @@ def test_a_self_excluded_dealer_cannot_cover_a_round(wallet: Wallet) -> None:
     wallet.app.limits.set_limits("bob", "", {}, "2099-01-01T00:00:00+00:00", by="bob", at_once=False)
     wallet.app.reserve_stakes("r1:stakes:1", "alice", "r1", 10_000, "USD", {"ante": 10_000})
     before = wallet.snapshot()
-    with pytest.raises(SelfExcluded):
+    with raises_reason("SELF_EXCLUDED", SelfExcluded):
         wallet.app.reserve_cover("r1:cover", "bob", "r1", 10_000, 350, "USD")
     assert wallet.snapshot() == before
 

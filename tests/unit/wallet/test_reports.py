@@ -16,6 +16,7 @@ from croupier_wallet.application.services import WalletApp
 from croupier_wallet.domain.errors import InvalidTransfer
 from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerFilter
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
+from tests.refusals import raises_reason
 
 from .helpers import Wallet, settled, voided
 from .test_limits import MIDDAY, MovableClock
@@ -136,7 +137,7 @@ def test_a_players_transactions_name_their_round_game_and_table(played):
     ],
 )
 def test_a_bad_filter_is_refused_naming_what_is_wrong(fields, message):
-    with pytest.raises(InvalidTransfer, match=message):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match=message):
         LedgerFilter.parse(**fields)
 
 

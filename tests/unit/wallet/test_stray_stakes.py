@@ -5,11 +5,10 @@ as the gRPC adapter against this wallet, keeps the same contract."""
 
 from __future__ import annotations
 
-import pytest
-
 from croupier_game.adapters.grpc_clients import GrpcStakes
 from croupier_platform.errors import FailedPrecondition
 from croupier_wallet.domain.errors import RoundMismatch
+from tests.refusals import raises_reason
 
 from ..game.fakes import FakeWallet
 from .helpers import Wallet, settled, voided
@@ -51,7 +50,7 @@ def test_a_settlement_that_claims_every_stake_posts_them_all(wallet: Wallet) -> 
 def test_a_settlement_that_disagrees_with_the_stakes_still_moves_nothing(wallet: Wallet) -> None:
     reserve_round(wallet, "r1")
     before = wallet.snapshot()
-    with pytest.raises(RoundMismatch, match="settles stakes of 700 but 500"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="settles stakes of 700 but 500"):
         wallet.consumer.handle(settled("r1", {"ante": (700, 0)}))
     assert wallet.snapshot() == before
 
@@ -70,11 +69,11 @@ def test_release_stakes_is_idempotent_and_never_releases_a_posted_stake(wallet: 
     assert wallet.app.release_stakes("r1:stakes:4:ante:call", "r1") is False  # a repeat: nothing more
     assert wallet.app.release_stakes("never-reserved", "r1") is False
     assert available(wallet) == (10_000, 500)
-    with pytest.raises(RoundMismatch, match="of round 'r1', not 'r2'"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="of round 'r1', not 'r2'"):
         reserve_round(wallet, "r2")
         wallet.app.release_stakes("r1:stakes:1", "r2")
     assert wallet.consumer.handle(settled("r1", {"ante": (500, 0)}))
-    with pytest.raises(RoundMismatch, match="is posted"):
+    with raises_reason("ROUND_MISMATCH", RoundMismatch, match="is posted"):
         wallet.app.release_stakes("r1:stakes:1", "r1")
     assert wallet.check().ok
 
@@ -93,7 +92,7 @@ async def release_contract(stakes, player: str, currency: str) -> None:  # noqa:
     assert await stakes.release_stakes("c1:stakes:9:ante:call", "c1") is False
     assert await stakes.available_balance(player, currency) == before + 1_000
     # A released reservation is never handed back as if it held: a retry must not open a round on it.
-    with pytest.raises(FailedPrecondition, match="was released"):
+    with raises_reason("ROUND_CLOSED", FailedPrecondition, match="was released"):
         await stakes.reserve_stakes("c1:stakes:4:ante:call", player, "c1", 1_000, currency, {"call": 1_000})
     assert await stakes.available_balance(player, currency) == before + 1_000
 
@@ -105,7 +104,7 @@ def test_the_fake_keeps_the_contract() -> None:
     fake.fund("alice", 10_000, "PLAY")
     asyncio.run(release_contract(fake, "alice", "PLAY"))
     fake.entries[0].status = "posted"
-    with pytest.raises(FailedPrecondition):
+    with raises_reason("ROUND_MISMATCH", FailedPrecondition):
         asyncio.run(fake.release_stakes("c1:stakes:1", "c1"))
 
 

@@ -30,12 +30,12 @@ class Identity:
 
     def require_operator(self) -> None:
         if self.role != "operator":
-            raise PermissionDenied("this call is for operators only; mint an operator token (croupier token NAME --operator)")
+            raise PermissionDenied("this call is for operators only; mint an operator token (croupier token NAME --operator)", metadata={"required_role": "operator"})
 
     def require_service(self) -> None:
         # Operators audit through AuditService; internal calls (dealing, shoes, stakes) stay with the services.
         if self.role != "service":
-            raise PermissionDenied("this is an internal call for Croupier services only")
+            raise PermissionDenied("this is an internal call for Croupier services only", metadata={"required_role": "service"})
 
     def may_act_for(self, player_id: str) -> bool:
         return self.role in ("operator", "service") or self.subject == player_id
@@ -80,7 +80,7 @@ class TokenAuthority:
         except jwt.PyJWTError as exc:
             raise Unauthenticated(f"invalid token ({exc}); send 'authorization: Bearer <token>' minted by this server") from None
         if claims["exp"] < now:
-            raise Unauthenticated("the token has expired; mint a new one")
+            raise Unauthenticated("the token has expired; mint a new one", reason="TOKEN_EXPIRED")
         if claims["role"] not in ROLES:
             raise Unauthenticated(f"the token names an unknown role {claims['role']!r}")
         return Identity(subject=claims["sub"], role=claims["role"])
@@ -255,7 +255,7 @@ _current: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("crou
 def current_identity() -> Identity:
     identity = _current.get()
     if identity is None:
-        raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>'")
+        raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>'", reason="TOKEN_MISSING")
     return identity
 
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -17,7 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from .auth import Identity, TokenVerifier, reset_identity, set_identity, service_of_peer
-from .errors import Unauthenticated, bounded, status_for
+from .errors import INTERNAL_REFUSAL, InvalidArgument, Refusal, Unauthenticated, bounded, grpc_status, refusal_for
 from .logs import RateLimitedLog
 from .tls import ServerTls
 
@@ -58,7 +58,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     await _refuse_unauthenticated(context, refusals, method, exc)
             if isinstance(request, _Malformed):
                 refusals.warning("malformed", "refused malformed requests, e.g. %s from %s: %s", method, context.peer(), request.error)
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bounded(f"the request is not a valid {request.expected} message ({request.error})"))
+                malformed = f"the request is not a valid {request.expected} message ({request.error})"
+                await abort_with(context, InvalidArgument(malformed, reason="MALFORMED_REQUEST"))
             return identity
 
         serializers = {
@@ -94,7 +95,7 @@ async def _verified(authority: TokenVerifier, token: str, now: int) -> Identity:
 async def _refuse_unauthenticated(context: grpc.aio.ServicerContext, refusals: RateLimitedLog, method: str, exc: Unauthenticated) -> None:
     """Every authentication failure leaves through here: one rate-limited log line, UNAUTHENTICATED."""
     refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
-    await context.abort(grpc.StatusCode.UNAUTHENTICATED, bounded(str(exc)))
+    await abort_with(context, exc)
 
 
 # ---------------------------------------------------------------- the access log
@@ -187,10 +188,12 @@ def bearer_token(metadata: tuple[tuple[str, Any], ...]) -> str:
     headers = [value for key, value in metadata if key == "authorization"]
     if len(headers) > 1:
         # Proxies and servers disagree on which of several wins: refuse rather than pick one.
-        raise Unauthenticated(f"{len(headers)} 'authorization' headers; send exactly one 'authorization: Bearer <token>'")
+        raise Unauthenticated(
+            f"{len(headers)} 'authorization' headers; send exactly one 'authorization: Bearer <token>'", reason="TOKEN_MISSING"
+        )
     header = headers[0] if headers and isinstance(headers[0], str) else ""
     if not header.lower().startswith("bearer "):
-        raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)")
+        raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)", reason="TOKEN_MISSING")
     return header[7:].strip()
 
 
@@ -226,14 +229,22 @@ def _acting_as(identity: Identity | None) -> Iterator[None]:
         reset_identity(token)
 
 
-def _status_of(exc: Exception, where: str) -> tuple[grpc.StatusCode, str]:
-    mapped = status_for(exc)
-    if mapped is None:
+def _refusal_logged(exc: Exception, where: str) -> Refusal:
+    """The refusal for `exc` (errors.refusal_for); a bug is logged with its stack and becomes INTERNAL."""
+    refusal = refusal_for(exc)
+    if refusal is None:
         logger.exception("unexpected error in %s", where)
-        return grpc.StatusCode.INTERNAL, "internal error; the operation was not applied"
-    if mapped[0] == grpc.StatusCode.UNAVAILABLE:
-        _outages.warning(f"unavailable {where}", "%s answered UNAVAILABLE: %s", where, mapped[1])
-    return mapped
+        return INTERNAL_REFUSAL
+    if refusal.code == grpc.StatusCode.UNAVAILABLE:
+        _outages.warning(f"unavailable {where}", "%s answered UNAVAILABLE: %s", where, refusal.message)
+    return refusal
+
+
+async def abort_with(context: grpc.aio.ServicerContext, exc: Exception, where: str = "") -> NoReturn:
+    """End the call with the status of `exc`, its ErrorInfo and BadRequest in the details. A sync
+    server's context takes the same status: `context.abort_with_status(grpc_status(refusal_for(exc) or INTERNAL_REFUSAL))`."""
+    await context.abort_with_status(grpc_status(_refusal_logged(exc, where)))
+    raise AssertionError("abort_with_status returns only by raising")  # pragma: no cover
 
 
 def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -245,7 +256,7 @@ def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Await
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
-            await context.abort(*_status_of(exc, method.__qualname__))
+            await abort_with(context, exc, method.__qualname__)
 
     wrapper.__name__ = method.__name__
     wrapper.__qualname__ = method.__qualname__
@@ -263,7 +274,7 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
-            await context.abort(*_status_of(exc, method.__qualname__))
+            await abort_with(context, exc, method.__qualname__)
 
     wrapper.__name__ = method.__name__
     wrapper.__qualname__ = method.__qualname__

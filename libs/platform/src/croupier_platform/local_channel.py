@@ -22,7 +22,7 @@ import grpc
 from grpc.aio import AbortError, AioRpcError, Metadata
 
 from .auth import TokenVerifier, set_identity
-from .errors import Unauthenticated
+from .errors import INTERNAL_REFUSAL, Unauthenticated, grpc_status, refusal_for
 from .grpc_server import bearer_token
 
 LOCAL_PEER = "local"
@@ -99,8 +99,9 @@ class LocalChannel:
             raise _error(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {method}")
         try:
             identity = self._authority.verify(bearer_token(metadata), int(self._clock()))
-        except Unauthenticated as exc:
-            raise _error(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
+        except Unauthenticated as exc:  # as the AuthInterceptor answers: the one mapping's status, with its reason
+            status = grpc_status(refusal_for(exc) or INTERNAL_REFUSAL)
+            raise _error(status.code, status.details, status.trailing_metadata) from None
         request = handler.request_deserializer(raw_request) if handler.request_deserializer else raw_request
         scope = contextvars.copy_context()  # the handler's contextvars stay its own, as in a server
         scope.run(set_identity, identity)

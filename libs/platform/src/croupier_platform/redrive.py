@@ -52,9 +52,11 @@ def envelope_to_json(envelope: EventEnvelope) -> str:
 def envelope_from_json(text: str) -> EventEnvelope:
     """The envelope as stored (hash included); INVALID_ARGUMENT saying what is wrong when it does not read."""
     if not text:
-        raise InvalidArgument("envelope_json is empty; send the round event's stored envelope as JSON")
+        raise InvalidArgument("envelope_json is empty; send the round event's stored envelope as JSON", fields={"envelope_json": "required"})
     if len(text) > MAX_ENVELOPE_CHARS:
-        raise InvalidArgument(f"envelope_json is {len(text)} characters; at most {MAX_ENVELOPE_CHARS}")
+        raise InvalidArgument(
+            f"envelope_json is {len(text)} characters; at most {MAX_ENVELOPE_CHARS}", fields={"envelope_json": "too long"}
+        )
     try:
         envelope = EventEnvelope.model_validate_json(text)
     except ValidationError as exc:

@@ -167,44 +167,52 @@ class Decider:
 
     def _place_bets(self, state: RoundState, command: PlaceBets) -> BetsPlaced:
         if state.phase != "betting":
-            raise RuleError(f"bets are only taken before the deal; this round is {PHASE_TEXT[state.phase]}")
+            raise RuleError(
+                f"bets are only taken before the deal; this round is {PHASE_TEXT[state.phase]}",
+                reason="WRONG_PHASE", metadata={"phase": state.phase},
+            )
         table = state.table
         bets: dict[str, int] = {}
         for name, amount in command.bets.items():
             if name not in self.game.bet_names:
-                raise InvalidInput(f"unknown bet {name!r} at {self.game.name}; bets are: {', '.join(self.game.bet_names)}")
+                raise InvalidInput(
+                    f"unknown bet {name!r} at {self.game.name}; bets are: {', '.join(self.game.bet_names)}", field=f"bets.{name}"
+                )
             if isinstance(amount, bool) or not isinstance(amount, int):
-                raise InvalidInput(f"bet {name} must be a whole number of minor units (cents), not {amount!r}")
+                raise InvalidInput(f"bet {name} must be a whole number of minor units (cents), not {amount!r}", field=f"bets.{name}")
             if amount < 0:
-                raise InvalidInput(f"bet {name} of {amount} is negative; bets are positive amounts in minor units")
+                raise InvalidInput(f"bet {name} of {amount} is negative; bets are positive amounts in minor units", field=f"bets.{name}")
             if amount:
                 bets[name] = amount
         bets = self.game.normalize_bets(table, bets)
         if not bets:
-            raise InvalidInput(f"no bet placed; place at least one of: {', '.join(self.game.required_bets or self.game.bet_names)}")
+            raise InvalidInput(
+                f"no bet placed; place at least one of: {', '.join(self.game.required_bets or self.game.bet_names)}", field="bets"
+            )
         missing = [b for b in self.game.required_bets if b not in bets]
         if self.game.required_bets and len(missing) == len(self.game.required_bets):
-            raise InvalidInput(f"{' or '.join(self.game.required_bets)} is required at {self.game.name}")
+            raise InvalidInput(f"{' or '.join(self.game.required_bets)} is required at {self.game.name}", field="bets")
         adjusted: dict[str, int] = {}
         for name, amount in bets.items():
             limit = table.limits[name]
             if amount < limit.min:
-                raise InvalidInput(f"bet {name} of {amount} is under the table minimum {limit.min} (limits {limit.min}-{limit.max})")
+                raise _off_table_limits(name, amount, limit.min, limit.max, reason="BET_BELOW_TABLE_MIN")
             if amount > limit.max:
                 if table.over_limit != "auto-adjust":
-                    raise InvalidInput(f"bet {name} of {amount} is over the table maximum {limit.max} (limits {limit.min}-{limit.max})")
+                    raise _off_table_limits(name, amount, limit.min, limit.max, reason="BET_ABOVE_TABLE_MAX")
                 adjusted[name] = amount
                 amount = table.whole_chips(limit.max)
                 bets[name] = amount
             if amount % table.chip_unit:
                 raise InvalidInput(
-                    f"bet {name} of {amount} is not a whole number of chips; chips are {', '.join(map(str, table.chips))}"
+                    f"bet {name} of {amount} is not a whole number of chips; chips are {', '.join(map(str, table.chips))}",
+                    field=f"bets.{name}",
                 )
         return BetsPlaced(bets=bets, adjusted_from=adjusted)
 
     def _deal(self, state: RoundState, command: Deal) -> CardsDealt:
         if state.phase != "dealing":
-            raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[state.phase]}")
+            raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[state.phase]}", reason="WRONG_PHASE", metadata={"phase": state.phase})
         slots = self.game.slots(state.table, state.stage)
         if len(command.cards) != len(slots):
             raise InvalidInput(
@@ -232,24 +240,27 @@ class Decider:
         choice = command.choice.strip().lower() if isinstance(command.choice, str) else command.choice
         allowed = ", ".join(self.game.options)
         if state.phase != "deciding":
-            raise RuleError(f"{choice} is only allowed {self.game.decision_when}; this round is {PHASE_TEXT[state.phase]}")
+            raise RuleError(
+                f"{choice} is only allowed {self.game.decision_when}; this round is {PHASE_TEXT[state.phase]}",
+                reason="WRONG_PHASE", metadata={"phase": state.phase},
+            )
         if choice not in state.options:
-            raise InvalidInput(f"unknown decision {command.choice!r}; allowed now: {', '.join(state.options)}")
+            raise InvalidInput(f"unknown decision {command.choice!r}; allowed now: {', '.join(state.options)}", field="choice")
         bet = command.bet
         if bet is None:
             if len(state.pending) > 1:
-                raise InvalidInput(f"say which bet decides: {', '.join(state.pending)} are waiting (options: {allowed})")
+                raise InvalidInput(f"say which bet decides: {', '.join(state.pending)} are waiting (options: {allowed})", field="bet")
             bet = state.pending[0]
         elif bet not in state.pending:
             waiting = ", ".join(state.pending)
-            raise RuleError(f"bet {bet!r} has no decision pending; waiting: {waiting}")
+            raise RuleError(f"bet {bet!r} has no decision pending; waiting: {waiting}", reason="WRONG_PHASE", metadata={"phase": state.phase})
         return bet, choice
 
     def _void(self, state: RoundState, command: VoidRound) -> RoundVoided:
         if state.phase == "voided":
-            raise RuleError("this round is already voided")
+            raise RuleError("this round is already voided", reason="WRONG_PHASE", metadata={"phase": state.phase})
         if not command.reason.strip():
-            raise InvalidInput("a void needs a reason")
+            raise InvalidInput("a void needs a reason", field="reason")
         return RoundVoided(reason=command.reason.strip(), refunds=dict(state.bets))
 
     # -- evolve -------------------------------------------------------------------------
@@ -278,3 +289,11 @@ class Decider:
         if isinstance(event, RoundVoided):
             return replace(state, phase="voided", void=event, pending=(), options=())
         raise RuleError(f"unknown event {type(event).__name__}")
+
+
+def _off_table_limits(bet: str, amount: int, low: int, high: int, *, reason: str) -> InvalidInput:
+    where = f"under the table minimum {low}" if reason == "BET_BELOW_TABLE_MIN" else f"over the table maximum {high}"
+    return InvalidInput(
+        f"bet {bet} of {amount} is {where} (limits {low}-{high})", reason=reason, field=f"bets.{bet}",
+        metadata={"bet": bet, "amount": amount, "table_min": low, "table_max": high},
+    )

@@ -41,9 +41,11 @@ class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
     async def GetDealerStatus(self, request, context):
         identity = current_identity()
         if not request.player_id:
-            raise InvalidArgument("player_id is required")
+            raise InvalidArgument("player_id is required", fields={"player_id": "required"})
         if not request.currency:
-            raise InvalidArgument("currency is required: dealer points are kept per currency (PLAY or e.g. USD)")
+            raise InvalidArgument(
+                "currency is required: dealer points are kept per currency (PLAY or e.g. USD)", fields={"currency": "required"}
+            )
         if not identity.may_act_for(request.player_id):
             raise PermissionDenied("a player may read only their own dealer status")
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
-from croupier_platform.errors import InvalidArgument, NotFound, Unavailable
+from croupier_platform.errors import InvalidArgument, NotFound, Unavailable, relayed
 from croupier_platform.grpc_server import call_metadata
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -34,9 +34,9 @@ class GrpcShoeOrders:
             )
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.NOT_FOUND:
-                raise NotFound(error.details() or f"no shoe {shoe_id}") from None
+                raise relayed(NotFound, error.details() or f"no shoe {shoe_id}", error) from None
             if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                raise InvalidArgument(error.details() or "the shuffler refused the shoe id") from None
+                raise relayed(InvalidArgument, error.details() or "the shuffler refused the shoe id", error) from None
             reason = f"{error.code().name}: {error.details()}"
             raise Unavailable(f"the shuffler did not give the shoe's order ({reason})") from None
         return list(response.cards)

@@ -8,6 +8,8 @@ class InvalidDealRequest(InvalidArgument):
 
 
 class RoundNotCut(FailedPrecondition):
+    reason = "ROUND_NOT_CUT"
+
     def __init__(self, round_id: str) -> None:
         super().__init__(f"round {round_id!r} has no shoe yet; CutShoe first")
 
@@ -15,9 +17,11 @@ class RoundNotCut(FailedPrecondition):
 class CutMismatch(FailedPrecondition):
     """The round is already cut, with another shoe, commitment or seed."""
 
+    reason = "SHOE_MISMATCH"
+
 
 class ShoeExhausted(FailedPrecondition):
-    pass
+    reason = "SHOE_EXHAUSTED"
 
 
 class PositionMismatch(Conflict):
@@ -26,3 +30,5 @@ class PositionMismatch(Conflict):
 
 class BadShoe(FailedPrecondition):
     """The shuffler sent an order that is not a whole shoe."""
+
+    reason = "SHOE_MISMATCH"

@@ -12,7 +12,7 @@ import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
-from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable
+from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable, relayed
 from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import call_metadata
 from croupier_platform.redrive import envelope_to_json
@@ -30,11 +30,11 @@ class InternalCallFailed(Exception):
 def _translate(service: str, error: grpc.aio.AioRpcError) -> Exception:
     code, details = error.code(), error.details() or error.code().name
     if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return FailedPrecondition(f"{service}: {details}")
+        return relayed(FailedPrecondition, f"{service}: {details}", error)
     if code == grpc.StatusCode.ABORTED:
-        return Conflict(f"{service}: {details}; try again")
+        return relayed(Conflict, f"{service}: {details}; try again", error)
     if code in _UNREACHABLE:
-        return Unavailable(f"the {service} service is unavailable ({details}); try again")
+        return relayed(Unavailable, f"the {service} service is unavailable ({details}); try again", error)
     return InternalCallFailed(f"{service} answered {code.name}: {details}")
 
 
@@ -151,7 +151,7 @@ class GrpcStakes(_RoundEventSink):
             reply = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                raise StakesRefused(f"{refused}: {error.details()}") from None
+                raise relayed(StakesRefused, f"{refused}: {error.details()}", error) from None
             raise _translate(self.service, error) from None
         return Reservation(reply.transaction_id, reply.available_before, reply.available_after)
 

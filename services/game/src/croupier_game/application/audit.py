@@ -48,7 +48,7 @@ class AuditUseCases:
     async def void_round(self, actor: Identity, round_id: str, reason: str) -> VoidResult:
         actor.require_operator()
         if not reason.strip():
-            raise InvalidArgument("a void needs a reason, e.g. 'dealer shoe malfunction'")
+            raise InvalidArgument("a void needs a reason, e.g. 'dealer shoe malfunction'", fields={"reason": "required"})
 
         async def attempt() -> VoidResult:
             return await self._void(await self._book.load(round_id), reason)
@@ -75,14 +75,14 @@ class AuditUseCases:
         replay = await check_one(self._book.store, self._shoes, self._ledger, round_id, detailed=True,
                                  lag_bound=self._lag_bound()) if round_id else None  # fmt: skip
         if replay is None:
-            raise NotFound(f"no round {round_id!r}")
+            raise NotFound(f"no round {round_id!r}", reason="ROUND_NOT_FOUND", metadata={"round_id": round_id})
         return replay
 
     async def audit_all(self, actor: Identity, page: int = 0) -> AsyncIterator[AuditProgress]:
         """Every round of the log and the whole ledger (full_audit.run_audit), a page of rounds at a time."""
         actor.require_operator()
         if not 0 <= page <= MAX_PAGE:
-            raise InvalidArgument(f"page_size must be from 1 to {MAX_PAGE} (0: {DEFAULT_PAGE}), not {page}")
+            raise InvalidArgument(f"page_size must be from 1 to {MAX_PAGE} (0: {DEFAULT_PAGE}), not {page}", fields={"page_size": f"0-{MAX_PAGE}"})
         async for step in run_audit(self._book.store, self._shoes, self._ledger, page=page or DEFAULT_PAGE, lag_bound=self._lag_bound()):
             self._book.metrics.audit_violations_found(len(step.violations))  # each step's are found since the last
             yield step

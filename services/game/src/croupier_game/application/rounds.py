@@ -84,10 +84,12 @@ class RoundBook:
 
     async def load(self, round_id: str) -> Round:
         if not round_id:
-            raise NotFound("round_id is empty; name a round (as PlaceBets or ListRounds returned it)")
+            raise NotFound(
+                "round_id is empty; name a round (as PlaceBets or ListRounds returned it)", reason="ROUND_NOT_FOUND", metadata={"round_id": ""}
+            )
         envelopes = await self.read(lambda uow: uow.events.read_stream(round_id))
         if not envelopes or envelopes[0].stream_type != STREAM_TYPE:
-            raise NotFound(f"no round {round_id!r}")
+            raise NotFound(f"no round {round_id!r}", reason="ROUND_NOT_FOUND", metadata={"round_id": round_id})
         try:
             return Round.from_events(envelopes)
         except BrokenRound as exc:
@@ -124,7 +126,7 @@ class RoundBook:
         """Its player, its player-dealer and operators see a round; anyone else is told, as for an id
         that names no round, that there is none (NOT_FOUND: nothing says the round exists)."""
         if not (actor.may_act_for(round_.player_id) or actor.subject == round_.opened.dealer_player_id):
-            raise NotFound(f"no round {round_.round_id!r}")
+            raise NotFound(f"no round {round_.round_id!r}", reason="ROUND_NOT_FOUND", metadata={"round_id": round_.round_id})
 
     async def append(self, round_: Round, events: Sequence[RoundEvent], *, causation_id: str | None = None) -> Round:
         """Append rules events at the round's version and keep the projection in step.
@@ -177,6 +179,7 @@ class BrokenRoundError(ServiceError):
     """A stored round that no longer folds (edited storage); the AuditService's ReplayRound explains it."""
 
     status = grpc.StatusCode.DATA_LOSS
+    reason = "ROUND_LOG_BROKEN"
 
 
 async def retrying(command: Callable[[], Awaitable[T]], what: str) -> T:

@@ -33,16 +33,21 @@ MAX_NICKNAME_LENGTH = 40
 def check_role(role: str, entry: TableEntry) -> str:
     role = (role or PLAYER).strip().lower()
     if role not in SEAT_ROLES:
-        raise InvalidArgument(f"role {role!r} is not a seat; sit as {' or '.join(SEAT_ROLES)}")
+        raise InvalidArgument(f"role {role!r} is not a seat; sit as {' or '.join(SEAT_ROLES)}", fields={"role": " or ".join(SEAT_ROLES)})
     if role == DEALER and entry.game != WAR_P2P:
-        raise InvalidArgument(f"table {entry.table_id} is {entry.game}: a player may deal only at war-p2p tables")
+        raise InvalidArgument(
+            f"table {entry.table_id} is {entry.game}: a player may deal only at war-p2p tables", fields={"role": "dealer only at war-p2p"}
+        )
     return role
 
 
 def check_nickname(nickname: str) -> str:
     nickname = nickname.strip()
     if len(nickname) > MAX_NICKNAME_LENGTH or not nickname.isprintable():
-        raise InvalidArgument(f"nickname must be at most {MAX_NICKNAME_LENGTH} printable characters")
+        raise InvalidArgument(
+            f"nickname must be at most {MAX_NICKNAME_LENGTH} printable characters",
+            fields={"nickname": f"at most {MAX_NICKNAME_LENGTH} printable characters"},
+        )
     return nickname
 
 
@@ -120,7 +125,8 @@ class DealerChecks:
             assert isinstance(entry.config, WarP2PTable)
             raise FailedPrecondition(
                 f"to deal at a type {entry.config.table_type} table you need {' and '.join(missing.values())}; "
-                "dealer points come from betting as a player at war-p2p tables, one per whole unit"
+                "dealer points come from betting as a player at war-p2p tables, one per whole unit",
+                reason="DEALER_NOT_QUALIFIED",
             )
 
     async def bet_cap(self, dealer_id: str, config: TableConfig, currency: str) -> int:

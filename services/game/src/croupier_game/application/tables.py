@@ -89,9 +89,15 @@ UNSEATED_TEXT = {"points": "dealer points", "balance": "balance"}
 
 def check_key(key: str) -> None:
     if not key.strip():
-        raise InvalidArgument("idempotency_key is required: any client-chosen string, sent again unchanged on a retry")
+        raise InvalidArgument(
+            "idempotency_key is required: any client-chosen string, sent again unchanged on a retry",
+            fields={"idempotency_key": "required"},
+        )
     if len(key) > MAX_KEY_LENGTH or not key.isprintable():
-        raise InvalidArgument(f"idempotency_key must be 1-{MAX_KEY_LENGTH} printable characters")
+        raise InvalidArgument(
+            f"idempotency_key must be 1-{MAX_KEY_LENGTH} printable characters",
+            fields={"idempotency_key": f"1-{MAX_KEY_LENGTH} printable characters"},
+        )
 
 
 def request_fingerprint(operation: str, seat_id: str, bets: Mapping[str, int] | None, cut_seed: str) -> str:
@@ -158,7 +164,10 @@ class TableUseCases:
             seat = uow.seats.find(actor.subject, table_id)
             if seat is not None:
                 if seat.role != role:
-                    raise FailedPrecondition(f"you already sit at {table_id} as {seat.role}; leave that seat first (LeaveTable)")
+                    raise FailedPrecondition(
+                        f"you already sit at {table_id} as {seat.role}; leave that seat first (LeaveTable)",
+                        reason="ALREADY_SEATED", metadata={"table_id": table_id, "role": seat.role},
+                    )
                 return self._with_next_round(uow, seat)
             seat = Seat(
                 seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
@@ -188,7 +197,8 @@ class TableUseCases:
                 if self._catalogue.get(seat.table_id).game == WAR_P2P and under_way.phase == "dealing":
                     return under_way  # maybe before the deal: voided below, then the seat is left
                 raise FailedPrecondition(
-                    f"round {under_way.round_id} at this seat is still {under_way.phase}; finish it before leaving"
+                    f"round {under_way.round_id} at this seat is still {under_way.phase}; finish it before leaving",
+                    reason="ROUND_IN_PROGRESS", metadata={"round_id": under_way.round_id, "phase": under_way.phase},
                 )
             leave(uow, seat, self._book.now())
             uow.keys.add(actor.subject, LEFT_SEAT + seat_id, seat_id)
@@ -197,7 +207,10 @@ class TableUseCases:
         if (under_way := await self._book.in_transaction(work)) is not None:
             round_ = await self._book.load(under_way.round_id)
             if round_.cards_dealt or round_.state.phase != "dealing":
-                raise FailedPrecondition(f"round {round_.round_id} is under way with cards dealt; finish it before leaving")
+                raise FailedPrecondition(
+                    f"round {round_.round_id} is under way with cards dealt; finish it before leaving",
+                    reason="ROUND_IN_PROGRESS", metadata={"round_id": round_.round_id, "phase": round_.state.phase},
+                )
             await self._book.void(round_, "the player left before the deal; the bets are returned")
             await self.leave_table(actor, seat_id)
 
@@ -211,7 +224,10 @@ class TableUseCases:
         def work(uow: GameUnitOfWork) -> Seat:
             seat = self._own_seat(uow, actor, seat_id)
             if seat.role != DEALER:
-                raise FailedPrecondition(f"seat {seat_id} is a player's; only a dealer confirms rounds")
+                raise FailedPrecondition(
+                    f"seat {seat_id} is a player's; only a dealer confirms rounds",
+                    reason="WRONG_SEAT_ROLE", metadata={"seat_id": seat_id, "role": seat.role},
+                )
             if after_round_id is not None and (seat.last_round_id or "") != after_round_id:
                 return seat  # a round after the one the dealer saw has used this confirmation: a retry
             at = self._book.now()
@@ -232,7 +248,8 @@ class TableUseCases:
                 lacking = " and ".join(UNSEATED_TEXT.get(s, s) for s in short.split(","))
                 raise FailedPrecondition(
                     f"you left dealer seat {seat_id} at the end of your last round: your {lacking} fell below the "
-                    "table's minimum for a dealer; sit as dealer again (JoinTable) once you qualify, or play as a player"
+                    "table's minimum for a dealer; sit as dealer again (JoinTable) once you qualify, or play as a player",
+                    reason="DEALER_NOT_QUALIFIED",
                 )
             seat = self._with_next_round(uow, self._own_seat(uow, actor, seat_id))
             return seat, uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
@@ -293,7 +310,10 @@ class TableUseCases:
     ) -> RoundView:
         """`bets` None: the seat's last round's bets again (Rebet), read once the key is known to be new."""
         if len(cut_seed) > MAX_CUT_SEED_LENGTH:
-            raise InvalidArgument(f"cut_seed is {len(cut_seed)} characters; at most {MAX_CUT_SEED_LENGTH}")
+            raise InvalidArgument(
+                f"cut_seed is {len(cut_seed)} characters; at most {MAX_CUT_SEED_LENGTH}",
+                fields={"cut_seed": f"at most {MAX_CUT_SEED_LENGTH} characters"},
+            )
 
         async def attempt() -> RoundView:
             return await self._place_bets(actor, seat_id, bets, key, cut_seed, fingerprint)
@@ -317,16 +337,21 @@ class TableUseCases:
                 return None  # the seat's next round needs its id: again, in a unit that writes
             seat = self._with_next_round(uow, seat)
             if seat.role == DEALER:
-                raise FailedPrecondition(f"seat {seat_id} is a dealer's: the player bets, the dealer confirms (ConfirmRound)")
+                raise FailedPrecondition(
+                    f"seat {seat_id} is a dealer's: the player bets, the dealer confirms (ConfirmRound)",
+                    reason="WRONG_SEAT_ROLE", metadata={"seat_id": seat_id, "role": seat.role},
+                )
             if (under_way := open_round(uow, seat)) is not None:
                 raise FailedPrecondition(
                     f"the previous round {under_way.round_id} at this seat is still {under_way.phase}; "
-                    "finish it (Deal, Decide) before betting again"
+                    "finish it (Deal, Decide) before betting again",
+                    reason="ROUND_IN_PROGRESS", metadata={"round_id": under_way.round_id, "phase": under_way.phase},
                 )
             dealer = uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
             if dealer is not None and not (dealer.auto_confirm or dealer.confirmed):
                 raise FailedPrecondition(
-                    f"your dealer {dealer.nickname} has not confirmed the next round yet; bet once they confirm it"
+                    f"your dealer {dealer.nickname} has not confirmed the next round yet; bet once they confirm it",
+                    reason="DEALER_NOT_CONFIRMED",
                 )
             return seat, dealer
 
@@ -337,13 +362,17 @@ class TableUseCases:
             if round_.opened.request_fingerprint not in ("", fingerprint):
                 raise AlreadyExists(
                     f"idempotency_key {key!r} was already used for another request (round {found}); a retry must "
-                    "repeat the same request (seat, bets, cut seed), a new request needs a new key"
+                    "repeat the same request (seat, bets, cut seed), a new request needs a new key",
+                    metadata={"key": key},
                 )
             return await self._book.view(actor, round_)
         seat, dealer = found
         if bets is None:  # Rebet
             if seat.last_round_id is None:
-                raise FailedPrecondition(f"seat {seat_id} has no previous round to repeat; place bets first (PlaceBets)")
+                raise FailedPrecondition(
+                    f"seat {seat_id} has no previous round to repeat; place bets first (PlaceBets)",
+                    reason="NO_PREVIOUS_ROUND", metadata={"seat_id": seat_id},
+                )
             last = await self._book.load(seat.last_round_id)
             placed = next(e for _, e in last.rules_events if isinstance(e, BetsPlaced))
             bets = {**placed.bets, **placed.adjusted_from}  # as asked, before any auto-adjust
@@ -368,7 +397,8 @@ class TableUseCases:
         if dealer is not None and (ante := placed.bets["ante"]) > (cap := await self._checks.bet_cap(dealer.player_id, config, entry.currency)):
             raise FailedPrecondition(
                 f"your dealer's balance covers an ante of at most {cap} {entry.currency} (the win plus the commission); "
-                f"bet {cap} or less, not {ante}"
+                f"bet {cap} or less, not {ante}",
+                reason="BET_ABOVE_DEALER_COVER", metadata={"cap": cap, "amount": ante, "currency": entry.currency},
             )
         reservation = await self._stakes.reserve_stakes(
             stakes_id, actor.subject, round_id, state.total_staked, entry.currency, placed.bets,
@@ -459,9 +489,11 @@ class TableUseCases:
         if seat_now is not None:
             await self._commit_next_shoe(seat_now)
         if unreachable is not None:
-            raise type(unreachable)(f"{refused}; round {round_id} was voided and its stakes are returned: place the bets again")
+            raise unreachable.reworded(f"{refused}; round {round_id} was voided and its stakes are returned: place the bets again")
         if refused is not None:
-            raise FailedPrecondition(f"{refused}; round {round_id} was voided and its stakes are returned")
+            raise FailedPrecondition(
+                f"{refused}; round {round_id} was voided and its stakes are returned", reason="ROUND_VOIDED", metadata={"round_id": round_id}
+            )
         return await self._book.view(actor, round_)
 
     async def rebet(self, actor: Identity, seat_id: str, idempotency_key: str, cut_seed: str) -> RoundView:
@@ -481,7 +513,10 @@ class TableUseCases:
             if not seen_version and round_.cards_dealt and round_.state.phase != "dealing":
                 return await self._book.view(actor, round_)  # dealt already: a retry after a lost reply
             if round_.state.phase != "dealing":
-                raise RuleError(f"no cards are due now; this round is {PHASE_TEXT[round_.state.phase]}")
+                raise RuleError(
+                    f"no cards are due now; this round is {PHASE_TEXT[round_.state.phase]}",
+                    reason="WRONG_PHASE", metadata={"phase": round_.state.phase},
+                )
             return await self._book.view(actor, await self._deal(round_))
 
         return await retrying(attempt, "Deal")
@@ -531,7 +566,7 @@ class TableUseCases:
                 )  # fmt: skip
             except StakesRefused as exc:
                 still = f"; you may still {' or '.join(others)}" if others else ""
-                raise StakesRefused(f"{exc}{still}") from None
+                raise exc.reworded(f"{exc}{still}") from None
         try:
             return await self._book.append(round_, events, causation_id=causation_id)
         except ConcurrencyConflict:  # another decision (the player's, the keeper's) was recorded first
@@ -571,7 +606,10 @@ class TableUseCases:
 
     async def list_rounds(self, actor: Identity, limit: int) -> list[RoundView]:
         if limit < 0 or limit > MAX_LIST_LIMIT:
-            raise InvalidArgument(f"limit {limit} is out of range; ask for 1-{MAX_LIST_LIMIT} rounds (0 means {DEFAULT_LIST_LIMIT})")
+            raise InvalidArgument(
+                f"limit {limit} is out of range; ask for 1-{MAX_LIST_LIMIT} rounds (0 means {DEFAULT_LIST_LIMIT})",
+                fields={"limit": f"0-{MAX_LIST_LIMIT}"},
+            )
         wanted = limit or DEFAULT_LIST_LIMIT
         ids = await self._book.in_transaction(lambda uow: uow.rounds.recent(actor.subject, wanted))
         return [await self._book.view(actor, await self._book.load(round_id)) for round_id in ids]
@@ -607,7 +645,8 @@ class TableUseCases:
         await self._book.in_transaction(unseat)
         raise FailedPrecondition(
             f"your dealer {dealer.nickname} no longer qualifies to deal ({' and '.join(missing)} below the table's "
-            "minimum) and left the dealer's seat; nothing was staked: place the bets again"
+            "minimum) and left the dealer's seat; nothing was staked: place the bets again",
+            reason="DEALER_NOT_QUALIFIED",
         )
 
     async def _deal(self, round_: Round, causation_id: str | None = None) -> Round:
@@ -644,9 +683,9 @@ class TableUseCases:
     @staticmethod
     def _own_seat(uow: GameUnitOfWork, actor: Identity, seat_id: str) -> Seat:
         if not seat_id:
-            raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id")
+            raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id", fields={"seat_id": "required"})
         seat = uow.seats.get(seat_id)
         if seat is None or seat.player_id != actor.subject:  # another player's seat: as if there were none
-            raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)")
+            raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)", reason="SEAT_NOT_FOUND", metadata={"seat_id": seat_id})
         return seat
 

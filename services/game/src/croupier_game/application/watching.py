@@ -81,10 +81,17 @@ def parse_position(text: str) -> tuple[int, int] | None:
     try:
         position, notice = int(head), (int(index) if index else ALL)
     except ValueError:
-        raise InvalidArgument(f"after_position {text!r} is not a position this stream sent; send one back unchanged") from None
+        raise _not_a_position(text) from None
     if position < 0 or notice < 0:
-        raise InvalidArgument(f"after_position {text!r} is not a position this stream sent; send one back unchanged")
+        raise _not_a_position(text)
     return position, notice
+
+
+def _not_a_position(text: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"after_position {text!r} is not a position this stream sent; send one back unchanged",
+        fields={"after_position": "a position this stream sent"},
+    )
 
 
 class Presence:
@@ -168,7 +175,9 @@ class WatchUseCases:
                             max(after[0] - 1, 0), subscription.start, subscription.keys, MAX_CATCH_UP_EVENTS
                         )
                     except ValueError as exc:
-                        raise FailedPrecondition(f"{exc}: watch again from now (an empty after_position)") from None
+                        raise FailedPrecondition(
+                            f"{exc}: watch again from now (an empty after_position)", reason="WATCH_POSITION_TOO_OLD"
+                        ) from None
                     for event in missed:
                         async for notice in self._seat_notices(actor, seat_id, event, cursor):
                             cursor = _cursor(notice.position)
@@ -230,7 +239,7 @@ class WatchUseCases:
 
     async def _check_seat_owner(self, actor: Identity, seat_id: str) -> None:
         if not seat_id:
-            raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id")
+            raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id", fields={"seat_id": "required"})
 
         def owner(uow: GameUnitOfWork) -> str | None:
             if (seat := uow.seats.get(seat_id)) is not None:
@@ -239,7 +248,7 @@ class WatchUseCases:
             return str(first[0].payload.get("player_id")) if first and first[0].stream_type == SEAT_STREAM_TYPE else None
 
         if await self._book.read(owner) != actor.subject:
-            raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)")
+            raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)", reason="SEAT_NOT_FOUND", metadata={"seat_id": seat_id})
 
     # -------------------------------------------------------------- WatchRound
 
@@ -282,7 +291,9 @@ class _OpenStream:
 
     async def __aenter__(self) -> None:
         if self._streams[self._subject] >= self._limit:
-            raise ResourceExhausted(f"you have {self._limit} streams open already; close one before watching more")
+            raise ResourceExhausted(
+                f"you have {self._limit} streams open already; close one before watching more", metadata={"limit": self._limit}
+            )
         self._streams[self._subject] += 1
 
     async def __aexit__(self, *_: object) -> None:
@@ -295,7 +306,9 @@ async def _next(subscription: Subscription) -> StoredEvent:
     try:
         return await subscription.next()
     except SlowWatcher as exc:
-        raise ResourceExhausted(f"this stream fell behind the table ({exc}); watch again from your last position") from None
+        raise ResourceExhausted(
+            f"this stream fell behind the table ({exc}); watch again from your last position", reason="STREAM_TOO_SLOW"
+        ) from None
 
 
 def _cursor(position: str) -> tuple[int, int]:

@@ -70,12 +70,14 @@ class Catalogue:
     def get(self, table_id: str) -> TableEntry:
         entry = self._entries.get(table_id)
         if entry is None:
-            raise NotFound(f"no table {table_id!r}; tables are: {', '.join(self._entries)}")
+            raise NotFound(
+                f"no table {table_id!r}; tables are: {', '.join(self._entries)}", reason="TABLE_NOT_FOUND", metadata={"table_id": table_id}
+            )
         return entry
 
     def tables(self, game: str = "") -> list[TableEntry]:
         if game and game not in GAMES:
-            raise InvalidInput(f"unknown game {game!r}; games are: {', '.join(GAMES)}")
+            raise InvalidInput(f"unknown game {game!r}; games are: {', '.join(GAMES)}", field="game")
         return [e for e in self._entries.values() if not game or e.game == game]
 
 

@@ -134,7 +134,9 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         identity = current_identity()
         switch = request.auto_confirm.strip().lower()
         if switch not in AUTO_CONFIRM:
-            raise InvalidArgument(f"auto_confirm {request.auto_confirm!r} is not allowed; send on, off, or leave it empty")
+            raise InvalidArgument(
+                f"auto_confirm {request.auto_confirm!r} is not allowed; send on, off, or leave it empty", fields={"auto_confirm": "on, off or empty"}
+            )
         seen = request.after_round_id if request.HasField("after_round_id") else None
         await self._tables.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch], seen)
         return table_pb2.ConfirmRoundResponse(status=seat_message(await self._tables.seat_status(identity, request.seat_id)))

@@ -93,7 +93,10 @@ class LimitsUseCases:
             raise InvalidLimits(f"name a limit to set: {', '.join(AMOUNT_LIMITS)} or self_excluded_until")
         if amounts:
             if not currency:
-                raise InvalidLimits(f"currency is required with {', '.join(sorted(amounts))}: a limit is in minor units of one currency")
+                raise InvalidLimits(
+                    f"currency is required with {', '.join(sorted(amounts))}: a limit is in minor units of one currency",
+                    fields={"currency": "required"},
+                )
             check_currency(currency)
         now = self._clock()
         wanted = {name: check_limit_amount(name, amount) for name, amount in amounts.items()}

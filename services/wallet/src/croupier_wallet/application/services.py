@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from croupier_platform.errors import NotFound
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
 
@@ -57,12 +58,16 @@ DEFAULT_LIST_LIMIT = 50
 MAX_LIST_LIMIT = 500
 
 
-class UnknownRound(LedgerError):
+class UnknownRound(NotFound, LedgerError):
     """NOT_FOUND: the wallet holds no stakes for this round."""
+
+    reason = "ROUND_NOT_FOUND"
 
 
 class ReservationNotExpired(LedgerError):
     """FAILED_PRECONDITION: a reservation of the round is still within its expiry (its PlaceBets may be under way)."""
+
+    reason = "RESERVATION_NOT_EXPIRED"
 
 
 RECONCILER_CAUSATION = "reconciler"
@@ -127,7 +132,7 @@ class WalletApp:
     def top_up(self, player_id: str, amount: int, currency: str, transaction_id: str) -> TransactionView:
         """Play money from the outside world; 1..1,000,000 minor units per call."""
         if currency != PLAY:
-            raise InvalidTransfer(f"top-ups are play money only: the currency must be {PLAY}, not {currency!r}")
+            raise InvalidTransfer(f"top-ups are play money only: the currency must be {PLAY}, not {currency!r}", fields={"currency": PLAY})
         check_amount(amount, low=TOP_UP_MIN, high=TOP_UP_MAX, what="a play-money top-up")
         return self._credit_from_world(player_id, amount, currency, transaction_id, Kind.TOP_UP)
 
@@ -347,7 +352,7 @@ class WalletApp:
     def expired_reservations(self, limit: int) -> list[Transfer]:
         """Pending reservations past their expiry, soonest expiry first; each names its owner, the round."""
         if not 1 <= limit <= MAX_EXPIRED_LIST:
-            raise InvalidTransfer(f"limit must be from 1 to {MAX_EXPIRED_LIST}, not {limit}")
+            raise InvalidTransfer(f"limit must be from 1 to {MAX_EXPIRED_LIST}, not {limit}", fields={"limit": f"1-{MAX_EXPIRED_LIST}"})
         with self._uow() as uow:
             return uow.ledger.expired_reservations(self._now(), limit)
 
@@ -389,7 +394,9 @@ class WalletApp:
         if limit == 0:
             limit = DEFAULT_LIST_LIMIT
         if not 1 <= limit <= MAX_LIST_LIMIT:
-            raise InvalidTransfer(f"limit must be from 1 to {MAX_LIST_LIMIT} (0 means {DEFAULT_LIST_LIMIT}), not {limit}")
+            raise InvalidTransfer(
+                f"limit must be from 1 to {MAX_LIST_LIMIT} (0 means {DEFAULT_LIST_LIMIT}), not {limit}", fields={"limit": f"0-{MAX_LIST_LIMIT}"}
+            )
         with self._uow() as uow:
             transfers = uow.ledger.player_transfers(player_id, limit)
             rounds = uow.ledger.rounds(t.request.round_id for t in transfers if t.request.round_id)

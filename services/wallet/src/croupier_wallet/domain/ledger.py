@@ -65,12 +65,14 @@ def is_player_account(account_id: str) -> bool:
 
 def check_currency(currency: str) -> None:
     if not _CURRENCY.match(currency or ""):
-        raise InvalidTransfer(f"currency {currency!r} is not allowed; use PLAY or a three-letter ISO-4217 code such as USD")
+        raise InvalidTransfer(
+            f"currency {currency!r} is not allowed; use PLAY or a three-letter ISO-4217 code such as USD", fields={"currency": "PLAY or ISO-4217"}
+        )
 
 
 def check_id(name: str, value: str) -> None:
     if not value or len(value) > MAX_ID_LENGTH or not value.isprintable():
-        raise InvalidTransfer(f"{name} must be 1-{MAX_ID_LENGTH} printable characters")
+        raise InvalidTransfer(f"{name} must be 1-{MAX_ID_LENGTH} printable characters", fields={name: f"1-{MAX_ID_LENGTH} printable characters"})
 
 
 def check_amount(amount: int, *, low: int = 1, high: int = MAX_AMOUNT, what: str = "amount") -> None:
@@ -85,13 +87,19 @@ def parse_instant(text: str, what: str) -> datetime:
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:
-        raise InvalidTransfer(f"{what} must be an ISO-8601 instant with its offset, such as 2026-06-01T00:00:00Z; not {text!r}")
+        raise InvalidTransfer(
+            f"{what} must be an ISO-8601 instant with its offset, such as 2026-06-01T00:00:00Z; not {text!r}",
+            fields={what: "an ISO-8601 instant with its offset"},
+        )
     try:
         in_range = EARLIEST_INSTANT <= moment < LATEST_INSTANT
     except OverflowError:  # "9999-12-31T23:59:59-23:59" is past datetime's end in UTC
         in_range = False
     if not in_range:
-        raise InvalidTransfer(f"{what} must be from {EARLIEST_INSTANT.isoformat()} to before {LATEST_INSTANT.isoformat()}; not {text!r}")
+        raise InvalidTransfer(
+            f"{what} must be from {EARLIEST_INSTANT.isoformat()} to before {LATEST_INSTANT.isoformat()}; not {text!r}",
+            fields={what: "out of range"},
+        )
     return moment
 
 

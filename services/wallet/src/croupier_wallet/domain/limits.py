@@ -50,16 +50,20 @@ class InvalidLimits(InvalidTransfer):
 class SelfExcluded(LedgerError):
     """A stake while the player is self-excluded: FAILED_PRECONDITION."""
 
+    reason = "SELF_EXCLUDED"
+
     def __init__(self, until: datetime) -> None:
-        super().__init__(f"self-excluded until {_text(until)}: no stakes are taken until then")
+        super().__init__(f"self-excluded until {_text(until)}: no stakes are taken until then", metadata={"until": _text(until)})
         self.until = until
 
 
 class LimitExceeded(LedgerError):
     """A stake over one of the player's limits: FAILED_PRECONDITION; `left` is what may still be staked."""
 
+    reason = "LIMIT_EXCEEDED"
+
     def __init__(self, limit: str, cap: int, left: int, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, metadata={"limit": limit, "cap": cap, "remaining": left})
         self.limit = limit
         self.cap = cap
         self.left = left
@@ -191,14 +195,18 @@ def check_limit_amount(name: str, amount: int) -> int | None:
     """A requested amount: 0 removes the limit (None), else 1..MAX_AMOUNT minor units."""
     if type(amount) is not int or not 0 <= amount <= MAX_AMOUNT:
         raise InvalidLimits(
-            f"{name} must be a whole number of minor units from 1 to {MAX_AMOUNT}, or 0 to remove the limit; not {amount!r}"
+            f"{name} must be a whole number of minor units from 1 to {MAX_AMOUNT}, or 0 to remove the limit; not {amount!r}",
+            fields={name: f"0-{MAX_AMOUNT}"},
         )
     return amount or None
 
 
 def check_exclusion_end(until: datetime | None, now: datetime) -> datetime | None:
     if until is not None and until <= now:
-        raise InvalidLimits(f"self_excluded_until {_text(until)} is not in the future (now {_text(now)}); send an empty value to end an exclusion")
+        raise InvalidLimits(
+            f"self_excluded_until {_text(until)} is not in the future (now {_text(now)}); send an empty value to end an exclusion",
+            fields={"self_excluded_until": "in the future, or empty"},
+        )
     return until
 
 

@@ -46,7 +46,7 @@ class LedgerAuditServicer(internal_pb2_grpc.LedgerAuditServiceServicer):
     async def ListRoundsTransactions(self, request: internal_pb2.ListRoundsTransactionsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         if len(request.round_ids) > MAX_BATCH:
-            raise InvalidArgument(f"at most {MAX_BATCH} rounds a call, not {len(request.round_ids)}")
+            raise InvalidArgument(f"at most {MAX_BATCH} rounds a call, not {len(request.round_ids)}", fields={"round_ids": f"at most {MAX_BATCH}"})
         ids = list(request.round_ids)
         found = await asyncio.to_thread(_read, self._engine, lambda c: round_ledgers(c, ids))
         return internal_pb2.ListRoundsTransactionsResponse(
@@ -70,7 +70,7 @@ class LedgerAuditServicer(internal_pb2_grpc.LedgerAuditServiceServicer):
     async def ListLedgerRounds(self, request: internal_pb2.ListLedgerRoundsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         if not 1 <= request.limit <= MAX_BATCH:
-            raise InvalidArgument(f"limit must be from 1 to {MAX_BATCH}, not {request.limit}")
+            raise InvalidArgument(f"limit must be from 1 to {MAX_BATCH}, not {request.limit}", fields={"limit": f"1-{MAX_BATCH}"})
         after = request.after_round_id or None
         ids = await asyncio.to_thread(_read, self._engine, lambda c: ledger_round_ids(c, after, request.limit))
         return internal_pb2.ListLedgerRoundsResponse(round_ids=ids)
