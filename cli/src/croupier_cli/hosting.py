@@ -116,6 +116,7 @@ class Host:
             self.modules.append(module)
         self._health = await add_health_and_reflection(self._server, names)
         await self.bus.start()
+        self.metrics.watch_consumer_lag(self.bus.consumer_lag)
         self._dead_letter_watch = DeadLetterWatch(
             self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
         )
