@@ -147,6 +147,7 @@ class Host:
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)
             self.health_port = listen(self._health_server, self.health_listen)
         await self.bus.start()
+        self.metrics.watch_consumer_lag(self.bus.consumer_lag)
         self._dead_letter_watch = DeadLetterWatch(
             self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
         )

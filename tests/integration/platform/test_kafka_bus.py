@@ -59,6 +59,9 @@ class NamespacedBus(Bus):
         pending = await self.inner.pending_dead_letters()
         return {group.removeprefix(f"{self.namespace}."): n for group, n in pending.items()}
 
+    def consumer_lag(self) -> dict[str, int]:
+        return {group.removeprefix(f"{self.namespace}."): n for group, n in self.inner.consumer_lag().items()}
+
 
 @pytest.fixture
 def namespace() -> str:
@@ -427,3 +430,32 @@ def test_published_values_are_the_envelopes_json(kafka_bootstrap_servers: str, n
 
     assert json.loads(record.value) == json.loads(message.model_dump_json())
     assert headers_of(record)["content-type"] == "application/json"
+
+
+def test_the_consumer_lag_counts_what_waits_behind_the_handler_and_returns_to_zero(
+    kafka_bootstrap_servers: str, namespace: str
+) -> None:
+    bus = kafka_bus(kafka_bootstrap_servers, namespace)
+    messages = [envelope("round-1", version=n) for n in (1, 2, 3)]
+    lags: list[dict[str, int]] = []
+
+    async def scenario() -> None:
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def held(_message: EventEnvelope) -> None:
+            entered.set()
+            await release.wait()
+
+        bus.subscribe(ROUND_EVENTS, "wallet", held)
+        async with running(bus):
+            assert bus.consumer_lag() == {"wallet": 0}
+            for message in messages:  # one key: one partition, in order
+                await bus.publish(ROUND_EVENTS, message.stream_id, message)
+            await asyncio.wait_for(entered.wait(), timeout=10)
+            await eventually(lambda: bus.consumer_lag()["wallet"] > 0)
+            lags.append(bus.consumer_lag())
+            release.set()
+            await eventually(lambda: bus.consumer_lag() == {"wallet": 0})
+
+    asyncio.run(scenario())
+    assert 1 <= lags[0]["wallet"] <= 3  # the three published, less any the first fetch did not see

@@ -187,6 +187,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
 
     metrics.watch_outbox("shuffler", database_down)  # left out of the scrape, which still answers
     metrics.watch_reservations(lambda: {"PLAY": 4})
+    metrics.watch_consumer_lag(lambda: {"wallet": 12, "shuffler": 0})
 
     found = samples(metrics)
     table = {"croupier_game_name": "war", "croupier_table_id": "war-play"}
@@ -205,5 +206,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     assert 90 <= value(found, "croupier_outbox_lag_seconds", croupier_service="game") < 120
     assert value(found, "croupier_outbox_lag_seconds", croupier_service="wallet") == 0
     assert value(found, "croupier_wallet_reservations_pending", croupier_currency="PLAY") == 4
+    assert value(found, "messaging_kafka_consumer_lag", messaging_consumer_group_name="wallet") == 12
+    assert value(found, "messaging_kafka_consumer_lag", messaging_consumer_group_name="shuffler") == 0
     names = {name for name, _, _ in found}
     assert names - {"target_info"} <= PROMETHEUS_SERIES

@@ -118,6 +118,11 @@ class Subscriber(ABC):
         """How many dead letters of this subscriber's groups are not replayed yet, by group
         (groups with none left out)."""
 
+    def consumer_lag(self) -> dict[str, int]:
+        """Messages on the broker that this process's consumers have not handled yet, by group, as of
+        their last fetch (the metrics' consumer lag). A bus that delivers as it publishes has none."""
+        return {}
+
 
 class Bus(Publisher, Subscriber):
     """Both halves, as one broker connection provides them."""

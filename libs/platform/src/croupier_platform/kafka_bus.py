@@ -139,13 +139,17 @@ class _Failures:
 class _ConsumerState(ConsumerRebalanceListener):  # type: ignore[misc]
     """What one consumer holds: its partitions, and the failures of messages not yet settled."""
 
+    group: str = ""
     joins: int = 0
     partitions: set[TopicPartition] = field(default_factory=set)
+    # Per partition, the broker's end offset minus the next offset to handle, at the last fetch.
+    lag: dict[TopicPartition, int] = field(default_factory=dict)
     failures: dict[tuple[str, int, int], _Failures] = field(default_factory=dict)
     busy: bool = False  # handling a batch (else waiting for one: `stop` may cancel it at once)
 
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         self.partitions -= set(revoked)
+        self.lag = {tp: lag for tp, lag in self.lag.items() if tp not in revoked}
         # Another consumer reads these from the committed offset now and counts afresh.
         self.failures = {where: f for where, f in self.failures.items() if TopicPartition(*where[:2]) not in revoked}
 
@@ -188,6 +192,12 @@ class KafkaBus(Bus):
         self._send_lock = asyncio.Lock()
 
     # -- Subscriber ---------------------------------------------------------------------------
+
+    def consumer_lag(self) -> dict[str, int]:
+        lag: dict[str, int] = {}
+        for _, state, _ in list(self._consumers):
+            lag[state.group] = lag.get(state.group, 0) + sum(state.lag.values())
+        return lag
 
     def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
         if self._broker is not None:
@@ -300,7 +310,7 @@ class KafkaBus(Bus):
     async def _start_consumer(
         self, broker: KafkaBroker, subscription: _Subscription
     ) -> tuple[AIOKafkaConsumer, _ConsumerState, asyncio.Task[None]]:
-        state = _ConsumerState()
+        state = _ConsumerState(group=subscription.group)
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap_servers,
             client_id=self._client_id,
@@ -332,12 +342,14 @@ class KafkaBus(Bus):
         batches = await consumer.getmany(timeout_ms=1000, max_records=MAX_BATCH)
         state.busy = True
         try:
+            _note_lag(consumer, state, {tp: records[0].offset for tp, records in batches.items()})
             outcomes = await asyncio.gather(
                 *(self._consume_partition(broker, subscription, consumer, state, tp, records) for tp, records in batches.items()),
                 return_exceptions=True,
             )  # fmt: skip
-            await self._commit(consumer, subscription.group, {
-                tp: offset for tp, offset in zip(batches, outcomes, strict=True) if isinstance(offset, int)})  # fmt: skip
+            handled = {tp: offset for tp, offset in zip(batches, outcomes, strict=True) if isinstance(offset, int)}
+            _note_lag(consumer, state, handled)
+            await self._commit(consumer, subscription.group, handled)
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
                     raise outcome
@@ -535,3 +547,11 @@ def _consumer_span(headers: Mapping[str, str], topic: str, group: str, event_id:
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:_MAX_ERROR_HEADER_CHARS]
+
+
+def _note_lag(consumer: AIOKafkaConsumer, state: _ConsumerState, next_offsets: dict[TopicPartition, int]) -> None:
+    """The partitions' lag: the end offset the last fetch saw, minus the next offset to handle."""
+    for tp, offset in next_offsets.items():
+        end = consumer.highwater(tp)
+        if end is not None:
+            state.lag[tp] = max(0, end - offset)

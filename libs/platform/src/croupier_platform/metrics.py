@@ -19,6 +19,7 @@ croupier.outbox.lag (s)            gauge       croupier.service (age of the olde
 croupier.keeper.actions            counter     croupier.keeper.action (decided, voided)
 croupier.reconciler.redrives       counter     croupier.service (the service re-driven), croupier.event.type
 croupier.audit.violations          counter     (none)
+messaging.kafka.consumer.lag       gauge       messaging.consumer.group.name (messages not yet handled, as of the last fetch; Kafka only)
 =================================  ==========  ==============================================================
 
 Prometheus sees them with dots as underscores, the unit as a suffix and ``_total`` on counters:
@@ -78,6 +79,7 @@ PROMETHEUS_SERIES = frozenset(
         "croupier_keeper_actions_total",
         "croupier_reconciler_redrives_total",
         "croupier_audit_violations_total",
+        "messaging_kafka_consumer_lag",
     }
 )
 
@@ -92,6 +94,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._outboxes: dict[str, Callable[[], OutboxBacklog]] = {}
         self._reservations: list[Callable[[], Mapping[str, int]]] = []
+        self._consumer_lags: list[Callable[[], Mapping[str, int]]] = []
         meter = meter_provider.get_meter(_METER_NAME)
         self._rpc_duration = meter.create_histogram(
             "rpc.server.duration", unit="s", description="Duration of inbound RPCs",
@@ -115,6 +118,10 @@ class Metrics:
         meter.create_observable_gauge(
             "croupier.outbox.backlog", callbacks=[self._observe_backlog], unit="{message}",
             description="Outbox rows not yet published",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "messaging.kafka.consumer.lag", callbacks=[self._observe_consumer_lag], unit="{message}",
+            description="Messages on the broker a consumer group of this process has not handled yet (as of its last fetch)",
         )  # fmt: skip
         meter.create_observable_gauge(
             "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
@@ -215,12 +222,24 @@ class Metrics:
         with self._lock:
             self._reservations.append(pending)
 
-    def _observe_reservations(self, options: CallbackOptions) -> Iterable[Observation]:
+    def watch_consumer_lag(self, lag: Callable[[], Mapping[str, int]]) -> None:
+        """Report `lag()` (the bus's consumer lag per group, from memory) at each scrape."""
         with self._lock:
-            readers = list(self._reservations)
+            self._consumer_lags.append(lag)
+
+    def _observe_consumer_lag(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._observe_each(self._consumer_lags, "consumer lag", "messaging.consumer.group.name")
+
+    def _observe_each(self, readers: list[Callable[[], Mapping[str, int]]], what: str, attribute: str) -> Iterable[Observation]:
+        """One observation per key of every reader's mapping, the key as `attribute`."""
+        with self._lock:
+            readers = list(readers)
         for read in readers:
-            for currency, count in _safely(read, "pending reservations", {}).items():
-                yield Observation(count, {"croupier.currency": currency})
+            for key, value in _safely(read, what, {}).items():
+                yield Observation(value, {attribute: key})
+
+    def _observe_reservations(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._observe_each(self._reservations, "pending reservations", "croupier.currency")
 
     def _backlogs(self) -> list[tuple[str, OutboxBacklog]]:
         with self._lock:
