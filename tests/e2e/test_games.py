@@ -276,6 +276,32 @@ def test_health_and_reflection_answer_without_a_token(casino):
         for service in ("", *names):
             assert health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status == 1  # SERVING
         assert set(names) <= set(ProtoReflectionDescriptorDatabase(channel).get_services())
+        assert set(names) <= reflection_v1_services(channel)
+        assert reflection_v1_file_of(channel, names[0]).endswith(".proto")
+
+
+def reflection_v1(channel: grpc.Channel, request: dict):
+    """One question to grpc.reflection.v1 (what grpcurl asks first): the same messages as v1alpha's, another path."""
+    from grpc_reflection.v1alpha import reflection_pb2
+
+    info = channel.stream_stream(
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )
+    (reply,) = list(info(iter([reflection_pb2.ServerReflectionRequest(**request)]), timeout=10))
+    return reply
+
+
+def reflection_v1_services(channel: grpc.Channel) -> set[str]:
+    return {s.name for s in reflection_v1(channel, {"list_services": ""}).list_services_response.service}
+
+
+def reflection_v1_file_of(channel: grpc.Channel, symbol: str) -> str:
+    from google.protobuf import descriptor_pb2
+
+    reply = reflection_v1(channel, {"file_containing_symbol": symbol})
+    return descriptor_pb2.FileDescriptorProto.FromString(reply.file_descriptor_response.file_descriptor_proto[0]).name
 
 
 def test_ledger_check_finds_every_account_balanced_and_names_a_tampered_entry(casino):

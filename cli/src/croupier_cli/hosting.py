@@ -20,6 +20,7 @@ from grpc_health.v1 import health_pb2_grpc
 from croupier_platform.auth import Tokens
 from croupier_platform.bus import Bus
 from croupier_platform.deadletters import DeadLetterWatch
+from croupier_platform.deadlines import CallTimeouts
 from croupier_platform.grpc_server import (
     SERVER_OPTIONS,
     AccessLogInterceptor,
@@ -70,6 +71,7 @@ class Host:
     dead_letter_check_interval_s: float = DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S
     health_check_interval_s: float = DEFAULT_HEALTH_CHECK_INTERVAL_S
     outbox_stuck_after_s: float = DEFAULT_OUTBOX_STUCK_AFTER_S
+    call_timeouts: CallTimeouts = field(default_factory=CallTimeouts)
     # Distributed mode: the broker's reachability, for health; None with an in-process bus.
     broker_probe: KafkaProbe | None = None
     # Prometheus scrapes /metrics on this port, on the gRPC listen address's host; 0: no endpoint, nothing recorded.
@@ -135,6 +137,7 @@ class Host:
                 service_token=service_token,
                 channels=channels,
                 metrics=self.metrics,
+                call_timeouts=self.call_timeouts,
             )
             module = bootstrap(context, self.tables_file) if name == "game" else bootstrap(context)
             module.register(registry)  # type: ignore[arg-type]

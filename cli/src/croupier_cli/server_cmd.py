@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from croupier_platform.deadlines import CallTimeouts
 from croupier_platform.logs import configure_logging
 from croupier_platform.runtime import utc_now
 from croupier_platform.settings import DEPENDENCIES, SERVICES, ProcessSettings
@@ -65,6 +66,7 @@ def serve(
         return run_or_exit(host, name, where)
     host.health_check_interval_s = process.health_check_interval_s
     host.outbox_stuck_after_s = process.outbox_stuck_after_s
+    host.call_timeouts = CallTimeouts(default_s=process.internal_call_timeout_s)
 
     run_or_exit(host, name, where)
 

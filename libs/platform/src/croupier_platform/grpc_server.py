@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from .auth import Identity, TokenVerifier, reset_identity, set_identity, service_of_peer
+from .deadlines import inbound_deadline
 from .errors import INTERNAL_REFUSAL, InvalidArgument, Refusal, Unauthenticated, bounded, grpc_status, refusal_for
 from .logs import RateLimitedLog
 from .tls import ServerTls
@@ -248,11 +249,13 @@ async def abort_with(context: grpc.aio.ServicerContext, exc: Exception, where: s
 
 
 def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """Map domain errors to their status in one place; a bug becomes INTERNAL without a stack trace."""
+    """Map domain errors to their status in one place; a bug becomes INTERNAL without a stack trace.
+    The call's deadline bounds the internal calls it makes (croupier_platform.deadlines)."""
 
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            return await method(self, request, context)
+            with inbound_deadline(context.time_remaining()):
+                return await method(self, request, context)
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
@@ -269,8 +272,9 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
 
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
-            async for message in method(self, request, context):
-                yield message
+            with inbound_deadline(context.time_remaining()):
+                async for message in method(self, request, context):
+                    yield message
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status

@@ -11,6 +11,7 @@ import grpc
 
 from .auth import TokenVerifier
 from .bus import Bus
+from .deadlines import CallTimeouts
 from .metrics import Metrics
 
 Clock = Callable[[], datetime]
@@ -39,6 +40,8 @@ class ServiceContext:
     channels: dict[str, grpc.aio.Channel]
     # The process's instruments (one for all the services it hosts); records nothing unless exported.
     metrics: Metrics = field(default_factory=Metrics.disabled)
+    # Each internal call's timeout: the inbound call's time left, at most INTERNAL_CALL_TIMEOUT_S.
+    call_timeouts: CallTimeouts = field(default_factory=CallTimeouts)
 
 
 class ServiceModule(Protocol):

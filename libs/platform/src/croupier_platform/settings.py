@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .auth import OperatorKeys, jwks_source
+from .deadlines import DEADLINE_FLOOR_S, DEFAULT_INTERNAL_CALL_TIMEOUT_S
 from .tls import ClientTls, ServerTls, read_pem
 
 SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
@@ -54,6 +55,10 @@ class ProcessSettings(BaseSettings):
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_role_claim: str = "role"
+
+    # The longest a call to another service may take (and wait for it to come back); a call made while
+    # serving a request takes at most what is left of that request's deadline.
+    internal_call_timeout_s: float = Field(default=DEFAULT_INTERNAL_CALL_TIMEOUT_S, gt=DEADLINE_FLOOR_S, le=300)
 
     @field_validator("log_level", mode="before")
     @classmethod

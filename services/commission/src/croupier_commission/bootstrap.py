@@ -53,7 +53,7 @@ def bootstrap(ctx: ServiceContext) -> CommissionModule:
     engine = make_engine(ctx.database_url)
     create_schema(engine)
     metadata.create_all(engine)
-    wallet = GrpcWallet(ctx.channels["wallet"], ctx.service_token)
+    wallet = GrpcWallet(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts)
     store = SqlEventStore(engine)
     handler = round_events_handler(store, wallet)  # the bus's and ApplyRoundEvent's (the reconciler's re-drive)
     return CommissionModule(store=store, servicer=CommissionServicer(engine, handler, unapplied_finder(store, CONSUMER)), wallet=wallet, handler=handler)

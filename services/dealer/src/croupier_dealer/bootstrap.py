@@ -27,7 +27,7 @@ class DealerModule:
         self._engine = make_engine(ctx.database_url)
         create_schema(self._engine, dealer_metadata)
         self.dealer = Dealer(
-            SqlDealerUnitOfWorkFactory(self._engine), GrpcShoeOrders(ctx.channels, ctx.service_token), ctx.clock
+            SqlDealerUnitOfWorkFactory(self._engine), GrpcShoeOrders(ctx.channels, ctx.service_token, ctx.call_timeouts), ctx.clock
         )
 
     def register(self, server: grpc.aio.Server) -> None:

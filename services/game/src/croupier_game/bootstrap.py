@@ -46,14 +46,14 @@ class GameModule:
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay")
-        shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token)
-        stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token)
+        shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts)
+        stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         book = RoundBook(store, shuffler, ctx.clock, on_commit=self._committed, metrics=ctx.metrics)
         self.catalogue = catalogue
-        points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token)
+        points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token, ctx.call_timeouts)
         checks = DealerChecks(stakes, points)
-        self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token), stakes, checks)
+        self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token, ctx.call_timeouts), stakes, checks)
         # Live streams: one tail of the log feeds every watcher of this replica; open WatchSeat streams
         # keep their seats present, refreshed well within the shortest presence grace.
         watch = watch or config.WatchSettings()
@@ -65,8 +65,8 @@ class GameModule:
             max_streams_per_player=watch.watch_max_streams_per_player,
         )  # fmt: skip
         self.audit = AuditUseCases(
-            book, stakes, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token),
-            ledger=GrpcLedgerArchive(ctx.channels["wallet"], ctx.service_token),
+            book, stakes, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts),
+            ledger=GrpcLedgerArchive(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts),
         )  # fmt: skip
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
         self.keeper = Keeper(

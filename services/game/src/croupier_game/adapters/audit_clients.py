@@ -12,7 +12,7 @@ from .grpc_clients import _Client
 
 
 class _AuditClient(_Client):
-    timeout_s = 60.0  # a page of shoes or of rounds' transfers, or the whole ledger's check
+    cap_s = 60.0  # a page of shoes or of rounds' transfers, or the whole ledger's check
 
 
 class GrpcShoeArchive(_AuditClient):

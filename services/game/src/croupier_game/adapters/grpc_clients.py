@@ -12,6 +12,7 @@ import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
+from croupier_platform.deadlines import CallTimeouts
 from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable, relayed
 from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import call_metadata
@@ -19,7 +20,6 @@ from croupier_platform.redrive import envelope_to_json
 
 from ..application.ports import CommittedShoe, ExpiredReservation, LedgerEntry, Reservation, RevealedShoe, StakesRefused
 
-CALL_TIMEOUT_S = 5.0  # also how long a call waits for a restarting service (wait_for_ready)
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
@@ -40,20 +40,27 @@ def _translate(service: str, error: grpc.aio.AioRpcError) -> Exception:
 
 class _Client:
     service = ""
-    timeout_s = CALL_TIMEOUT_S
+    cap_s: float | None = None  # None: the configured default (CallTimeouts.default_s)
 
-    def __init__(self, channel: grpc.aio.Channel, token: str | None) -> None:
+    def __init__(self, channel: grpc.aio.Channel, token: str | None, timeouts: CallTimeouts | None = None) -> None:
         self._metadata = call_metadata(token)
+        self._timeouts = timeouts or CallTimeouts()
         self._stub = self._make_stub(channel)
 
     def _make_stub(self, channel: grpc.aio.Channel):  # noqa: ANN202
         raise NotImplementedError
 
-    async def _call(self, method: str, request):  # noqa: ANN001, ANN202
+    async def _call(self, method: str, request, stub=None):  # noqa: ANN001, ANN202
+        """`method` of `stub` (the client's own by default), errors translated."""
         try:
-            return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self.timeout_s, wait_for_ready=True)
+            return await self._raw_call(method, request, stub)
         except grpc.aio.AioRpcError as error:
             raise _translate(self.service, error) from None
+
+    async def _raw_call(self, method: str, request, stub=None):  # noqa: ANN001, ANN202
+        """`method` with the service token, bounded by the caller's deadline (and waiting for a restarting service)."""
+        timeout = self._timeouts.timeout_s(self.cap_s)
+        return await getattr(stub or self._stub, method)(request, metadata=self._metadata, timeout=timeout, wait_for_ready=True)
 
 
 class _RoundEventSink(_Client):
@@ -86,9 +93,7 @@ class GrpcShuffler(_RoundEventSink):
 
     async def reveal_shoe(self, shoe_id: str) -> RevealedShoe | None:
         try:
-            reply = await self._stub.RevealShoe(
-                internal_pb2.RevealShoeRequest(shoe_id=shoe_id), metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True
-            )
+            reply = await self._raw_call("RevealShoe", internal_pb2.RevealShoeRequest(shoe_id=shoe_id))
         except grpc.aio.AioRpcError as error:
             if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND, *_UNREACHABLE):
                 return None  # not revealed (yet), or the shuffler is away: the view leaves the fields empty
@@ -148,7 +153,7 @@ class GrpcStakes(_RoundEventSink):
 
     async def _reserve(self, method: str, request, refused: str) -> Reservation:  # noqa: ANN001
         try:
-            reply = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=CALL_TIMEOUT_S, wait_for_ready=True)
+            reply = await self._raw_call(method, request)
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 raise relayed(StakesRefused, f"{refused}: {error.details()}", error) from None
@@ -156,13 +161,7 @@ class GrpcStakes(_RoundEventSink):
         return Reservation(reply.transaction_id, reply.available_before, reply.available_after)
 
     async def available_balance(self, player_id: str, currency: str) -> int:
-        try:
-            reply = await self._balances.GetBalances(
-                wallet_pb2.GetBalancesRequest(player_id=player_id), metadata=self._metadata, timeout=CALL_TIMEOUT_S,
-                wait_for_ready=True,
-            )  # fmt: skip
-        except grpc.aio.AioRpcError as error:
-            raise _translate(self.service, error) from None
+        reply = await self._call("GetBalances", wallet_pb2.GetBalancesRequest(player_id=player_id), self._balances)
         return next((b.available for b in reply.balances if b.currency == currency), 0)
 
     async def expired_reservations(self, limit: int) -> list[ExpiredReservation]:
