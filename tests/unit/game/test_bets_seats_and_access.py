@@ -106,7 +106,7 @@ def test_another_players_round_is_not_found_as_a_made_up_id_and_operators_see_al
             game.run(call)
         assert str(hidden.value) == str(made_up.value).replace("made-up", view.round_id)
     assert game.run(game.tables.get_round(OPERATOR, view.round_id)).round_id == view.round_id
-    assert game.run(game.tables.list_rounds(BOB, 10)) == []
+    assert game.run(game.tables.list_rounds(BOB, 10)).items == []
     with raises_reason("PERMISSION_DENIED", PermissionDenied):
         game.run(game.audit.replay_round(ALICE, view.round_id))
     with raises_reason("PERMISSION_DENIED", PermissionDenied):
@@ -121,10 +121,10 @@ def test_list_rounds_newest_first_with_steps(game: Game) -> None:
         view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, f"key-{n}", ""))
         game.run(game.tables.deal(ALICE, view.round_id))
         ids.append(view.round_id)
-    rounds = game.run(game.tables.list_rounds(ALICE, 0))
+    rounds = game.run(game.tables.list_rounds(ALICE, 0)).items
     assert [r.round_id for r in rounds] == ids[::-1]
     assert all(r.phase == "settled" and len(r.steps) == 5 for r in rounds)
-    assert [r.round_id for r in game.run(game.tables.list_rounds(ALICE, 2))] == ids[:0:-1]
+    assert [r.round_id for r in game.run(game.tables.list_rounds(ALICE, 2)).items] == ids[:0:-1]
     with raises_reason("INVALID_FIELD", InvalidArgument, match="1-100"):
         game.run(game.tables.list_rounds(ALICE, 101))
 

@@ -97,9 +97,11 @@ class _MemoryRounds(Rounds):
     def update(self, round_id: str, phase: str, version: int) -> None:
         self._rows.rounds[round_id] = replace(self._rows.rounds[round_id], phase=phase, version=version)
 
-    def recent(self, player_id: str, limit: int) -> list[str]:
-        mine = [r.round_id for r in self._rows.rounds.values() if player_id in (r.player_id, r.dealer_player_id)]
-        return mine[::-1][:limit]
+    def recent(self, player_id: str, limit: int, before: int | None = None) -> list[tuple[int, str]]:
+        # The key: the position in insertion order, from 1 (as the SQL table's autoincrement id).
+        rows = enumerate(self._rows.rounds.values(), 1)
+        mine = [(key, r.round_id) for key, r in rows if player_id in (r.player_id, r.dealer_player_id)]
+        return [(key, round_id) for key, round_id in mine[::-1] if before is None or key < before][:limit]
 
     def open_rounds(self, limit: int) -> list[RoundRow]:
         return [r for r in self._rows.rounds.values() if r.phase not in OVER_PHASES][:limit]

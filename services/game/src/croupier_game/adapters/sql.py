@@ -209,14 +209,16 @@ class _SqlRounds(Rounds):
         if round_ids:
             self._c.execute(update(rounds_table).where(rounds_table.c.round_id.in_(list(round_ids))).values(reconciled=True))
 
-    def recent(self, player_id: str, limit: int) -> list[str]:
+    def recent(self, player_id: str, limit: int, before: int | None = None) -> list[tuple[int, str]]:
         query = (
-            select(rounds_table.c.round_id)
+            select(rounds_table.c.id, rounds_table.c.round_id)
             .where(or_(rounds_table.c.player_id == player_id, rounds_table.c.dealer_player_id == player_id))
             .order_by(rounds_table.c.id.desc())
             .limit(limit)
         )
-        return list(self._c.execute(query).scalars())
+        if before is not None:
+            query = query.where(rounds_table.c.id < before)
+        return [(row.id, row.round_id) for row in self._c.execute(query)]
 
 
 class SqlGameStore:

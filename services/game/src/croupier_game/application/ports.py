@@ -124,8 +124,9 @@ class Rounds(ABC):
     def update(self, round_id: str, phase: str, version: int) -> None: ...
 
     @abstractmethod
-    def recent(self, player_id: str, limit: int) -> list[str]:
-        """The ids of the rounds the player played or dealt, newest first."""
+    def recent(self, player_id: str, limit: int, before: int | None = None) -> list[tuple[int, str]]:
+        """The rounds the player played or dealt as (key, round id), newest first, only those with a key below
+        `before` when given: the key is unique and grows with each round opened (ListRounds' page tokens carry it)."""
 
     @abstractmethod
     def open_rounds(self, limit: int) -> list[RoundRow]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from croupier_platform.auth import Identity
 from croupier_platform.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
+from croupier_platform.paging import Page, PageSize, decode_page_token, page_of
 from croupier_platform.tracing import round_span
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.decider import PHASE_TEXT
@@ -44,8 +45,8 @@ logger = logging.getLogger(__name__)
 
 MAX_KEY_LENGTH = 128
 MAX_CUT_SEED_LENGTH = 256
-DEFAULT_LIST_LIMIT = 10
-MAX_LIST_LIMIT = 100
+LIST_PAGE_SIZE = PageSize(default=10, maximum=100)
+ROUNDS_LIST = "ListRounds"  # the list's name in its page tokens
 
 
 @dataclass(frozen=True)
@@ -604,15 +605,14 @@ class TableUseCases:
     async def get_round(self, actor: Identity, round_id: str) -> RoundView:
         return await self._book.view(actor, await self._book.load_for(actor, round_id))
 
-    async def list_rounds(self, actor: Identity, limit: int) -> list[RoundView]:
-        if limit < 0 or limit > MAX_LIST_LIMIT:
-            raise InvalidArgument(
-                f"limit {limit} is out of range; ask for 1-{MAX_LIST_LIMIT} rounds (0 means {DEFAULT_LIST_LIMIT})",
-                fields={"limit": f"0-{MAX_LIST_LIMIT}"},
-            )
-        wanted = limit or DEFAULT_LIST_LIMIT
-        ids = await self._book.in_transaction(lambda uow: uow.rounds.recent(actor.subject, wanted))
-        return [await self._book.view(actor, await self._book.load(round_id)) for round_id in ids]
+    async def list_rounds(self, actor: Identity, page_size: int, page_token: str = "", limit: int = 0) -> Page:
+        """A page of the player's rounds (RoundView items), newest first; `limit` is page_size's older name."""
+        size = LIST_PAGE_SIZE.of(page_size, limit, "rounds")
+        before = decode_page_token(ROUNDS_LIST, page_token, int)
+        keyed = await self._book.in_transaction(lambda uow: uow.rounds.recent(actor.subject, size + 1, before))
+        page = page_of(ROUNDS_LIST, keyed, size)
+        views = [await self._book.view(actor, await self._book.load(round_id)) for round_id in page.items]
+        return Page(views, page.next_page_token)
 
     # -------------------------------------------------------------- helpers
 

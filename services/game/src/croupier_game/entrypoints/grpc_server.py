@@ -183,8 +183,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     @handles_errors
     async def ListRounds(self, request, context):  # noqa: ANN001, ANN201, N802
-        views = await self._tables.list_rounds(current_identity(), request.limit)
-        return table_pb2.ListRoundsResponse(rounds=[round_message(v) for v in views])
+        page = await self._tables.list_rounds(current_identity(), request.page_size, request.page_token, request.limit)
+        return table_pb2.ListRoundsResponse(rounds=[round_message(v) for v in page.items], next_page_token=page.next_page_token)
 
     @handles_stream_errors
     async def WatchSeat(self, request, context):  # noqa: ANN001, ANN201, N802
