@@ -326,3 +326,26 @@ def test_ledger_check_finds_every_account_balanced_and_names_a_tampered_entry(ca
     assert json.loads(done.stdout.splitlines()[-1])["mismatches"]
     with sqlite3.connect(wallet_db) as connection:  # put it back for the tests that follow
         connection.execute("UPDATE wallet_entries SET amount = amount - 1 WHERE rowid = (SELECT max(rowid) FROM wallet_entries)")
+
+
+def test_list_rounds_walks_pages_over_grpc(casino):
+    player = casino.player()
+    player.top_up()
+    seat = player.seat(table_id("casino-war"))
+    played = []
+    for _ in range(3):
+        view = player.deal(player.place(seat, {"ante": 500}).round_id)
+        if view.phase == "deciding":
+            player.decide(view.round_id, "surrender")
+        played.append(view.round_id)
+    listed, token, pages = [], "", 0
+    while True:
+        page = player.call(player.tables.ListRounds, table_pb2.ListRoundsRequest(page_size=2, page_token=token))
+        listed += [r.round_id for r in page.rounds]
+        pages += 1
+        if not (token := page.next_page_token):
+            break
+    assert (listed, pages) == (played[::-1], 2)
+    with pytest.raises(grpc.RpcError) as refused:
+        player.call(player.tables.ListRounds, table_pb2.ListRoundsRequest(page_token="bogus"))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in refused.value.details()

@@ -60,6 +60,7 @@ def wallet_store(data: Path | None, database_url: str | None) -> Iterator:
 
 def run_use_case(data: Path | None, database_url: str | None, use_case: Callable):  # noqa: ANN201
     """`use_case(app)` on a WalletApp over the store; a refused request (a bad filter) exits 2."""
+    from croupier_platform.errors import InvalidArgument
     from croupier_platform.eventstore import SqlEventStore
     from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
     from croupier_wallet.application.services import WalletApp
@@ -68,7 +69,7 @@ def run_use_case(data: Path | None, database_url: str | None, use_case: Callable
     with wallet_store(data, database_url) as engine:
         try:
             return use_case(WalletApp(SqlWalletUnitOfWorkFactory(SqlEventStore(engine)), utc_now))
-        except LedgerError as exc:
+        except (LedgerError, InvalidArgument) as exc:
             err.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
 
@@ -100,18 +101,31 @@ def check(data: Data = None, database_url: DatabaseUrl = None, as_json: AsJson =
 @ledger_app.command("transactions")
 def transactions(
     player: Annotated[str, typer.Argument(help="the player's id")],
-    limit: Annotated[int, typer.Option(help="how many, newest first (1-500)")] = 50,
+    limit: Annotated[int, typer.Option("--limit", "--page-size", help="how many per page, newest first (1-500)")] = 50,
+    page_token: Annotated[str, typer.Option(help="the next page: the token the previous page printed")] = "",
+    every_page: Annotated[bool, typer.Option("--all", help="every transaction, following the pages")] = False,
     data: Data = None, database_url: DatabaseUrl = None, as_json: AsJson = False,
 ) -> None:
-    """A player's transactions, newest first, each with its round, game and table."""
-    views = run_use_case(data, database_url, lambda app: app.transactions(player, limit))
+    """A player's transactions, newest first, each with its round, game and table, a page at a time."""
+
+    def pages(app):  # noqa: ANN001, ANN202
+        views, token = [], page_token
+        while True:
+            page = app.transactions(player, limit, token)
+            views += page.items
+            token = page.next_page_token
+            if not (every_page and token):
+                return views, token
+
+    views, token = run_use_case(data, database_url, pages)
     if as_json:
-        print(json.dumps({"player_id": player, "transactions": [asdict(v) for v in views]}))
+        print(json.dumps({"player_id": player, "transactions": [asdict(v) for v in views], "next_page_token": token}))
         return
     for v in views:
         where = f"{v.game} {v.table_id} round {v.round_id}" if v.round_id else ""
         print(f"{v.occurred_at}  {v.kind:<10} {v.status:<7} {v.amount:>+12} {v.currency:<4} {where}".rstrip())
-    print(f"{len(views)} transaction(s) of {player}")
+    more = f"; more: --page-token {token} (or --all)" if token else ""
+    print(f"{len(views)} transaction(s) of {player}{more}")
 
 
 def report_command(name: str, use_case: str, lines: Callable[[Any], Iterable[str]]) -> Callable:

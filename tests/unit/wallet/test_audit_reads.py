@@ -3,9 +3,17 @@ ListRoundTransactions shows each round, and the rounds the wallet holds, page by
 
 from __future__ import annotations
 
-from croupier_wallet.adapters.check import ledger_round_ids, round_ledgers, snapshot
+from datetime import timedelta
 
-from .helpers import Wallet, settled, voided
+import pytest
+
+from croupier_platform.errors import InvalidArgument
+from croupier_platform.paging import encode_page_token
+from croupier_wallet.adapters.check import ledger_round_ids, round_ledgers, snapshot
+from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
+from croupier_wallet.application.services import WalletApp
+
+from .helpers import Wallet, fixed_clock, settled, voided
 
 
 def test_round_ledgers_show_each_round_as_its_player_sees_it(wallet: Wallet) -> None:
@@ -58,3 +66,24 @@ def test_round_ledgers_mark_a_player_dealers_transfers_with_the_dealer(wallet: W
         ("round:p1:commission", "commission", "posted", -525),
     ]
     assert {t.player_id for t in transfers} == {"ann", "bob"}  # the house's legs are nobody's view
+
+
+def test_expired_reservations_page_by_expiry_with_reservations_added_between_pages(wallet: Wallet) -> None:
+    app = WalletApp(SqlWalletUnitOfWorkFactory(wallet.store), fixed_clock, reservation_timeout=timedelta(0))  # expired at once
+    app.top_up("ann", 10_000, "PLAY", "top")
+    for n in range(5):
+        app.reserve_stakes(f"r{n}:stakes", "ann", f"r{n}", 10, "PLAY", {"ante": 10})
+    seen, token = [], ""
+    while True:
+        page = app.expired_reservations(2, token)
+        seen += [t.request.round_id for t in page.items]
+        app.reserve_stakes(f"later-{len(seen)}:stakes", "ann", f"later-{len(seen)}", 10, "PLAY", {"ante": 10})
+        if not (token := page.next_page_token):
+            break
+    # The same expiry for all (a fixed clock): commit order breaks the tie, so those added meanwhile come after.
+    assert seen[:5] == ["r0", "r1", "r2", "r3", "r4"] and len(seen) == len(set(seen))
+    assert [t.request.round_id for t in app.expired_reservations(0, "", limit=3).items] == ["r0", "r1", "r2"]
+    with pytest.raises(InvalidArgument, match="page_token is not one ListExpiredReservations gave"):
+        app.expired_reservations(2, encode_page_token("ListExpiredReservations", ["2025", "1"]))
+    with pytest.raises(InvalidArgument, match="page_size 1001 is out of range"):
+        app.expired_reservations(1001)

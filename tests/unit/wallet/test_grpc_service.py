@@ -251,3 +251,38 @@ def test_the_outbox_relay_runs_in_the_background(tmp_path):
         assert [(e.event_type, e.payload["kind"]) for e in h.ledger_events] == [("TransferPosted", "top_up")]
 
     run(tmp_path, scenario)
+
+
+def test_list_calls_page_over_grpc_and_refuse_a_bad_token(tmp_path):
+    async def scenario(h: Harness) -> None:
+        for n in range(5):
+            await h.top_up("alice", 10 + n, f"t{n}")
+            await h.reserve(f"r{n}:stakes", "alice", f"r{n}", 1)
+        request = wallet_pb2.ListTransactionsRequest
+        first = await h.wallet.ListTransactions(request(page_size=4), metadata=h.auth("alice"))
+        second = await h.wallet.ListTransactions(request(page_size=4, page_token=first.next_page_token), metadata=h.auth("alice"))
+        last = await h.wallet.ListTransactions(request(page_size=4, page_token=second.next_page_token), metadata=h.auth("alice"))
+        everything = await h.wallet.ListTransactions(request(limit=500), metadata=h.auth("alice"))
+        paged = [t.transaction_id for page in (first, second, last) for t in page.transactions]
+        assert paged == [t.transaction_id for t in everything.transactions] and len(paged) == 10
+        assert (last.next_page_token, everything.next_page_token) == ("", "")
+        code, details = await status_of(h.wallet.ListTransactions(request(page_token="not-a-token"), metadata=h.auth("alice")))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token is not one ListTransactions gave" in details
+        code, details = await status_of(h.wallet.ListTransactions(request(page_size=-1), metadata=h.auth("alice")))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_size -1 is out of range" in details
+
+        audit = internal_pb2_grpc.LedgerAuditServiceStub(h.channel)
+        pages, token = [], ""
+        while True:
+            page = await audit.ListLedgerRounds(internal_pb2.ListLedgerRoundsRequest(page_size=2, page_token=token), metadata=h.auth("game"))
+            pages.append(list(page.round_ids))
+            if not (token := page.next_page_token):
+                break
+        assert pages == [["r0", "r1"], ["r2", "r3"], ["r4"]]
+        old_style = await audit.ListLedgerRounds(internal_pb2.ListLedgerRoundsRequest(after_round_id="r2", limit=10), metadata=h.auth("game"))
+        assert list(old_style.round_ids) == ["r3", "r4"] and old_style.next_page_token == ""
+        code, details = await status_of(audit.ListLedgerRounds(
+            internal_pb2.ListLedgerRoundsRequest(page_token=first.next_page_token), metadata=h.auth("game")))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "not one ListLedgerRounds gave" in details
+
+    run(tmp_path, scenario)

@@ -6,6 +6,9 @@ import json
 import pytest
 from sqlalchemy import update
 
+from croupier_platform.errors import InvalidArgument
+from croupier_platform.paging import encode_page_token
+
 from croupier_wallet.adapters.tables import accounts_table
 from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, RoundClosed, RoundMismatch, TransferIdReused
 from tests.refusals import raises_reason
@@ -138,7 +141,7 @@ def test_voiding_an_open_round_releases_its_stakes(wallet):
     wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
     assert wallet.consumer.handle(voided("r1", {"ante": 100}))
     assert balance(wallet) == (1_000, 0, 1_000)
-    kinds = [(t.kind, t.status, t.amount) for t in wallet.app.transactions("alice", 0)]
+    kinds = [(t.kind, t.status, t.amount) for t in wallet.app.transactions("alice", 0).items]
     assert kinds == [("stake", "voided", -100), ("top_up", "posted", 1_000)]
     assert wallet.check().ok
 
@@ -222,10 +225,34 @@ def test_every_change_appends_a_ledger_event_to_the_players_stream(wallet):
 def test_list_transactions_is_newest_first_with_a_limit(wallet):
     for i in range(5):
         wallet.app.top_up("alice", 10 + i, "PLAY", f"tx-{i}")
-    assert [t.amount for t in wallet.app.transactions("alice", 3)] == [14, 13, 12]
-    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 1 to 500"):
+    assert [t.amount for t in wallet.app.transactions("alice", 3).items] == [14, 13, 12]
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_size 501 is out of range; ask for 1-500"):
         wallet.app.transactions("alice", 501)
-    assert wallet.app.transactions("bob", 0) == []
+    with pytest.raises(InvalidArgument, match="limit -1 is out of range"):
+        wallet.app.transactions("alice", 0, limit=-1)
+    assert wallet.app.transactions("bob", 0).items == []
+
+
+def test_transaction_pages_walk_every_transaction_once_with_transactions_in_between(wallet):
+    for i in range(7):
+        wallet.app.top_up("alice", 10 + i, "PLAY", f"tx-{i}")
+    seen, token, pages = [], "", 0
+    while True:
+        page = wallet.app.transactions("alice", 3, token)
+        seen += [t.amount for t in page.items]
+        pages += 1
+        wallet.app.top_up("alice", 100 + pages, "PLAY", f"later-{pages}")  # a new transaction between pages
+        wallet.app.top_up("bob", 1, "PLAY", f"bob-{pages}")  # another player's, interleaved
+        if not (token := page.next_page_token):
+            break
+    assert (seen, pages) == ([16, 15, 14, 13, 12, 11, 10], 3)  # none missed or repeated, no empty last page
+    assert [t.amount for t in wallet.app.transactions("alice", 0, limit=3).items] == [103, 102, 101]  # limit: the alias
+
+
+@pytest.mark.parametrize("token", ["not a token", encode_page_token("ListRounds", 3), encode_page_token("ListTransactions", [3])])
+def test_a_transaction_page_token_the_wallet_did_not_give_is_refused(wallet, token):
+    with pytest.raises(InvalidArgument, match="page_token is not one ListTransactions gave"):
+        wallet.app.transactions("alice", 10, token)
 
 
 def test_check_ledger_finds_a_balance_that_disagrees_with_its_entries(wallet):

@@ -5,6 +5,7 @@ tests/integration/wallet/test_limits_postgres.py runs this suite on PostgreSQL t
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from datetime import timedelta
 
 import pytest
@@ -110,7 +111,7 @@ def test_commission_totals_per_currency_and_table(played):
 
 
 def test_a_players_transactions_name_their_round_game_and_table(played):
-    views = played.transactions("alice", 50)
+    views = played.transactions("alice", 50).items
     stakes = [(v.round_id, v.game, v.table_id, v.amount) for v in reversed(views) if v.kind == "stake"]
     assert stakes == [
         ("r1", "casino-war", "casino-war-play", -500), ("r1", "casino-war", "casino-war-play", -500),
@@ -122,7 +123,7 @@ def test_a_players_transactions_name_their_round_game_and_table(played):
     assert payouts == {"r1": ("casino-war", "casino-war-play", 2_000), "r3": ("casino-holdem", "casino-holdem-play", 1_500),
                        "r7": ("casino-war", "casino-war-usd", 2_000)}  # fmt: skip
     assert {(v.kind, v.game, v.table_id) for v in views if not v.round_id} == {("top_up", "", ""), ("deposit", "", "")}
-    dealer = played.transactions("bob", 50)  # the dealer's side of r6 names its round too
+    dealer = played.transactions("bob", 50).items  # the dealer's side of r6 names its round too
     assert {(v.kind, v.round_id, v.table_id) for v in dealer if v.round_id} >= {("cover", "r6", P2P), ("commission", "r6", P2P)}
 
 
@@ -155,6 +156,15 @@ def test_the_cli_prints_the_reports_as_json_from_the_store(played, tmp_path):
     listed = runner.invoke(cli, ["ledger", "transactions", "alice", "--limit", "3", "--json", *store])
     newest = json.loads(listed.stdout)["transactions"][0]
     assert (newest["kind"], newest["round_id"], newest["game"], newest["table_id"]) == ("payout", "r7", "casino-war", "casino-war-usd")
+    first_page = json.loads(listed.stdout)
+    every = json.loads(runner.invoke(cli, ["ledger", "transactions", "alice", "--page-size", "2", "--all", "--json", *store]).stdout)
+    assert every["next_page_token"] == "" and every["transactions"] == [asdict(t) for t in played.transactions("alice", 500).items]
+    assert len(every["transactions"]) > 3 and first_page["next_page_token"]
+    second = json.loads(runner.invoke(cli, ["ledger", "transactions", "alice", "--limit", "3", "--page-token",
+                                            first_page["next_page_token"], "--json", *store]).stdout)
+    assert first_page["transactions"] + second["transactions"] == every["transactions"][:6]
+    refused = runner.invoke(cli, ["ledger", "transactions", "alice", "--page-token", "bogus", *store])
+    assert refused.exit_code == 2 and "page_token is not one" in refused.output
     text = runner.invoke(cli, ["ledger", "house", *store])
     assert text.exit_code == 0 and "casino-holdem-play" in text.stdout
     bad = runner.invoke(cli, ["ledger", "house", "--from", "yesterday", *store])

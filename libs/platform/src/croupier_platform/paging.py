@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +42,8 @@ def encode_page_token(list_name: str, key: Any) -> str:
     return base64.urlsafe_b64encode(bytes([TOKEN_VERSION]) + body).decode().rstrip("=")
 
 
-def decode_page_token(list_name: str, token: str, key_type: type = object) -> Any | None:
-    """The sort key (of `key_type`) a page token carries; None for an empty token (the first page).
+def decode_page_token(list_name: str, token: str, is_key: Callable[[Any], bool]) -> Any | None:
+    """The sort key a page token carries (one `is_key` accepts); None for an empty token (the first page).
     InvalidArgument for a token this list did not give (garbled, of another version or of another list)."""
     if not token:
         return None
@@ -54,7 +54,7 @@ def decode_page_token(list_name: str, token: str, key_type: type = object) -> An
         name, key = json.loads(raw[1:])
         if name != list_name:
             raise ValueError("another list's token")
-        if not isinstance(key, key_type) or isinstance(key, bool):
+        if not is_key(key):
             raise ValueError("not a position in this list")
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
         raise InvalidArgument(
@@ -69,6 +69,14 @@ class Page:
 
     items: list[Any]
     next_page_token: str
+
+
+def is_int(key: Any) -> bool:
+    return type(key) is int
+
+
+def is_str(key: Any) -> bool:
+    return type(key) is str
 
 
 def page_of(list_name: str, keyed_rows: Sequence[tuple[Any, Any]], size: int) -> Page:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from croupier_platform.auth import Identity
 from croupier_platform.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
-from croupier_platform.paging import Page, PageSize, decode_page_token, page_of
+from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, page_of
 from croupier_platform.tracing import round_span
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.decider import PHASE_TEXT
@@ -608,7 +608,7 @@ class TableUseCases:
     async def list_rounds(self, actor: Identity, page_size: int, page_token: str = "", limit: int = 0) -> Page:
         """A page of the player's rounds (RoundView items), newest first; `limit` is page_size's older name."""
         size = LIST_PAGE_SIZE.of(page_size, limit, "rounds")
-        before = decode_page_token(ROUNDS_LIST, page_token, int)
+        before = decode_page_token(ROUNDS_LIST, page_token, is_int)
         keyed = await self._book.in_transaction(lambda uow: uow.rounds.recent(actor.subject, size + 1, before))
         page = page_of(ROUNDS_LIST, keyed, size)
         views = [await self._book.view(actor, await self._book.load(round_id)) for round_id in page.items]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Row, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Row, and_, func, insert, or_, select, tuple_, update
 
 from croupier_platform.db import reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
@@ -134,21 +134,23 @@ class SqlLedgerRepository:
         ]
         self._c.execute(insert(entries_table), rows)
 
-    def expired_reservations(self, now: str, limit: int) -> list[Transfer]:
-        pending = transfers_table.c.status == Status.PENDING.value
+    def expired_reservations(self, now: str, limit: int, after: tuple[str, int] | None = None) -> list[tuple[tuple[str, int], Transfer]]:
+        t = transfers_table.c
         query = (
             select(transfers_table)
-            .where(pending, transfers_table.c.expires_at.is_not(None), transfers_table.c.expires_at <= now)
-            .order_by(transfers_table.c.expires_at, transfers_table.c.seq)
+            .where(t.status == Status.PENDING.value, t.expires_at.is_not(None), t.expires_at <= now)
+            .order_by(t.expires_at, t.seq)
             .limit(limit)
         )
-        return [_transfer(row) for row in self._c.execute(query)]
+        if after is not None:
+            query = query.where(tuple_(t.expires_at, t.seq) > tuple_(*after))
+        return [((row.expires_at, row.seq), _transfer(row)) for row in self._c.execute(query)]
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
         query = select(transfers_table).where(transfers_table.c.round_id == round_id).order_by(transfers_table.c.seq)
         return [_transfer(row) for row in self._c.execute(query)]
 
-    def player_transfers(self, player_id: str, limit: int) -> Sequence[Transfer]:
+    def player_transfers(self, player_id: str, limit: int, before: int | None = None) -> Sequence[tuple[int, Transfer]]:
         account = player_account(player_id)
         query = (
             select(transfers_table)
@@ -159,7 +161,9 @@ class SqlLedgerRepository:
             .order_by(transfers_table.c.seq.desc())
             .limit(limit)
         )
-        return [_transfer(row) for row in self._c.execute(query)]
+        if before is not None:
+            query = query.where(transfers_table.c.seq < before)
+        return [(row.seq, _transfer(row)) for row in self._c.execute(query)]
 
     # ------------------------------------------------------------------ rounds
 

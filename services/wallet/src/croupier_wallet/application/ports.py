@@ -56,13 +56,15 @@ class LedgerRepository(Protocol):
     def round_transfers(self, round_id: str) -> list[Transfer]:
         """Oldest first."""
 
-    def expired_reservations(self, now: str, limit: int) -> list[Transfer]:
-        """Pending transfers whose expiry is at or before `now` (ISO-8601), soonest expiry first."""
+    def expired_reservations(self, now: str, limit: int, after: tuple[str, int] | None = None) -> list[tuple[tuple[str, int], Transfer]]:
+        """(key, transfer) of the pending transfers whose expiry is at or before `now` (ISO-8601), soonest expiry
+        first; only keys after `after` when given. The key, (expiry, commit order), is unique and ordered."""
 
     def player_accounts(self, player_id: str) -> list[Account]: ...
 
-    def player_transfers(self, player_id: str, limit: int) -> Sequence[Transfer]:
-        """Newest first."""
+    def player_transfers(self, player_id: str, limit: int, before: int | None = None) -> Sequence[tuple[int, Transfer]]:
+        """(key, transfer), newest first; only keys below `before` when given. The key (the commit order) is
+        unique and grows with each transfer (ListTransactions' page tokens carry it)."""
 
 
 class LimitsRepository(Protocol):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from croupier_platform.errors import NotFound
+from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, is_str, page_of
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
 
@@ -54,8 +55,8 @@ logger = logging.getLogger(__name__)
 
 TOP_UP_MIN = 1
 TOP_UP_MAX = 1_000_000
-DEFAULT_LIST_LIMIT = 50
-MAX_LIST_LIMIT = 500
+LIST_PAGE_SIZE = PageSize(default=50, maximum=500)
+TRANSACTIONS_LIST = "ListTransactions"  # the list's name in its page tokens
 
 
 class UnknownRound(NotFound, LedgerError):
@@ -71,7 +72,13 @@ class ReservationNotExpired(LedgerError):
 
 
 RECONCILER_CAUSATION = "reconciler"
-MAX_EXPIRED_LIST = 1_000
+EXPIRED_PAGE_SIZE = PageSize(default=100, maximum=1_000)
+EXPIRED_LIST = "ListExpiredReservations"  # the list's name in its page tokens
+
+
+def _is_expiry_key(key: object) -> bool:
+    """An expired reservation's place in its list: [expires_at, seq]."""
+    return isinstance(key, list) and len(key) == 2 and is_str(key[0]) and is_int(key[1])
 
 
 @dataclass(frozen=True)
@@ -349,12 +356,14 @@ class WalletApp:
 
     # ------------------------------------------------------------------ expired reservations (the game's reconciler)
 
-    def expired_reservations(self, limit: int) -> list[Transfer]:
-        """Pending reservations past their expiry, soonest expiry first; each names its owner, the round."""
-        if not 1 <= limit <= MAX_EXPIRED_LIST:
-            raise InvalidTransfer(f"limit must be from 1 to {MAX_EXPIRED_LIST}, not {limit}", fields={"limit": f"1-{MAX_EXPIRED_LIST}"})
+    def expired_reservations(self, page_size: int, page_token: str = "", limit: int = 0) -> Page:
+        """A page of the pending reservations (Transfer items) past their expiry, soonest expiry first; each
+        names its owner, the round. `limit` is page_size's older name."""
+        size = EXPIRED_PAGE_SIZE.of(page_size, limit, "reservations")
+        after = decode_page_token(EXPIRED_LIST, page_token, _is_expiry_key)
         with self._uow() as uow:
-            return uow.ledger.expired_reservations(self._now(), limit)
+            keyed = uow.ledger.expired_reservations(self._now(), size + 1, tuple(after) if after else None)
+        return page_of(EXPIRED_LIST, keyed, size)
 
     def release_orphan_round(self, round_id: str) -> int:
         """The game holds no round `round_id` (a crash between reserving its stakes and writing it): void the
@@ -389,18 +398,15 @@ class WalletApp:
             views.append(BalanceView(PLAY, 0, 0, 0))
         return sorted(views, key=lambda v: v.currency)
 
-    def transactions(self, player_id: str, limit: int) -> list[TransactionView]:
+    def transactions(self, player_id: str, page_size: int, page_token: str = "", limit: int = 0) -> Page:
+        """A page of the player's transactions (TransactionView items), newest first; `limit` is page_size's older name."""
         check_id("player_id", player_id)
-        if limit == 0:
-            limit = DEFAULT_LIST_LIMIT
-        if not 1 <= limit <= MAX_LIST_LIMIT:
-            raise InvalidTransfer(
-                f"limit must be from 1 to {MAX_LIST_LIMIT} (0 means {DEFAULT_LIST_LIMIT}), not {limit}", fields={"limit": f"0-{MAX_LIST_LIMIT}"}
-            )
+        size = LIST_PAGE_SIZE.of(page_size, limit, "transactions")
+        before = decode_page_token(TRANSACTIONS_LIST, page_token, is_int)
         with self._uow() as uow:
-            transfers = uow.ledger.player_transfers(player_id, limit)
-            rounds = uow.ledger.rounds(t.request.round_id for t in transfers if t.request.round_id)
-        return [_view(t, player_id, rounds.get(t.request.round_id or "")) for t in transfers]
+            page = page_of(TRANSACTIONS_LIST, uow.ledger.player_transfers(player_id, size + 1, before), size)
+            rounds = uow.ledger.rounds(t.request.round_id for t in page.items if t.request.round_id)
+        return Page([_view(t, player_id, rounds.get(t.request.round_id or "")) for t in page.items], page.next_page_token)
 
     def round_transactions(self, round_id: str) -> tuple[str, list[TransactionView]]:
         """The round's player and every transfer that touched the player's account, oldest first

@@ -18,10 +18,13 @@ from croupier.v1 import wallet_pb2
 from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.grpc_server import handles_errors
+from croupier_platform.paging import PageSize, decode_page_token, is_str, page_of
 
 from ..adapters.check import check_ledger, ledger_round_ids, round_ledgers, snapshot
 
 MAX_BATCH = 1_000
+LEDGER_ROUNDS_PAGE_SIZE = PageSize(default=MAX_BATCH, maximum=MAX_BATCH)
+LEDGER_ROUNDS_LIST = "ListLedgerRounds"  # the list's name in its page tokens
 T = TypeVar("T")
 
 
@@ -69,11 +72,11 @@ class LedgerAuditServicer(internal_pb2_grpc.LedgerAuditServiceServicer):
     @handles_errors
     async def ListLedgerRounds(self, request: internal_pb2.ListLedgerRoundsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
-        if not 1 <= request.limit <= MAX_BATCH:
-            raise InvalidArgument(f"limit must be from 1 to {MAX_BATCH}, not {request.limit}", fields={"limit": f"1-{MAX_BATCH}"})
-        after = request.after_round_id or None
-        ids = await asyncio.to_thread(_read, self._engine, lambda c: ledger_round_ids(c, after, request.limit))
-        return internal_pb2.ListLedgerRoundsResponse(round_ids=ids)
+        size = LEDGER_ROUNDS_PAGE_SIZE.of(request.page_size, request.limit, "rounds")
+        after = decode_page_token(LEDGER_ROUNDS_LIST, request.page_token, is_str) or request.after_round_id or None
+        ids = await asyncio.to_thread(_read, self._engine, lambda c: ledger_round_ids(c, after, size + 1))
+        page = page_of(LEDGER_ROUNDS_LIST, [(round_id, round_id) for round_id in ids], size)
+        return internal_pb2.ListLedgerRoundsResponse(round_ids=page.items, next_page_token=page.next_page_token)
 
 
 def register(server: grpc.aio.Server, engine: Engine) -> None:

@@ -107,8 +107,8 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     @translated
     async def ListTransactions(self, request: wallet_pb2.ListTransactionsRequest, context: grpc.aio.ServicerContext):
         player_id = _player_named(current_identity(), request.player_id)
-        views = await asyncio.to_thread(self._app.transactions, player_id, request.limit)
-        return wallet_pb2.ListTransactionsResponse(transactions=[_transaction(v) for v in views])
+        page = await asyncio.to_thread(self._app.transactions, player_id, request.page_size, request.page_token, request.limit)
+        return wallet_pb2.ListTransactionsResponse(transactions=[_transaction(v) for v in page.items], next_page_token=page.next_page_token)
 
     @handles_errors
     @translated
@@ -244,12 +244,12 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
     @translated
     async def ListExpiredReservations(self, request: internal_pb2.ListExpiredReservationsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
-        transfers = await asyncio.to_thread(self._app.expired_reservations, request.limit)
+        page = await asyncio.to_thread(self._app.expired_reservations, request.page_size, request.page_token, request.limit)
         return internal_pb2.ListExpiredReservationsResponse(reservations=[
             internal_pb2.ExpiredReservation(transaction_id=t.id, round_id=t.request.round_id or "", kind=t.request.kind.value,
                                             expires_at=t.expires_at or "")
-            for t in transfers
-        ])  # fmt: skip
+            for t in page.items
+        ], next_page_token=page.next_page_token)  # fmt: skip
 
     @handles_errors
     @translated
