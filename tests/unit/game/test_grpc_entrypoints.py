@@ -8,7 +8,7 @@ import json
 import grpc
 import pytest
 
-from croupier.v1 import audit_pb2, audit_pb2_grpc, table_pb2, table_pb2_grpc
+from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.entrypoints.grpc_server import register
 from croupier_platform.auth import TokenAuthority
@@ -38,6 +38,16 @@ async def scenario() -> None:
             holdem = listed.tables[0]
             assert holdem.table_id == "casino-holdem-usd" and holdem.over_limit == "auto-adjust"
             assert list(holdem.bets) == ["ante", "aa_bonus"] and holdem.limits["ante"].max == 50_000
+            assert holdem.game_enum == common_pb2.GAME_CASINO_HOLDEM
+            by_enum = await tables.ListTables(table_pb2.ListTablesRequest(game_enum=common_pb2.GAME_CASINO_HOLDEM), metadata=alice)
+            assert by_enum == listed  # the enum filters as the string does
+            with pytest.raises(grpc.aio.AioRpcError) as disagree:
+                await tables.ListTables(table_pb2.ListTablesRequest(game="casino-war", game_enum=common_pb2.GAME_CASINO_HOLDEM), metadata=alice)
+            assert disagree.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "game 'casino-war' and game_enum 'casino-holdem' disagree" in disagree.value.details()
+            with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                await tables.ListTables(table_pb2.ListTablesRequest(game_enum=99), metadata=alice)
+            assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "game_enum 99" in unknown.value.details()
 
             with pytest.raises(grpc.aio.AioRpcError) as missing:
                 await tables.JoinTable(table_pb2.JoinTableRequest(table_id="roulette"), metadata=alice)
@@ -45,7 +55,11 @@ async def scenario() -> None:
             assert refusal_of(missing.value).reason == "TABLE_NOT_FOUND"
             assert refusal_of(missing.value).metadata == {"table_id": "roulette"}
 
-            seat = (await tables.JoinTable(table_pb2.JoinTableRequest(table_id="casino-holdem-usd"), metadata=alice)).seat_id
+            joined = await tables.JoinTable(
+                table_pb2.JoinTableRequest(table_id="casino-holdem-usd", role_enum=common_pb2.SEAT_ROLE_PLAYER), metadata=alice)
+            seat = joined.seat_id
+            assert (joined.status.role, joined.status.role_enum) == ("player", common_pb2.SEAT_ROLE_PLAYER)
+            assert joined.status.last_round_phase_enum == common_pb2.ROUND_PHASE_UNSPECIFIED
             under = await refused(tables.PlaceBets(table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1}, idempotency_key="u"), metadata=alice))
             assert (under.code, under.reason, list(under.fields)) == (grpc.StatusCode.INVALID_ARGUMENT, "BET_BELOW_TABLE_MIN", ["bets.ante"])
             assert under.metadata == {"bet": "ante", "amount": "1", "table_min": str(holdem.limits["ante"].min), "table_max": "50000"}
@@ -54,6 +68,9 @@ async def scenario() -> None:
             view = (await tables.PlaceBets(request, metadata=alice)).round
             view = (await tables.Deal(table_pb2.DealRequest(round_id=view.round_id), metadata=alice)).round
             assert view.phase == "deciding" and list(view.options) == ["call", "fold"]
+            assert (view.game_enum, view.phase_enum, view.role_enum) == (
+                common_pb2.GAME_CASINO_HOLDEM, common_pb2.ROUND_PHASE_DECIDING, common_pb2.SEAT_ROLE_UNSPECIFIED)
+            assert list(view.options_enum) == [common_pb2.CHOICE_CALL, common_pb2.CHOICE_FOLD]
             assert [(c.card, c.position) for c in view.cards if c.hand == "dealer"] == [("", -1), ("", -1)]
 
             with pytest.raises(grpc.aio.AioRpcError) as denied:
@@ -76,7 +93,13 @@ async def scenario() -> None:
             assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
             assert refusal_of(anonymous.value).reason == "TOKEN_MISSING"
 
-            view = (await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="call"), metadata=alice)).round
+            with pytest.raises(grpc.aio.AioRpcError) as both:
+                await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="fold", choice_enum=common_pb2.CHOICE_CALL),
+                                    metadata=alice)
+            assert both.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "choice_enum" in both.value.details()
+            decided = table_pb2.DecideRequest(round_id=view.round_id, choice_enum=common_pb2.CHOICE_CALL)  # the enum alone
+            view = (await tables.Decide(decided, metadata=alice)).round
+            assert view.phase_enum == common_pb2.ROUND_PHASE_SETTLED
             assert view.phase == "settled" and {r.bet for r in view.results} == {"ante", "call", "aa_bonus"}
             assert view.hand_values["player"].startswith("three of a kind") and len(view.revealed_shoe) == 52
             rounds = await tables.ListRounds(table_pb2.ListRoundsRequest(limit=5), metadata=alice)

@@ -266,6 +266,15 @@ def test_list_calls_page_over_grpc_and_refuse_a_bad_token(tmp_path):
         paged = [t.transaction_id for page in (first, second, last) for t in page.transactions]
         assert paged == [t.transaction_id for t in everything.transactions] and len(paged) == 10
         assert (last.next_page_token, everything.next_page_token) == ("", "")
+        oldest, newest = everything.transactions[-1], everything.transactions[0]
+        assert (oldest.kind, oldest.kind_enum, oldest.status_enum) == ("top_up", wallet_pb2.TRANSACTION_KIND_TOP_UP, wallet_pb2.TRANSACTION_STATUS_POSTED)
+        assert (newest.kind_enum, newest.status_enum, newest.game_enum) == (
+            wallet_pb2.TRANSACTION_KIND_STAKE, wallet_pb2.TRANSACTION_STATUS_PENDING, common_pb2.GAME_UNSPECIFIED)
+        mixed = wallet_pb2.LedgerFilter(game="casino-war", game_enum=common_pb2.GAME_CASINO_HOLDEM)
+        code, details = await status_of(h.ledger.GetHouseResult(wallet_pb2.GetHouseResultRequest(filter=mixed), metadata=h.auth("ops")))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "filter.game 'casino-war' and filter.game_enum 'casino-holdem'" in details
+        by_enum = wallet_pb2.LedgerFilter(game_enum=common_pb2.GAME_CASINO_WAR)
+        assert (await h.ledger.GetHouseResult(wallet_pb2.GetHouseResultRequest(filter=by_enum), metadata=h.auth("ops"))).totals == []
         code, details = await status_of(h.wallet.ListTransactions(request(page_token="not-a-token"), metadata=h.auth("alice")))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token is not one ListTransactions gave" in details
         code, details = await status_of(h.wallet.ListTransactions(request(page_size=-1), metadata=h.auth("alice")))

@@ -36,6 +36,7 @@ PHASE_TEXT = {
     "settled": "settled",
     "voided": "voided",
 }
+PHASES: tuple[str, ...] = tuple(PHASE_TEXT)
 
 
 @dataclass(frozen=True, slots=True)

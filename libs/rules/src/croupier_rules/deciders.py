@@ -18,6 +18,12 @@ _GAMES = {
 
 
 @cache
+def all_choices() -> tuple[str, ...]:
+    """Every decision any game offers (raise, surrender, ...), each once."""
+    return tuple(dict.fromkeys(choice for game in _GAMES for choice in decider_for(game).game.options))
+
+
+@cache
 def decider_for(game: str) -> Decider:
     module, cls = _GAMES[check_game(game)]
     return Decider(getattr(import_module(f".games.{module}", __package__), cls)())

@@ -11,12 +11,17 @@ from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.grpc_server import handles_errors, handles_stream_errors
 from croupier_platform.tracing import round_span
+from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
 
 from ..application.audit import AuditUseCases
+from ..application.ports import SEAT_ROLES
 from ..application.tables import SeatStatus, TableUseCases
 from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.visibility import RoundView
+
+
+SEAT_ROLE = WireEnum(common_pb2.SeatRole.DESCRIPTOR, SEAT_ROLES)
 
 
 def table_info(entry: TableEntry) -> table_pb2.TableInfo:
@@ -36,6 +41,7 @@ def table_info(entry: TableEntry) -> table_pb2.TableInfo:
         dealer=entry.dealer,
         presence_grace_s=config.presence_grace_s,
         idle_limit_s=config.idle_limit_s,
+        game_enum=GAME.number(entry.game),
     )
 
 
@@ -76,6 +82,10 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         version=view.version,
         role=view.role,
         opponent_nickname=view.opponent_nickname,
+        game_enum=GAME.number(view.game),
+        phase_enum=ROUND_PHASE.number(view.phase),
+        options_enum=CHOICE.numbers(view.options),
+        role_enum=SEAT_ROLE.number(view.role),
     )
 
 
@@ -83,7 +93,10 @@ AUTO_CONFIRM = {"": None, "on": True, "off": False}
 
 
 def seat_message(status: SeatStatus) -> table_pb2.SeatStatus:
-    return table_pb2.SeatStatus(**dataclasses.asdict(status))
+    return table_pb2.SeatStatus(
+        **dataclasses.asdict(status), role_enum=SEAT_ROLE.number(status.role),
+        last_round_phase_enum=ROUND_PHASE.number(status.last_round_phase),
+    )  # fmt: skip
 
 
 def update_message(update: RoundUpdate) -> table_pb2.RoundUpdate:
@@ -118,13 +131,14 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     @handles_errors
     async def ListTables(self, request, context):  # noqa: ANN001, ANN201, N802
         current_identity()
-        return table_pb2.ListTablesResponse(tables=[table_info(e) for e in self._tables.list_tables(request.game)])
+        return table_pb2.ListTablesResponse(tables=[table_info(e) for e in self._tables.list_tables(GAME.value("game", request.game, request.game_enum))])
 
     @handles_errors
     async def JoinTable(self, request, context):  # noqa: ANN001, ANN201, N802
         identity = current_identity()
         seat, entry = await self._tables.join_table(
-            identity, request.table_id, request.role, request.nickname, request.auto_confirm
+            identity, request.table_id, SEAT_ROLE.value("role", request.role, request.role_enum), request.nickname,
+            request.auto_confirm,
         )
         status = await self._tables.seat_status(identity, seat.seat_id)
         return table_pb2.JoinTableResponse(seat_id=seat.seat_id, table=table_info(entry), status=seat_message(status))
@@ -168,7 +182,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def Decide(self, request, context):  # noqa: ANN001, ANN201, N802
         with round_span("Decide", request.round_id):
             view = await self._tables.decide(
-                current_identity(), request.round_id, request.choice, request.bet, request.version
+                current_identity(), request.round_id, CHOICE.value("choice", request.choice, request.choice_enum), request.bet,
+                request.version,
             )
         return table_pb2.DecideResponse(round=round_message(view))
 

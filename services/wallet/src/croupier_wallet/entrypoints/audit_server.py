@@ -21,6 +21,7 @@ from croupier_platform.grpc_server import handles_errors
 from croupier_platform.paging import PageSize, decode_page_token, is_str, page_of
 
 from ..adapters.check import check_ledger, ledger_round_ids, round_ledgers, snapshot
+from .grpc_server import TRANSACTION_KIND, TRANSACTION_STATUS
 
 MAX_BATCH = 1_000
 LEDGER_ROUNDS_PAGE_SIZE = PageSize(default=MAX_BATCH, maximum=MAX_BATCH)
@@ -59,7 +60,8 @@ class LedgerAuditServicer(internal_pb2_grpc.LedgerAuditServiceServicer):
                     transactions=[
                         wallet_pb2.Transaction(transaction_id=t.transaction_id, kind=t.kind, status=t.status, amount=t.amount,
                                                currency=t.currency, round_id=round_id, occurred_at=t.occurred_at,
-                                               player_id=t.player_id)
+                                               player_id=t.player_id, kind_enum=TRANSACTION_KIND.number(t.kind),
+                                               status_enum=TRANSACTION_STATUS.number(t.status))
                         for t in transfers
                     ],
                 )  # fmt: skip

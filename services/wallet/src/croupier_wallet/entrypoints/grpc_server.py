@@ -17,9 +17,11 @@ from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.grpc_server import handles_errors
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
+from croupier_platform.wire_enums import GAME, WireEnum
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
 from croupier_wallet.application.services import TransactionView, WalletApp
+from croupier_wallet.domain.ledger import Kind, Status
 from croupier_wallet.domain.limits import AMOUNT_LIMITS
 from croupier_wallet.domain.reports import LedgerFilter
 
@@ -27,11 +29,16 @@ from .consumers import RoundEventsConsumer
 from .errors import translated
 
 
+TRANSACTION_KIND = WireEnum(wallet_pb2.TransactionKind.DESCRIPTOR, [kind.value for kind in Kind])
+TRANSACTION_STATUS = WireEnum(wallet_pb2.TransactionStatus.DESCRIPTOR, [status.value for status in Status])
+
+
 def _transaction(view: TransactionView) -> wallet_pb2.Transaction:
     return wallet_pb2.Transaction(
         transaction_id=view.transaction_id, kind=view.kind, status=view.status, amount=view.amount,
         currency=view.currency, round_id=view.round_id, occurred_at=view.occurred_at, game=view.game,
-        table_id=view.table_id, player_id=view.player_id,
+        table_id=view.table_id, player_id=view.player_id, kind_enum=TRANSACTION_KIND.number(view.kind),
+        status_enum=TRANSACTION_STATUS.number(view.status), game_enum=GAME.number(view.game),
     )  # fmt: skip
 
 
@@ -134,12 +141,15 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
 
 
 def _filter(request: wallet_pb2.LedgerFilter) -> LedgerFilter:
-    return LedgerFilter.parse(request.currency, request.game, request.table_id, request.opened_from, request.opened_before)
+    game = GAME.value("filter.game", request.game, request.game_enum)
+    return LedgerFilter.parse(request.currency, game, request.table_id, request.opened_from, request.opened_before)
 
 
 def _report(report, response_type, row_type):  # noqa: ANN001, ANN202
     """A report (domain/reports.py) as its response: the same list names, rows with the same fields."""
-    return response_type(**{name: [row_type(**vars(row)) for row in rows] for name, rows in vars(report).items()})
+    return response_type(**{
+        name: [row_type(**vars(row), game_enum=GAME.number(row.game)) for row in rows] for name, rows in vars(report).items()
+    })  # fmt: skip
 
 
 class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
