@@ -75,3 +75,9 @@ def test_page_sizes_out_of_bounds_are_refused(game: Game, page_size: int, limit:
 def test_a_token_this_list_did_not_give_is_refused(game: Game, token: str) -> None:
     with pytest.raises(InvalidArgument, match="page_token is not one ListRounds gave"):
         game.run(game.tables.list_rounds(ALICE, 10, token))
+
+
+@pytest.mark.parametrize("key", [2**63, -(2**63) - 1])
+def test_a_forged_token_beyond_the_stores_integers_is_refused_not_an_internal_error(sql_game: Game, key: int) -> None:
+    with pytest.raises(InvalidArgument, match="page_token is not one ListRounds gave"):
+        sql_game.run(sql_game.tables.list_rounds(ALICE, 10, encode_page_token("ListRounds", key)))

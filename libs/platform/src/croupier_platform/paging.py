@@ -71,12 +71,17 @@ class Page:
     next_page_token: str
 
 
+# A forged token's key still reaches a query: within what the stores hold (BIGINT, text without NUL).
+_INT64 = range(-(2**63), 2**63)
+MAX_KEY_CHARS = 400
+
+
 def is_int(key: Any) -> bool:
-    return type(key) is int
+    return type(key) is int and key in _INT64
 
 
 def is_str(key: Any) -> bool:
-    return type(key) is str
+    return type(key) is str and len(key) <= MAX_KEY_CHARS and "\x00" not in key
 
 
 def page_of(list_name: str, keyed_rows: Sequence[tuple[Any, Any]], size: int) -> Page:
