@@ -229,7 +229,7 @@ def test_a_dealers_history_lists_the_rounds_dealt_beside_those_played(store: str
     game.shuffler.stack("9c", "Qd")
     played_seat = game.run(game.tables.join_table(BOB, "casino-war-usd"))[0].seat_id
     played = game.run(game.tables.deal(BOB, game.run(game.tables.place_bets(BOB, played_seat, {"ante": 500}, "k2", "")).round_id))
-    history = game.run(game.tables.list_rounds(BOB, 10))
+    history = game.run(game.tables.list_rounds(BOB, 10)).items
     assert [(v.round_id, v.role) for v in history] == [(played.round_id, ""), (dealt.round_id, "dealer")]
     assert history[1].balance_before == 0  # the dealer's view: the player's money stays the player's
-    assert [v.round_id for v in game.run(game.tables.list_rounds(ALICE, 10))] == [dealt.round_id]
+    assert [v.round_id for v in game.run(game.tables.list_rounds(ALICE, 10)).items] == [dealt.round_id]
