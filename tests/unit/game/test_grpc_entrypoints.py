@@ -43,11 +43,13 @@ async def scenario() -> None:
             assert by_enum == listed  # the enum filters as the string does
             with pytest.raises(grpc.aio.AioRpcError) as disagree:
                 await tables.ListTables(table_pb2.ListTablesRequest(game="casino-war", game_enum=common_pb2.GAME_CASINO_HOLDEM), metadata=alice)
-            assert disagree.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert disagree.value.code() == grpc.StatusCode.INVALID_ARGUMENT and refusal_of(disagree.value).reason == "INVALID_FIELD"
+            assert set(refusal_of(disagree.value).fields) == {"game", "game_enum"}
             assert "game 'casino-war' and game_enum 'casino-holdem' disagree" in disagree.value.details()
             with pytest.raises(grpc.aio.AioRpcError) as unknown:
                 await tables.ListTables(table_pb2.ListTablesRequest(game_enum=99), metadata=alice)
             assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "game_enum 99" in unknown.value.details()
+            assert refusal_of(unknown.value).reason == "INVALID_FIELD"
 
             with pytest.raises(grpc.aio.AioRpcError) as missing:
                 await tables.JoinTable(table_pb2.JoinTableRequest(table_id="roulette"), metadata=alice)
@@ -97,6 +99,7 @@ async def scenario() -> None:
                 await tables.Decide(table_pb2.DecideRequest(round_id=view.round_id, choice="fold", choice_enum=common_pb2.CHOICE_CALL),
                                     metadata=alice)
             assert both.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "choice_enum" in both.value.details()
+            assert refusal_of(both.value).reason == "INVALID_FIELD"
             decided = table_pb2.DecideRequest(round_id=view.round_id, choice_enum=common_pb2.CHOICE_CALL)  # the enum alone
             view = (await tables.Decide(decided, metadata=alice)).round
             assert view.phase_enum == common_pb2.ROUND_PHASE_SETTLED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from croupier_platform.errors import InvalidArgument
+from tests.refusals import raises_reason
 from croupier_platform.paging import encode_page_token
 
 from .conftest import ALICE, BOB, Game
@@ -63,7 +64,7 @@ def test_limit_still_names_the_page_size_when_page_size_is_zero(game: Game) -> N
 
 @pytest.mark.parametrize(("page_size", "limit", "field"), [(-1, 0, "page_size"), (101, 0, "page_size"), (0, 101, "limit"), (0, -5, "limit")])
 def test_page_sizes_out_of_bounds_are_refused(game: Game, page_size: int, limit: int, field: str) -> None:
-    with pytest.raises(InvalidArgument, match=f"{field} .* out of range; ask for 1-100 rounds"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match=f"{field} .* out of range; ask for 1-100 rounds"):
         game.run(game.tables.list_rounds(ALICE, page_size, "", limit=limit))
     assert game.run(game.tables.list_rounds(ALICE, 100)).items == []  # the bound itself is fine
 
@@ -73,11 +74,11 @@ def test_page_sizes_out_of_bounds_are_refused(game: Game, page_size: int, limit:
     encode_page_token("ListRounds", True), "AlsiTGlzdFJvdW5kcyIsNV0",  # another version byte
 ])  # fmt: skip
 def test_a_token_this_list_did_not_give_is_refused(game: Game, token: str) -> None:
-    with pytest.raises(InvalidArgument, match="page_token is not one ListRounds gave"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListRounds gave"):
         game.run(game.tables.list_rounds(ALICE, 10, token))
 
 
 @pytest.mark.parametrize("key", [2**63, -(2**63) - 1])
 def test_a_forged_token_beyond_the_stores_integers_is_refused_not_an_internal_error(sql_game: Game, key: int) -> None:
-    with pytest.raises(InvalidArgument, match="page_token is not one ListRounds gave"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListRounds gave"):
         sql_game.run(sql_game.tables.list_rounds(ALICE, 10, encode_page_token("ListRounds", key)))

@@ -10,6 +10,7 @@ import pytest
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.deadlines import CallTimeouts, DeadlineSpent, inbound_deadline
 from croupier_platform.grpc_server import handles_errors
+from tests.refusals import raises_reason, refusal_of
 
 
 class Clock:
@@ -50,7 +51,7 @@ def test_a_nearly_spent_deadline_fails_fast_with_deadline_exceeded() -> None:
     timeouts = CallTimeouts(default_s=5.0, floor_s=0.05, clock=clock)
     with inbound_deadline(1.0, clock):
         clock.now += 0.96
-        with pytest.raises(DeadlineSpent, match="deadline is spent") as raised:
+        with raises_reason("DEADLINE_SPENT", DeadlineSpent, match="deadline is spent") as raised:
             timeouts.timeout_s()
         assert raised.value.status == grpc.StatusCode.DEADLINE_EXCEEDED
         clock.now += 5  # long past
@@ -90,7 +91,7 @@ def test_the_inbound_grpc_deadline_reaches_the_helper_through_handles_errors() -
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
                     await stub.NewShoe(internal_pb2.NewShoeRequest(), timeout=2.0)
                 assert refused.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-                assert "deadline is spent" in refused.value.details()
+                assert "deadline is spent" in refused.value.details() and refusal_of(refused.value).reason == "DEADLINE_SPENT"
         finally:
             await server.stop(None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from croupier_platform.errors import InvalidArgument
+from tests.refusals import raises_reason
 from croupier_platform.paging import PageSize, decode_page_token, encode_page_token, is_int, is_str, page_of
 
 
@@ -20,7 +21,7 @@ def test_a_token_carries_its_lists_key_back() -> None:
     encode_page_token("ListThings", "a\x00b"), encode_page_token("ListThings", "x" * 401),
 ])  # fmt: skip
 def test_a_token_of_another_list_or_out_of_the_stores_range_is_refused(token: str) -> None:
-    with pytest.raises(InvalidArgument, match="page_token is not one ListThings gave"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListThings gave"):
         decode_page_token("ListThings", token, lambda key: is_int(key) or is_str(key))
 
 
@@ -34,5 +35,5 @@ def test_a_page_has_a_next_token_only_when_more_follow() -> None:
 def test_page_size_defaults_bounds_and_the_limit_alias() -> None:
     size = PageSize(default=10, maximum=100)
     assert (size.of(0), size.of(100), size.of(0, 7), size.of(5, 7)) == (10, 100, 7, 5)
-    with pytest.raises(InvalidArgument, match="page_size 101 is out of range; ask for 1-100 items"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_size 101 is out of range; ask for 1-100 items"):
         size.of(101)

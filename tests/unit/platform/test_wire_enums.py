@@ -8,6 +8,7 @@ from croupier.v1 import common_pb2, wallet_pb2
 from croupier_game.application.ports import SEAT_ROLES
 from croupier_game.entrypoints.grpc_server import SEAT_ROLE
 from croupier_platform.errors import InvalidArgument
+from tests.refusals import raises_reason
 from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
 from croupier_rules.decider import PHASES
 from croupier_rules.deciders import all_choices
@@ -37,9 +38,9 @@ def test_names_follow_the_strings() -> None:
 
 
 def test_a_request_whose_string_and_enum_disagree_or_whose_enum_is_unknown_is_refused() -> None:
-    with pytest.raises(InvalidArgument, match="choice 'fold' and choice_enum 'call' disagree"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="choice 'fold' and choice_enum 'call' disagree"):
         CHOICE.value("choice", "fold", common_pb2.CHOICE_CALL)
-    with pytest.raises(InvalidArgument, match="choice_enum 42 is not a Choice value"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="choice_enum 42 is not a Choice value"):
         CHOICE.value("choice", "", 42)
 
 

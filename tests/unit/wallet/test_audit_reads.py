@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from croupier_platform.errors import InvalidArgument
+from tests.refusals import raises_reason
 from croupier_platform.paging import encode_page_token
 from croupier_wallet.adapters.check import ledger_round_ids, round_ledgers, snapshot
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
@@ -83,7 +84,7 @@ def test_expired_reservations_page_by_expiry_with_reservations_added_between_pag
     # The same expiry for all (a fixed clock): commit order breaks the tie, so those added meanwhile come after.
     assert seen[:5] == ["r0", "r1", "r2", "r3", "r4"] and len(seen) == len(set(seen))
     assert [t.request.round_id for t in app.expired_reservations(0, "", limit=3).items] == ["r0", "r1", "r2"]
-    with pytest.raises(InvalidArgument, match="page_token is not one ListExpiredReservations gave"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListExpiredReservations gave"):
         app.expired_reservations(2, encode_page_token("ListExpiredReservations", ["2025", "1"]))
-    with pytest.raises(InvalidArgument, match="page_size 1001 is out of range"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_size 1001 is out of range"):
         app.expired_reservations(1001)

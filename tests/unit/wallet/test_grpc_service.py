@@ -271,14 +271,14 @@ def test_list_calls_page_over_grpc_and_refuse_a_bad_token(tmp_path):
         assert (newest.kind_enum, newest.status_enum, newest.game_enum) == (
             wallet_pb2.TRANSACTION_KIND_STAKE, wallet_pb2.TRANSACTION_STATUS_PENDING, common_pb2.GAME_UNSPECIFIED)
         mixed = wallet_pb2.LedgerFilter(game="casino-war", game_enum=common_pb2.GAME_CASINO_HOLDEM)
-        code, details = await status_of(h.ledger.GetHouseResult(wallet_pb2.GetHouseResultRequest(filter=mixed), metadata=h.auth("ops")))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "filter.game 'casino-war' and filter.game_enum 'casino-holdem'" in details
+        code, details, reason = await status_of(h.ledger.GetHouseResult(wallet_pb2.GetHouseResultRequest(filter=mixed), metadata=h.auth("ops")))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "filter.game 'casino-war' and filter.game_enum 'casino-holdem'" in details
         by_enum = wallet_pb2.LedgerFilter(game_enum=common_pb2.GAME_CASINO_WAR)
         assert (await h.ledger.GetHouseResult(wallet_pb2.GetHouseResultRequest(filter=by_enum), metadata=h.auth("ops"))).totals == []
-        code, details = await status_of(h.wallet.ListTransactions(request(page_token="not-a-token"), metadata=h.auth("alice")))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token is not one ListTransactions gave" in details
-        code, details = await status_of(h.wallet.ListTransactions(request(page_size=-1), metadata=h.auth("alice")))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_size -1 is out of range" in details
+        code, details, reason = await status_of(h.wallet.ListTransactions(request(page_token="not-a-token"), metadata=h.auth("alice")))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "page_token is not one ListTransactions gave" in details
+        code, details, reason = await status_of(h.wallet.ListTransactions(request(page_size=-1), metadata=h.auth("alice")))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "page_size -1 is out of range" in details
 
         audit = internal_pb2_grpc.LedgerAuditServiceStub(h.channel)
         pages, token = [], ""
@@ -290,8 +290,8 @@ def test_list_calls_page_over_grpc_and_refuse_a_bad_token(tmp_path):
         assert pages == [["r0", "r1"], ["r2", "r3"], ["r4"]]
         old_style = await audit.ListLedgerRounds(internal_pb2.ListLedgerRoundsRequest(after_round_id="r2", limit=10), metadata=h.auth("game"))
         assert list(old_style.round_ids) == ["r3", "r4"] and old_style.next_page_token == ""
-        code, details = await status_of(audit.ListLedgerRounds(
+        code, details, reason = await status_of(audit.ListLedgerRounds(
             internal_pb2.ListLedgerRoundsRequest(page_token=first.next_page_token), metadata=h.auth("game")))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and "not one ListLedgerRounds gave" in details
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "not one ListLedgerRounds gave" in details
 
     run(tmp_path, scenario)

@@ -228,7 +228,7 @@ def test_list_transactions_is_newest_first_with_a_limit(wallet):
     assert [t.amount for t in wallet.app.transactions("alice", 3).items] == [14, 13, 12]
     with raises_reason("INVALID_FIELD", InvalidArgument, match="page_size 501 is out of range; ask for 1-500"):
         wallet.app.transactions("alice", 501)
-    with pytest.raises(InvalidArgument, match="limit -1 is out of range"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="limit -1 is out of range"):
         wallet.app.transactions("alice", 0, limit=-1)
     assert wallet.app.transactions("bob", 0).items == []
 
@@ -251,7 +251,7 @@ def test_transaction_pages_walk_every_transaction_once_with_transactions_in_betw
 
 @pytest.mark.parametrize("token", ["not a token", encode_page_token("ListRounds", 3), encode_page_token("ListTransactions", [3])])
 def test_a_transaction_page_token_the_wallet_did_not_give_is_refused(wallet, token):
-    with pytest.raises(InvalidArgument, match="page_token is not one ListTransactions gave"):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListTransactions gave"):
         wallet.app.transactions("alice", 10, token)
 
 

@@ -32,6 +32,7 @@ class DeadlineSpent(ServiceError):
     """The caller's deadline is (nearly) spent: no internal call is started."""
 
     status = grpc.StatusCode.DEADLINE_EXCEEDED
+    reason = "DEADLINE_SPENT"
 
 
 @contextmanager

@@ -32,7 +32,10 @@ class PageSize:
         """The page size asked: page_size, or the older `limit` field (an alias) when page_size is 0."""
         asked, field = (page_size, "page_size") if page_size else (limit, "limit")
         if asked < 0 or asked > self.maximum:
-            raise InvalidArgument(f"{field} {asked} is out of range; ask for 1-{self.maximum} {what} (0 means {self.default})")
+            raise InvalidArgument(
+                f"{field} {asked} is out of range; ask for 1-{self.maximum} {what} (0 means {self.default})",
+                fields={field: f"0-{self.maximum}"},
+            )
         return asked or self.default
 
 
@@ -58,7 +61,8 @@ def decode_page_token(list_name: str, token: str, is_key: Callable[[Any], bool])
             raise ValueError("not a position in this list")
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
         raise InvalidArgument(
-            f"page_token is not one {list_name} gave ({exc}); pass next_page_token as it came, or leave it empty for the first page"
+            f"page_token is not one {list_name} gave ({exc}); pass next_page_token as it came, or leave it empty for the first page",
+            fields={"page_token": f"a next_page_token of {list_name}, or empty"},
         ) from None
     return key
 

@@ -55,9 +55,15 @@ class WireEnum:
             return text
         value = self._value.get(number)
         if value is None:
-            raise InvalidArgument(f"{field}_enum {number} is not a {self.name} value; leave it 0 or send one the API defines")
+            raise InvalidArgument(
+                f"{field}_enum {number} is not a {self.name} value; leave it 0 or send one the API defines",
+                fields={f"{field}_enum": f"a {self.name} value"},
+            )
         if text and text != value:
-            raise InvalidArgument(f"{field} {text!r} and {field}_enum {value!r} disagree; send one of them, or both the same")
+            raise InvalidArgument(
+                f"{field} {text!r} and {field}_enum {value!r} disagree; send one of them, or both the same",
+                fields={field: f"{value!r} as {field}_enum says, or empty", f"{field}_enum": f"{text!r} as {field} says, or 0"},
+            )
         return value
 
 
