@@ -28,10 +28,11 @@ from croupier_platform.auth import (
     service_of_peer,
 )
 from croupier.v1 import wallet_pb2
-from croupier_platform.errors import Unauthenticated
+from croupier_platform.errors import Unauthenticated, refusal_for
 from croupier_platform.grpc_server import AuthInterceptor, call_metadata, listen
 from tests.unit.platform.test_tls import who_am_i
 from tests.pki import IdentityProvider, SigningKey
+from tests.refusals import refusal_of
 
 NOW = 1_700_000_000
 DEV_SECRET = b"identity-tests-dev-secret-0123456789abcdef"
@@ -54,8 +55,12 @@ def b64(data: str | bytes) -> str:
 
 
 def refusal(verifier, token: str) -> str:  # noqa: ANN001
+    """The refusal's message; its ErrorInfo reason is one of the token reasons (expired: TOKEN_EXPIRED)."""
     with pytest.raises(Unauthenticated) as refused:
         verifier.verify(token, NOW)
+    mapped = refusal_for(refused.value)
+    assert mapped is not None and mapped.reason in ("TOKEN_INVALID", "TOKEN_EXPIRED"), mapped
+    assert (mapped.reason == "TOKEN_EXPIRED") == ("expired" in str(refused.value)), mapped
     return str(refused.value)
 
 
@@ -276,12 +281,12 @@ def test_a_hanging_identity_provider_does_not_stall_the_servers_other_calls(endp
                 endpoint.answering.set()
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
                     await waiting
-                return other.balances[0].currency, refused.value.code()
+                return other.balances[0].currency, refused.value.code(), refusal_of(refused.value).reason
         finally:
             endpoint.answering.set()
             await server.stop(None)
 
-    assert asyncio.run(scenario()) == ("alice/player", grpc.StatusCode.UNAUTHENTICATED)
+    assert asyncio.run(scenario()) == ("alice/player", grpc.StatusCode.UNAUTHENTICATED, "TOKEN_INVALID")
 
 
 def test_an_unreachable_jwks_url_fails_at_startup() -> None:

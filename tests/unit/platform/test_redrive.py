@@ -8,6 +8,7 @@ import pytest
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.eventstore import InMemoryEventStore
 from croupier_platform.redrive import MAX_EVENT_IDS, unapplied_finder
+from tests.refusals import raises_reason
 
 
 def test_the_events_the_consumer_has_not_applied_come_back_in_the_order_asked() -> None:
@@ -25,5 +26,5 @@ def test_the_events_the_consumer_has_not_applied_come_back_in_the_order_asked() 
     (["e1", ""], "empty id"),
 ])
 def test_a_request_out_of_bounds_is_refused_saying_why(ids: list[str], message: str) -> None:
-    with pytest.raises(InvalidArgument, match=message):
+    with raises_reason("INVALID_FIELD", InvalidArgument, match=message):
         asyncio.run(unapplied_finder(InMemoryEventStore(), "wallet")(ids))

@@ -183,7 +183,7 @@ def _check_times(claims: Mapping[str, object], now: int) -> None:
     if not _is_time(expires):
         raise Unauthenticated("the token's exp is not a time (seconds since the epoch)")
     if expires < now:  # type: ignore[operator]
-        raise Unauthenticated("the token has expired; ask the identity provider for a new one")
+        raise Unauthenticated("the token has expired; ask the identity provider for a new one", reason="TOKEN_EXPIRED")
     if not_before is not None and (not _is_time(not_before) or not_before > now):  # type: ignore[operator]
         raise Unauthenticated("the token is not valid yet (nbf)")
 
