@@ -49,7 +49,9 @@ def test_a_players_short_deadline_bounds_the_internal_calls_and_the_default_appl
         bounded, unbounded = deals
         # The game's call to the dealer (and the dealer's to the shuffler, when it needs the shoe's order).
         assert bounded and unbounded
-        assert all(0 < given <= PLAYER_DEADLINE_S for given in bounded), bounded
+        # The player's 3 s, not the default's 30 (gRPC carries the deadline as a rounded grpc-timeout header,
+        # so the server may see a few milliseconds more than the client asked for).
+        assert all(0 < given <= PLAYER_DEADLINE_S * 1.1 for given in bounded), bounded
         assert all(given == DEFAULT_S for given in unbounded), unbounded
     finally:
         channel.close()
