@@ -63,7 +63,7 @@ def pytest_runtest_makereport(item, call):
                 pass
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def web_server(tmp_path_factory) -> Iterator[str]:
     """`croupier serve` on loopback ports picked by the OS; the page's URL."""
     data = tmp_path_factory.mktemp("web") / "data"
@@ -85,7 +85,9 @@ def web_server(tmp_path_factory) -> Iterator[str]:
         log.close()
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API runs its event loop in this thread while it is open,
+# so every later asyncio.run() of the suite (the unit and integration tests) would find a loop running.
+@pytest.fixture(scope="package")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     if not shutil.which(CHROMIUM):
