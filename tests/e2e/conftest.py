@@ -147,10 +147,11 @@ def ready_channel(target: str, tls: ClientTls | None = None) -> grpc.Channel:
     return channel
 
 
-def start_embedded(tmp_path: Path) -> Casino:
+def start_embedded(tmp_path: Path, **options) -> Casino:
+    """`croupier serve` on a free port with its data under `tmp_path`; `options` go to EmbeddedServer."""
     from croupier_cli.embedded import authority_for
 
-    thread = ServerThread(tmp_path / "data")
+    thread = ServerThread(tmp_path / "data", **options)
     port = thread.start()
     target = f"127.0.0.1:{port}"
     channel = ready_channel(target)

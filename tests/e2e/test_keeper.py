@@ -10,7 +10,7 @@ import pytest
 from croupier.v1 import audit_pb2
 from croupier_game.config import DEFAULT_TABLES_FILE
 
-from .conftest import Casino, ServerThread, ready_channel
+from .conftest import start_embedded
 
 HOLDEM_PLAY = 'table_id = "casino-holdem-play"\ngame = "casino-holdem"\ncurrency = "PLAY"\n'
 
@@ -18,19 +18,13 @@ HOLDEM_PLAY = 'table_id = "casino-holdem-play"\ngame = "casino-holdem"\ncurrency
 @pytest.fixture
 def quick_casino(tmp_path, monkeypatch):
     """The embedded server with a 1 s decision timeout at casino-holdem-play and a keeper every 0.2 s."""
-    from croupier_cli.embedded import authority_for
-
     catalogue = DEFAULT_TABLES_FILE.read_text(encoding="utf-8")
     assert HOLDEM_PLAY in catalogue
     tables = tmp_path / "tables.toml"
     tables.write_text(catalogue.replace(HOLDEM_PLAY, HOLDEM_PLAY + "[tables.table]\ndecision_timeout_s = 1\n"), encoding="utf-8")
     monkeypatch.setenv("CROUPIER_KEEPER_INTERVAL_S", "0.2")
     monkeypatch.setenv("CROUPIER_STUCK_ROUND_VOID_AFTER_S", "60")
-    data = tmp_path / "data"
-    thread = ServerThread(data, tables_file=tables)
-    target = f"127.0.0.1:{thread.start()}"
-    channel = ready_channel(target)
-    casino = Casino("embedded", authority_for(data), channel, channel, target, target, stop=thread.stop)
+    casino = start_embedded(tmp_path, tables_file=tables)
     yield casino
     casino.close()
 

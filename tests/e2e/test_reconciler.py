@@ -10,10 +10,9 @@ import time
 import pytest
 
 from croupier.v1 import wallet_pb2
-from croupier_cli.embedded import authority_for
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
 
-from .conftest import Casino, ServerThread, ready_channel
+from .conftest import start_embedded
 from .test_audit import audit_json
 
 
@@ -33,12 +32,7 @@ def lossy_casino(tmp_path, monkeypatch):
         await deliver(self, envelope)
 
     monkeypatch.setattr(RoundEventsConsumer, "on_round_event", losing)
-    data = tmp_path / "data"
-    thread = ServerThread(data)
-    target = f"127.0.0.1:{thread.start()}"
-    channel = ready_channel(target)
-    casino = Casino("embedded", authority_for(data), channel, channel, target, target, stop=thread.stop,
-                    store_args=("--data", str(data)))  # fmt: skip
+    casino = start_embedded(tmp_path)
     casino.lost = lost  # type: ignore[attr-defined]
     yield casino
     casino.close()

@@ -12,7 +12,7 @@ import pytest
 from croupier.v1 import table_pb2
 from croupier_game.config import DEFAULT_TABLES_FILE
 
-from .conftest import Casino, ServerThread, ready_channel
+from .conftest import start_embedded
 
 STREAM_DEADLINE_S = 60  # bounds every stream a test opens; never an assertion on time
 HOLDEM = "casino-holdem-play"
@@ -36,8 +36,6 @@ def override(catalogue: str, table_id: str, settings: str) -> str:
 def casino(tmp_path_factory):
     """The embedded server, a 1 s presence grace at the Hold'em and War play tables, a keeper every 0.2 s,
     and war-p2p-i-play open to any dealer (no points needed)."""
-    from croupier_cli.embedded import authority_for
-
     tmp = tmp_path_factory.mktemp("streams")
     catalogue = DEFAULT_TABLES_FILE.read_text(encoding="utf-8")
     for table in (HOLDEM, WAR):
@@ -47,11 +45,7 @@ def casino(tmp_path_factory):
     tables.write_text(catalogue, encoding="utf-8")
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("CROUPIER_KEEPER_INTERVAL_S", "0.2")
-    data = tmp / "data"
-    thread = ServerThread(data, tables_file=tables)
-    target = f"127.0.0.1:{thread.start()}"
-    channel = ready_channel(target)
-    casino = Casino("embedded", authority_for(data), channel, channel, target, target, stop=thread.stop)
+    casino = start_embedded(tmp, tables_file=tables)
     yield casino
     casino.close()
     monkeypatch.undo()
