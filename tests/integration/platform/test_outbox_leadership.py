@@ -16,7 +16,8 @@ from croupier_platform.bus import Publisher
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.migrate import schema_engine
-from croupier_platform.outbox import OutboxLeadership, OutboxRelay, RelayLoop, outbox_lock_key
+from croupier_platform.leadership import OutboxLeadership, outbox_lock_key
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from tests.integration.platform.test_postgres_eventstore import (  # noqa: F401 - fixtures
     postgres_engine,
     postgres_schema,

@@ -25,7 +25,7 @@ from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.round import KEEPER_CAUSATION
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.errors import Unavailable
-from croupier_platform.outbox import Leadership
+from croupier_platform.leadership import Leadership
 from croupier_rules.events import DecisionMade
 from tests.refusals import raises_reason
 
@@ -437,7 +437,7 @@ def test_keeper_settings_from_arguments_then_the_environment(monkeypatch: pytest
 
 
 def test_the_keepers_lock_is_its_own_and_the_outboxs_is_unchanged() -> None:
-    from croupier_platform.outbox import outbox_lock_key
+    from croupier_platform.leadership import outbox_lock_key
 
     assert outbox_lock_key("wallet") == outbox_lock_key("wallet", "outbox") == -3210774257860591482
     assert outbox_lock_key("game", "keeper") not in {outbox_lock_key("game"), outbox_lock_key("wallet", "keeper")}

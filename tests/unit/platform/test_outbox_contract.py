@@ -10,7 +10,8 @@ from sqlalchemy import Engine
 from croupier_platform.bus import ROUND_EVENTS, InProcessBus, Publisher
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import EventStore, InMemoryEventStore, NewEvent, SqlEventStore, UnitOfWork
-from croupier_platform.outbox import Outbox, OutboxMessage, OutboxRelay
+from croupier_platform.outbox import Outbox, OutboxMessage
+from croupier_platform.relay import OutboxRelay
 from croupier_platform.tracking import handle_once
 
 

@@ -12,14 +12,8 @@ from croupier_platform.bus import ROUND_EVENTS, InProcessBus, Publisher
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import InMemoryEventStore, SqlEventStore
-from croupier_platform.outbox import (
-    AlwaysLeader,
-    Leadership,
-    OutboxLeadership,
-    OutboxRelay,
-    RelayLoop,
-    outbox_lock_key,
-)
+from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership, outbox_lock_key
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from tests.unit.platform.test_outbox_contract import append_events, new_event
 
 LONG_S = 30.0  # a poll interval no test waits for

@@ -8,7 +8,8 @@ import grpc
 
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
-from croupier_platform.outbox import OutboxLeadership, OutboxRelay, RelayLoop
+from croupier_platform.leadership import OutboxLeadership
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive

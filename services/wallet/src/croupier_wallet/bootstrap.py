@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.outbox import OutboxRelay, RelayLoop
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 

@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 from croupier_platform.errors import ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
-from croupier_platform.outbox import Leadership
+from croupier_platform.leadership import Leadership
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.errors import RuleError
 

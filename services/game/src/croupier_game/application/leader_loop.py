@@ -10,7 +10,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-from croupier_platform.outbox import AlwaysLeader, Leadership
+from croupier_platform.leadership import AlwaysLeader, Leadership
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from croupier_platform.events import EventEnvelope
-from croupier_platform.outbox import Leadership
+from croupier_platform.leadership import Leadership
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 

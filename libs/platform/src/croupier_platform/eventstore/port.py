@@ -1,0 +1,240 @@
+"""The event store port and its unit of work, and the checks and chaining every backend shares.
+
+An append checks the expected version, chains the new events to the stream's last hash, and
+writes one outbox row per event in the same transaction. A unit of work lets a caller add its
+own writes (tracking rows, service tables) to that transaction, committed once on exit.
+"""
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from croupier_platform.events import (
+    GENESIS_HASH,
+    EventDraft,
+    EventEnvelope,
+    EventId,
+    EventRecord,
+    Payload,
+    Timestamp,
+    canonical_json,
+    seal,
+)
+from croupier_platform.outbox import Outbox
+from croupier_platform.tracing import current_trace_context
+from croupier_platform.tracking import Tracking
+
+DEFAULT_READ_LIMIT = 1_000
+
+TopicFor = Callable[[str], str]
+
+
+class ConcurrencyConflict(Exception):
+    def __init__(self, stream_id: str, expected: int, actual: int | None) -> None:
+        found = f"actual {actual}" if actual is not None else "another append got there first"
+        super().__init__(f"stream {stream_id!r}: expected version {expected}, {found}")
+        self.stream_id = stream_id
+        self.expected = expected
+        self.actual = actual
+
+
+class StreamTypeMismatch(Exception):
+    def __init__(self, stream_id: str, stored: str, given: str) -> None:
+        super().__init__(f"stream {stream_id!r} is a {stored!r} stream, not {given!r}")
+
+
+class DuplicateEventId(Exception):
+    def __init__(self, event_ids: Iterable[str]) -> None:
+        self.event_ids = sorted(event_ids)
+        super().__init__(f"event ids already used: {', '.join(self.event_ids)}")
+
+
+class CorruptEvent(Exception):
+    """A stored row that no longer decodes into an envelope: it was altered outside the store."""
+
+    def __init__(self, stream_id: str, version: int, reason: str) -> None:
+        super().__init__(f"stream {stream_id!r} version {version} is corrupt: {reason}")
+        self.stream_id = stream_id
+        self.version = version
+
+
+class NewEvent(BaseModel):
+    """What a caller appends; the store adds the stream, version and hashes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    event_type: str = Field(min_length=1)
+    schema_version: int = Field(ge=1)
+    payload: Payload
+    occurred_at: Timestamp
+    causation_id: str | None = None
+    correlation_id: str | None = None
+    trace_context: dict[str, str] = Field(default_factory=dict)
+    # Fixed when the event is built, so retrying the same NewEvent keeps its id.
+    event_id: EventId = Field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class StoredEvent(NamedTuple):
+    position: int
+    envelope: EventEnvelope
+
+
+class EventLog(ABC):
+    """The event store as seen inside one transaction."""
+
+    @abstractmethod
+    def append(
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+    ) -> list[EventEnvelope]:
+        """Raises ConcurrencyConflict unless the stream is at `expected_version` (0: new stream)."""
+
+    @abstractmethod
+    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]: ...
+
+    @abstractmethod
+    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        """Events of every stream in commit order."""
+
+    @abstractmethod
+    def last_position(self) -> int:
+        """The position of the last event read_all would return now (0: none): where a reader that wants
+        only what comes next starts."""
+
+    @abstractmethod
+    def stream_version(self, stream_id: str) -> int:
+        """0 for a stream with no events."""
+
+    @abstractmethod
+    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
+        """The stream as stored (payloads as their stored JSON text), in version order: for audits."""
+
+    @abstractmethod
+    def read_streams(
+        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
+    ) -> list[list[EventRecord]]:
+        """Up to `limit` whole streams of `stream_type` whose ids sort after `after_stream_id` and up to
+        `upto_stream_id` (None: unbounded), in stream id order (the store's own collation), each in version
+        order: an audit's pages, a few queries per page whatever the page holds."""
+
+    @abstractmethod
+    def stream_marks(self, stream_type: str, every: int) -> list[str]:
+        """The id of every `every`-th stream of `stream_type` in read_streams' order: the last stream of
+        each full page of `every`, where an audit split over processes cuts the log into the same pages."""
+
+    @abstractmethod
+    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
+        """Those of the ids that name a stream with at least one event."""
+
+    @abstractmethod
+    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
+        """The streams of those ids in one read, each in version order; an id with no events is left out."""
+
+
+@dataclass(frozen=True)
+class UnitOfWork:
+    events: EventLog
+    tracking: Tracking
+
+
+
+class EventStore(EventLog):
+    """The port services hold: each call below runs in a unit of work of its own."""
+
+    @abstractmethod
+    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+        """Commits when the block ends normally, rolls everything back when it raises."""
+
+    def reading(self) -> AbstractContextManager[UnitOfWork]:
+        """A unit of work that only reads: a consistent snapshot that neither waits for the writers
+        nor holds them up (SQLite: no write lock). Writing through it is a bug."""
+        return self.unit_of_work()
+
+    @property
+    @abstractmethod
+    def outbox(self) -> Outbox: ...
+
+    def append(
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+    ) -> list[EventEnvelope]:
+        with self.unit_of_work() as uow:
+            return uow.events.append(stream_id, expected_version, new_events, stream_type=stream_type)
+
+    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
+        with self.reading() as uow:
+            return uow.events.read_stream(stream_id, from_version)
+
+    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
+        with self.reading() as uow:
+            return uow.events.read_all(after_position, limit)
+
+    def last_position(self) -> int:
+        with self.reading() as uow:
+            return uow.events.last_position()
+
+    def stream_version(self, stream_id: str) -> int:
+        with self.reading() as uow:
+            return uow.events.stream_version(stream_id)
+
+    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
+        with self.reading() as uow:
+            return uow.events.read_stream_records(stream_id)
+
+    def read_streams(
+        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
+    ) -> list[list[EventRecord]]:
+        with self.reading() as uow:
+            return uow.events.read_streams(stream_type, after_stream_id, limit, upto_stream_id)
+
+    def stream_marks(self, stream_type: str, every: int) -> list[str]:
+        with self.reading() as uow:
+            return uow.events.stream_marks(stream_type, every)
+
+    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
+        with self.reading() as uow:
+            return uow.events.existing_streams(stream_ids)
+
+    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
+        with self.reading() as uow:
+            return uow.events.read_each_stream(stream_ids)
+
+
+class _StreamHead(NamedTuple):
+    version: int
+    stream_type: str
+    hash: str
+
+
+def _seal_batch(
+    stream_id: str, stream_type: str, expected_version: int, head: _StreamHead | None, new_events: Sequence[NewEvent]
+) -> list[EventEnvelope]:
+    """The checks and chaining every backend shares; raises before anything is written."""
+    actual_version = head.version if head else 0
+    if actual_version != expected_version:
+        raise ConcurrencyConflict(stream_id, expected_version, actual_version)
+    if head and head.stream_type != stream_type:
+        raise StreamTypeMismatch(stream_id, head.stream_type, stream_type)
+    ids = [new.event_id for new in new_events]
+    if len(set(ids)) != len(ids):
+        raise DuplicateEventId({i for i in ids if ids.count(i) > 1})
+    sealed: list[EventEnvelope] = []
+    prev_hash = head.hash if head else GENESIS_HASH
+    for version, new in enumerate(new_events, start=expected_version + 1):
+        fields = new.model_dump()
+        # The trace of the work that caused the event travels with it (outbox -> Kafka headers).
+        fields["trace_context"] = fields["trace_context"] or current_trace_context()
+        draft = EventDraft(stream_id=stream_id, stream_type=stream_type, version=version, **fields)
+        sealed.append(seal(draft, prev_hash))
+        prev_hash = sealed[-1].hash
+    return sealed
+
+
+def _event_row(envelope: EventEnvelope) -> dict[str, Any]:
+    row = envelope.model_dump(mode="json")
+    row["trace_context"] = canonical_json(envelope.trace_context).decode("utf-8")
+    row["payload"] = canonical_json(envelope.payload).decode("utf-8")
+    return row
