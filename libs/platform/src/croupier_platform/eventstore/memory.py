@@ -17,11 +17,11 @@ from .port import (
     EventStore,
     NewEvent,
     StoredEvent,
+    StreamHead,
     TopicFor,
     UnitOfWork,
-    _event_row,
-    _seal_batch,
-    _StreamHead,
+    event_row,
+    seal_batch,
 )
 
 
@@ -61,8 +61,8 @@ class _MemoryEventLog(EventLog):
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
         stream = self._state.streams.get(stream_id, [])
-        head = _StreamHead(stream[-1].version, stream[-1].stream_type, stream[-1].hash) if stream else None
-        sealed = _seal_batch(stream_id, stream_type, expected_version, head, new_events)
+        head = StreamHead(stream[-1].version, stream[-1].stream_type, stream[-1].hash) if stream else None
+        sealed = seal_batch(stream_id, stream_type, expected_version, head, new_events)
         if reused := [e.event_id for e in sealed if e.event_id in self._state.event_ids]:
             raise DuplicateEventId(reused)
         for envelope in sealed:
@@ -151,6 +151,6 @@ def _copy(envelope: EventEnvelope) -> EventEnvelope:
 
 
 def _record(envelope: EventEnvelope) -> EventRecord:
-    """The envelope in its stored form, as the SQL store keeps it (_event_row)."""
-    row = _event_row(envelope)
+    """The envelope in its stored form, as the SQL store keeps it (event_row)."""
+    row = event_row(envelope)
     return EventRecord(*(row[name] for name in EventRecord._fields))

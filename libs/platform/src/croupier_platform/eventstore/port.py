@@ -203,14 +203,16 @@ class EventStore(EventLog):
             return uow.events.read_each_stream(stream_ids)
 
 
-class _StreamHead(NamedTuple):
+class StreamHead(NamedTuple):
+    """A stream's last event, as an append needs it: the version to follow and the hash to chain to."""
+
     version: int
     stream_type: str
     hash: str
 
 
-def _seal_batch(
-    stream_id: str, stream_type: str, expected_version: int, head: _StreamHead | None, new_events: Sequence[NewEvent]
+def seal_batch(
+    stream_id: str, stream_type: str, expected_version: int, head: StreamHead | None, new_events: Sequence[NewEvent]
 ) -> list[EventEnvelope]:
     """The checks and chaining every backend shares; raises before anything is written."""
     actual_version = head.version if head else 0
@@ -233,7 +235,8 @@ def _seal_batch(
     return sealed
 
 
-def _event_row(envelope: EventEnvelope) -> dict[str, Any]:
+def event_row(envelope: EventEnvelope) -> dict[str, Any]:
+    """The envelope as the events table stores it (JSON text for the payload and trace context)."""
     row = envelope.model_dump(mode="json")
     row["trace_context"] = canonical_json(envelope.trace_context).decode("utf-8")
     row["payload"] = canonical_json(envelope.payload).decode("utf-8")

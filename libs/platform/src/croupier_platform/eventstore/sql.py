@@ -6,7 +6,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, func, insert, literal, select, text, tuple_
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    tuple_,
+)
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
@@ -24,11 +34,11 @@ from .port import (
     EventStore,
     NewEvent,
     StoredEvent,
+    StreamHead,
     TopicFor,
     UnitOfWork,
-    _event_row,
-    _seal_batch,
-    _StreamHead,
+    event_row,
+    seal_batch,
 )
 
 
@@ -45,21 +55,21 @@ class _SqlEventLog(EventLog):
         # Stream heads read or written in this transaction: `stream_version` then `append` (the
         # wallet's pattern) reads the head once. A head that went stale meanwhile is caught by the
         # UNIQUE (stream_id, version) constraint, as any lost race is.
-        self._heads: dict[str, _StreamHead | None] = {}
+        self._heads: dict[str, StreamHead | None] = {}
 
     def append(
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
         head = self._heads[stream_id] if stream_id in self._heads else self._head(stream_id)
-        sealed = _seal_batch(stream_id, stream_type, expected_version, head, new_events)
+        sealed = seal_batch(stream_id, stream_type, expected_version, head, new_events)
         if not sealed:
             return []
         try:
             # Concurrent appends are not serialised: the loser of a race for a version meets the
             # UNIQUE (stream_id, version) constraint here, after the head it read went stale. A reused
             # event id meets UNIQUE (event_id) (no read before the insert: one round trip less).
-            self._connection.execute(insert(events_table), [_event_row(e) for e in sealed])
+            self._connection.execute(insert(events_table), [event_row(e) for e in sealed])
         except IntegrityError as error:
             self._heads.pop(stream_id, None)
             if "event_id" in str(error.orig):
@@ -68,7 +78,7 @@ class _SqlEventLog(EventLog):
         outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
         self._connection.execute(insert(outbox_table), outbox_rows)
         last = sealed[-1]
-        self._heads[stream_id] = _StreamHead(last.version, last.stream_type, last.hash)
+        self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
         return sealed
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
@@ -180,7 +190,7 @@ class _SqlEventLog(EventLog):
             streams.setdefault(row.stream_id, []).append(_envelope_from_row(row))
         return streams
 
-    def _head(self, stream_id: str) -> _StreamHead | None:
+    def _head(self, stream_id: str) -> StreamHead | None:
         query = (
             select(events_table.c.version, events_table.c.stream_type, events_table.c.hash)
             .where(events_table.c.stream_id == stream_id)
@@ -188,7 +198,7 @@ class _SqlEventLog(EventLog):
             .limit(1)
         )
         row = self._connection.execute(query).first()
-        head = self._heads[stream_id] = _StreamHead(row.version, row.stream_type, row.hash) if row else None
+        head = self._heads[stream_id] = StreamHead(row.version, row.stream_type, row.hash) if row else None
         return head
 
 
