@@ -46,7 +46,7 @@ from croupier_cli.audit_stores import audit_steps, store_urls
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.full_audit import DEFAULT_PAGE, AuditProgress, Violation
 from croupier_game.application.ports import RoundRow
-from croupier_game.application.tables import stake_transaction_id
+from croupier_game.application.play import stake_transaction_id
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue, TableEntry
 from croupier_game.domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, RoundOpened, ShoeCommitted, new_event, rules_event

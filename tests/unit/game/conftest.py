@@ -16,14 +16,14 @@ from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.feed import LogFeed
-from croupier_game.application.tables import TableUseCases
+from croupier_game.application.play import TableUseCases
 from croupier_game.application.watching import Presence, WatchUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue
 from croupier_platform.auth import Identity
 from croupier_platform.db import create_schema, make_engine
 
-from croupier_game.application.seating import DealerChecks
+from croupier_game.application.seats import DealerChecks
 
 from .fakes import FakeDealer, FakeDealerPoints, FakeShuffler, FakeWallet
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from croupier_rules.errors import InvalidInput, RuleError
 
-from croupier_game.application.tables import bets_stake_id, request_fingerprint
+from croupier_game.application.play import bets_stake_id, request_fingerprint
 from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, OPERATOR, Game

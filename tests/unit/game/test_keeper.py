@@ -18,8 +18,8 @@ from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
 from croupier_game.application.keeper import Keeper, KeeperPass
 from croupier_game.application.rounds import RoundBook
-from croupier_game.application.seating import DealerChecks
-from croupier_game.application.tables import TableUseCases
+from croupier_game.application.seats import DealerChecks
+from croupier_game.application.play import TableUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE, keeper_settings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.round import KEEPER_CAUSATION

@@ -19,9 +19,9 @@ from .application.audit import AuditUseCases
 from .application.keeper import Keeper
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
-from .application.seating import DealerChecks
+from .application.seats import DealerChecks
 from .application.feed import LogFeed
-from .application.tables import TableUseCases
+from .application.play import TableUseCases
 from .application.watching import Presence, WatchUseCases
 from . import config
 from .domain.catalogue import Catalogue

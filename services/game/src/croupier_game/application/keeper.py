@@ -45,7 +45,7 @@ from .audit import AuditUseCases
 from .leader_loop import LeaderLoop
 from .ports import PLAYER, GameUnitOfWork, Seat
 from .rounds import BrokenRoundError, RoundBook
-from .tables import TableUseCases
+from .play import TableUseCases
 
 logger = logging.getLogger(__name__)
 

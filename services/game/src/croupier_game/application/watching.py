@@ -30,8 +30,8 @@ from ..domain.visibility import RoundView, StepView
 from .feed import LogFeed, SlowWatcher, Subscription, round_key, seat_key
 from .ports import GameUnitOfWork
 from .rounds import RoundBook
-from .seating import WAR_P2P, DealerChecks
-from .tables import SeatStatus, TableUseCases
+from .seats import WAR_P2P, DealerChecks
+from .play import SeatStatus, TableUseCases
 
 logger = logging.getLogger(__name__)
 

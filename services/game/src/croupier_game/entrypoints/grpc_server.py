@@ -15,7 +15,7 @@ from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
 
 from ..application.audit import AuditUseCases
 from ..application.ports import SEAT_ROLES
-from ..application.tables import SeatStatus, TableUseCases
+from ..application.play import SeatStatus, TableUseCases
 from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.visibility import RoundView

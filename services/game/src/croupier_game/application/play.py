@@ -39,7 +39,7 @@ from ..domain.visibility import RoundView
 from .ports import DEALER, PLAYER, CommittedShoe, Dealer, DuplicateRow, GameUnitOfWork, RoundRow, Seat, Stakes, StakesRefused
 from .rounds import RoundBook, retrying
 from ..domain.seat import IDLE, ROUND_CONFIRMED, SEAT_JOINED, UNSEATED
-from .seating import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair, record_seat
+from .seats import WAR_P2P, DealerChecks, check_nickname, check_role, dealt_by_player, leave, open_round, pair, record_seat
 
 logger = logging.getLogger(__name__)
 
