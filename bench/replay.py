@@ -46,10 +46,10 @@ from croupier_cli.audit_stores import audit_steps, store_urls
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.full_audit import DEFAULT_PAGE, AuditProgress, Violation
 from croupier_game.application.ports import RoundRow
-from croupier_game.application.play import stake_transaction_id
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue, TableEntry
 from croupier_game.domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, RoundOpened, ShoeCommitted, new_event, rules_event
+from croupier_game.domain.transactions import bets_stake_id, decision_stake_id
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.runtime import iso
@@ -167,15 +167,16 @@ def generate(directory: Path, rounds: int, seed: int) -> None:
             steps = play(rng, entry, fairness.cut_shoe(cards, offset))
             placed = steps[0][0]
             staked = sum(placed.bets.values())  # type: ignore[union-attr]
+            stakes_id = bets_stake_id(round_id, "")
             reservation = wallet.reserve_stakes(
-                stake_transaction_id(round_id, 1), player, round_id, staked, entry.currency, placed.bets,  # type: ignore[union-attr]
+                stakes_id, player, round_id, staked, entry.currency, placed.bets,  # type: ignore[union-attr]
                 game=entry.game, table_id=entry.table_id,
             )  # fmt: skip
             at = iso(clock())
             opened = RoundOpened(
                 round_id=round_id, table_id=entry.table_id, seat_id=seats[(player, entry.table_id)], player_id=player,
                 game=entry.game, currency=entry.currency, table=entry.config.model_dump(mode="json"),
-                balance_before=reservation.available_before,
+                balance_before=reservation.available_before, stakes_transaction_id=stakes_id,
             )  # fmt: skip
             committed = ShoeCommitted(shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=len(cards), cut_seed=cut_seed, cut_offset=offset)
             new = [new_event(ROUND_OPENED, opened.model_dump(mode="json"), at, round_id), rules_event(placed, at, round_id),
@@ -183,7 +184,7 @@ def generate(directory: Path, rounds: int, seed: int) -> None:
             for step in steps[1:]:
                 for e in step:
                     if isinstance(e, DecisionMade) and e.added:  # a raise, a call, a war: staked as the game service does
-                        wallet.reserve_stakes(stake_transaction_id(round_id, len(new) + 1), player, round_id, sum(e.added.values()),
+                        wallet.reserve_stakes(decision_stake_id(round_id, len(new) + 1, e), player, round_id, sum(e.added.values()),
                                               entry.currency, e.added, game=entry.game, table_id=entry.table_id)  # fmt: skip
                     new.append(rules_event(e, iso(clock()), round_id))
             shoes.append(shoe)

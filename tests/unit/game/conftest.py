@@ -14,16 +14,17 @@ import pytest
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
-from croupier_game.application.rounds import RoundBook
+from croupier_game.application.dealer_qualification import DealerQualification
 from croupier_game.application.feed import LogFeed
-from croupier_game.application.play import TableUseCases
+from croupier_game.application.play import PlayUseCases
+from croupier_game.application.rounds import RoundBook
+from croupier_game.application.seats import SeatUseCases
+from croupier_game.application.views import RoundViews
 from croupier_game.application.watching import Presence, WatchUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue
 from croupier_platform.auth import Identity
 from croupier_platform.db import create_schema, make_engine
-
-from croupier_game.application.seats import DealerChecks
 
 from .fakes import FakeDealer, FakeDealerPoints, FakeShuffler, FakeWallet
 
@@ -47,7 +48,9 @@ class Game:
     shuffler: FakeShuffler
     dealer: FakeDealer
     wallet: FakeWallet
-    tables: TableUseCases
+    seats: SeatUseCases
+    play: PlayUseCases
+    dealers: DealerQualification
     audit: AuditUseCases
     commits: list[int]
     points: FakeDealerPoints
@@ -60,7 +63,7 @@ class Game:
         return asyncio.run(coroutine)
 
     def seat(self, table_id: str, who: Identity = ALICE) -> str:
-        return self.run(self.tables.join_table(who, table_id))[0].seat_id
+        return self.run(self.seats.join_table(who, table_id))[0].seat_id
 
     def pump(self) -> int:
         """Deliver the committed outbox to the wallet's consumer, as the relay and bus would."""
@@ -77,16 +80,20 @@ def build(store: Any, *, clock: Any = None, tables_file: Path | None = None, que
     wallet = FakeWallet()
     commits: list[int] = []
     feeds: list[LogFeed] = []
-    book = RoundBook(store, shuffler, clock or TickingClock(), on_commit=lambda: (commits.append(1), *(f.wake() for f in feeds)))
+    clock = clock or TickingClock()
+    book = RoundBook(store, clock, wake_log_readers=lambda: (commits.append(1), *(f.wake() for f in feeds)))
+    views = RoundViews(shuffler)
     catalogue = Catalogue.from_toml(tables_file or DEFAULT_TABLES_FILE)
     points = FakeDealerPoints()
-    checks = DealerChecks(wallet, points)
-    tables = TableUseCases(book, catalogue, dealer, wallet, checks)
+    dealers = DealerQualification(wallet, points)
+    seats = SeatUseCases(book, catalogue, shuffler, wallet, dealers, clock)
+    play = PlayUseCases(book, views, catalogue, shuffler, dealer, wallet, dealers, clock)
     feed = LogFeed(book, poll_interval_s=0.05, queue_size=queue_size)
     feeds.append(feed)
-    presence = Presence(book, heartbeat_s=0.05)
-    watching = WatchUseCases(book, tables, catalogue, checks, feed, presence, max_streams_per_player=4)
-    game = Game(store, shuffler, dealer, wallet, tables, AuditUseCases(book, wallet), commits, points, book, feed, presence, watching)
+    presence = Presence(book, clock, heartbeat_s=0.05)
+    watching = WatchUseCases(book, views, seats, catalogue, dealers, feed, presence, max_streams_per_player=4)
+    audit = AuditUseCases(book, wallet, shoes=shuffler)
+    game = Game(store, shuffler, dealer, wallet, seats, play, dealers, audit, commits, points, book, feed, presence, watching)
     for who in ("alice", "bob"):
         wallet.fund(who, 1_000_000, "USD")
         wallet.fund(who, 1_000_000, "PLAY")

@@ -14,15 +14,15 @@ from .conftest import ALICE, OPERATOR, Game
 def war_round(game: Game, cards: list[str], key: str = "k1") -> str:
     game.shuffler.stack(*cards)
     seat = game.seat("casino-war-usd")
-    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, key, ""))
+    view = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, key, ""))
     return view.round_id
 
 
 def test_replay_of_a_good_round_is_clean_with_a_timeline(sql_game: Game) -> None:
     game = sql_game
     round_id = war_round(game, ["Ac", "As", "2c", "3c", "4c", "Kd", "2h"])
-    game.run(game.tables.deal(ALICE, round_id))
-    game.run(game.tables.decide(ALICE, round_id, "raise", ""))
+    game.run(game.play.deal(ALICE, round_id))
+    game.run(game.play.decide(ALICE, round_id, "raise", ""))
     game.pump()
     replay = game.run(game.audit.replay_round(OPERATOR, round_id))
     assert replay.ok and replay.disagreements == [] and replay.notes == []
@@ -34,7 +34,7 @@ def test_replay_of_a_good_round_is_clean_with_a_timeline(sql_game: Game) -> None
 
 def test_replay_says_when_the_wallet_has_not_applied_the_settlement(game: Game) -> None:
     round_id = war_round(game, ["Ac", "2d"])
-    game.run(game.tables.deal(ALICE, round_id))
+    game.run(game.play.deal(ALICE, round_id))
     replay = game.run(game.audit.replay_round(OPERATOR, round_id))  # nothing pumped to the wallet
     assert replay.ok and replay.notes == ["wallet has not applied the settlement yet"]
 
@@ -42,7 +42,7 @@ def test_replay_says_when_the_wallet_has_not_applied_the_settlement(game: Game) 
 def test_replay_names_the_version_of_a_tampered_event(sql_game: Game) -> None:
     game = sql_game
     round_id = war_round(game, ["Ac", "2d"])
-    game.run(game.tables.deal(ALICE, round_id))
+    game.run(game.play.deal(ALICE, round_id))
     game.pump()
     engine = game.store.events._engine  # noqa: SLF001 - a rogue administrator edits the row
     with engine.begin() as c:
@@ -61,7 +61,7 @@ def test_replay_names_the_version_of_a_tampered_event(sql_game: Game) -> None:
 
 def test_replay_catches_a_card_that_is_not_the_next_of_the_shoe(game: Game) -> None:
     round_id = war_round(game, ["Ac", "2d"])
-    game.run(game.tables.deal(ALICE, round_id))
+    game.run(game.play.deal(ALICE, round_id))
     game.pump()
     stored = game.store.events._state.streams[round_id]  # noqa: SLF001 - edit the in-memory store
     dealt = stored[3]
@@ -79,13 +79,13 @@ def test_void_in_each_state_returns_every_stake(game: Game) -> None:
     # At a pending decision (another seat).
     game.shuffler.stack("9c", "9d")
     seat = game.seat("battle-royale-usd")
-    deciding = game.run(game.tables.place_bets(ALICE, seat, {"ante": 1000}, "k2", "")).round_id
-    game.run(game.tables.deal(ALICE, deciding))
+    deciding = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, "k2", "")).round_id
+    game.run(game.play.deal(ALICE, deciding))
     # Settled, with a payout already made.
     game.shuffler.stack("Ac", "2d")
     seat = game.seat("casino-war-play")
-    settled = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "k3", "")).round_id
-    game.run(game.tables.deal(ALICE, settled))
+    settled = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k3", "")).round_id
+    game.run(game.play.deal(ALICE, settled))
     game.pump()
     assert game.wallet.available("alice", "PLAY") == 1_000_500
 
@@ -94,7 +94,7 @@ def test_void_in_each_state_returns_every_stake(game: Game) -> None:
         assert (result.voided_now, result.refunds, result.reason) == (True, refunds, "shoe malfunction")
         again = game.run(game.audit.void_round(OPERATOR, round_id, "again"))
         assert (again.voided_now, again.refunds, again.reason) == (False, refunds, "shoe malfunction")
-        view = game.run(game.tables.get_round(ALICE, round_id))
+        view = game.run(game.play.get_round(ALICE, round_id))
         assert view.phase == "voided" and view.void_reason == "shoe malfunction" and view.results == []
         assert view.balance_after == view.balance_before
     game.pump()
@@ -105,4 +105,4 @@ def test_void_in_each_state_returns_every_stake(game: Game) -> None:
         assert replay.ok and replay.notes == [], (replay.disagreements, replay.notes)
     # A voided round frees its seat for the next one.
     seat = game.seat("casino-war-usd")
-    assert game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "k4", "")).phase == "dealing"
+    assert game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k4", "")).phase == "dealing"

@@ -23,9 +23,9 @@ from .conftest import ALICE, BOB, OPERATOR, Game
 
 def war_round(game: Game, cards: list[str], key: str, *, deal: bool = True, table: str = "casino-war-usd") -> str:
     game.shuffler.stack(*cards)
-    round_id = game.run(game.tables.place_bets(ALICE, game.seat(table), {"ante": 500}, key, "")).round_id
+    round_id = game.run(game.play.place_bets(ALICE, game.seat(table), {"ante": 500}, key, "")).round_id
     if deal:
-        game.run(game.tables.deal(ALICE, round_id))
+        game.run(game.play.deal(ALICE, round_id))
     return round_id
 
 
@@ -240,17 +240,17 @@ P2P = "war-p2p-iii-usd"  # antes $25-$350, commission 1.75%
 def p2p_seat(game: Game) -> str:
     """Bob in the dealer's seat (every round confirmed in advance), Alice paired with him."""
     game.points.points[("bob", "USD")] = 800
-    game.run(game.tables.join_table(BOB, P2P, "dealer", "Bobby", True))
-    return game.run(game.tables.join_table(ALICE, P2P, "player", "Al"))[0].seat_id
+    game.run(game.seats.join_table(BOB, P2P, "dealer", "Bobby", True))
+    return game.run(game.seats.join_table(ALICE, P2P, "player", "Al"))[0].seat_id
 
 
 def p2p_round(game: Game, cards: list[str], key: str, *, deal: bool = True, charge: bool = True) -> str:
     """A $300 round of Alice's against Bob, settled and applied by the wallet; `charge`: the commission
     service has charged its commission too."""
     game.shuffler.stack(*cards)
-    round_id = game.run(game.tables.place_bets(ALICE, p2p_seat(game), {"ante": 30_000}, key, "")).round_id
+    round_id = game.run(game.play.place_bets(ALICE, p2p_seat(game), {"ante": 30_000}, key, "")).round_id
     if deal:
-        view = game.run(game.tables.deal(ALICE, round_id))
+        view = game.run(game.play.deal(ALICE, round_id))
         assert view.phase == "settled"
         game.pump()
         if charge:

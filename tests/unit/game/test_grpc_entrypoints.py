@@ -25,7 +25,7 @@ async def scenario() -> None:
     game = build(InMemoryGameStore())
     authority = TokenAuthority(SECRET)
     server = grpc.aio.server(interceptors=[AuthInterceptor(authority, clock=lambda: NOW)])
-    register(server, game.tables, game.audit, game.watching)
+    register(server, game.seats, game.play, game.audit, game.watching)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     alice, bob, ops = (call_metadata(authority.mint(n, r, NOW, 3600)) for n, r in

@@ -17,9 +17,11 @@ from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
 from croupier_game.application.keeper import Keeper, KeeperPass
+from croupier_game.application.dealer_qualification import DealerQualification
+from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
-from croupier_game.application.seats import DealerChecks
-from croupier_game.application.play import TableUseCases
+from croupier_game.application.seats import SeatUseCases
+from croupier_game.application.views import RoundViews
 from croupier_game.config import DEFAULT_TABLES_FILE, keeper_settings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.round import KEEPER_CAUSATION
@@ -66,7 +68,8 @@ class Service:
     store: Any
     fakes: Fakes
     book: RoundBook
-    tables: TableUseCases
+    seats: SeatUseCases
+    play: PlayUseCases
     audit: AuditUseCases
     keeper: Keeper
 
@@ -92,14 +95,14 @@ class Service:
 
     def open_round(self, table: str, bets: dict[str, int], cards: list[str], key: str = "k1", *, deal: bool = True) -> str:
         self.fakes.shuffler.stack(*cards)
-        seat = self.run(self.tables.join_table(ALICE, table))[0].seat_id
-        view = self.run(self.tables.place_bets(ALICE, seat, bets, key, ""))
+        seat = self.run(self.seats.join_table(ALICE, table))[0].seat_id
+        view = self.run(self.play.place_bets(ALICE, seat, bets, key, ""))
         if deal:
-            view = self.run(self.tables.deal(ALICE, view.round_id))
+            view = self.run(self.play.deal(ALICE, view.round_id))
         return view.round_id
 
     def view(self, round_id: str):  # noqa: ANN201
-        return self.run(self.tables.get_round(ALICE, round_id))
+        return self.run(self.play.get_round(ALICE, round_id))
 
     def envelopes(self, round_id: str) -> list:
         return self.run(self.book.in_transaction(lambda uow: uow.events.read_stream(round_id)))
@@ -123,12 +126,15 @@ def service(
     store: Any, world: Fakes, *, tables_file: Path = DEFAULT_TABLES_FILE, stuck_after_s: float = 300,
     leadership: Leadership | None = None,
 ) -> Service:
-    book = RoundBook(store, world.shuffler, world.clock, on_commit=lambda: None)
+    book = RoundBook(store, world.clock, wake_log_readers=lambda: None)
     points = FakeDealerPoints(points={("bob", "USD"): 800})  # Bob may deal at every war-p2p table
-    tables = TableUseCases(book, Catalogue.from_toml(tables_file), world.dealer, world.wallet, DealerChecks(world.wallet, points))
-    audit = AuditUseCases(book, world.wallet)
-    keeper = Keeper(book, tables, audit, world.clock, interval_s=0.01, stuck_after_s=stuck_after_s, leadership=leadership)
-    return Service(store, world, book, tables, audit, keeper)
+    catalogue = Catalogue.from_toml(tables_file)
+    dealers = DealerQualification(world.wallet, points)
+    seats = SeatUseCases(book, catalogue, world.shuffler, world.wallet, dealers, world.clock)
+    play = PlayUseCases(book, RoundViews(world.shuffler), catalogue, world.shuffler, world.dealer, world.wallet, dealers, world.clock)
+    audit = AuditUseCases(book, world.wallet, shoes=world.shuffler)
+    keeper = Keeper(book, seats, play, audit, world.clock, interval_s=0.01, stuck_after_s=stuck_after_s, leadership=leadership)
+    return Service(store, world, book, seats, play, audit, keeper)
 
 
 @pytest.fixture
@@ -184,7 +190,7 @@ def test_casino_war_tie_left_is_surrendered_for_half_the_ante(svc: Service) -> N
 def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the_ante(svc: Service) -> None:
     # RULES.md §2: after the deal with a tie pending, the round goes on as if the player surrendered.
     svc.wallet.fund("bob", START, "USD")
-    svc.run(svc.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
+    svc.run(svc.seats.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
     round_id = svc.open_round("war-p2p-i-usd", {"ante": 1000}, ["Kc", "Kd"])
     svc.clock.advance(30.5)
     assert svc.keep().decided == [(round_id, "ante", "surrender")]
@@ -197,7 +203,7 @@ def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the
 
 def test_a_player_gone_before_the_deal_against_a_player_dealer_is_refunded_after_the_timeout(svc: Service) -> None:
     svc.wallet.fund("bob", START, "USD")
-    svc.run(svc.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
+    svc.run(svc.seats.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
     round_id = svc.open_round("war-p2p-i-usd", {"ante": 1000}, [], deal=False)
     svc.clock.advance(30)
     assert not svc.keep().acted  # the table's decision timeout, not yet passed
@@ -223,7 +229,7 @@ def test_dueling_tie_with_both_bets_pending_surrenders_each(svc: Service) -> Non
 def test_dueling_bet_the_player_left_gets_the_default_and_the_war_is_dealt(svc: Service) -> None:
     round_id = svc.open_round("dueling-for-dollars-usd", {"player": 1000, "dealer": 600}, ["9c", "9d", "2c", "3c", "4c", "Ks", "5d"])
     svc.clock.advance(10)
-    svc.run(svc.tables.decide(ALICE, round_id, "war", "player"))  # the player answered one bet only
+    svc.run(svc.play.decide(ALICE, round_id, "war", "player"))  # the player answered one bet only
     svc.clock.advance(20.5)  # 30.5 s after the decision was asked, though 20.5 s after the player's answer
     assert svc.keep().decided == [(round_id, "dealer", "surrender")]
     view = svc.view(round_id)
@@ -257,7 +263,7 @@ def test_round_in_dealing_with_the_dealer_failing_is_voided_with_every_stake_ref
     svc.fakes.dealer.deal_cards = unreachable  # type: ignore[method-assign]
     round_id = svc.open_round("casino-war-usd", {"ante": 1000, "tie": 500}, [], deal=False)
     with raises_reason("SERVICE_UNAVAILABLE", Unavailable):
-        svc.run(svc.tables.deal(ALICE, round_id))
+        svc.run(svc.play.deal(ALICE, round_id))
     assert svc.view(round_id).phase == "dealing" and svc.wallet.available("alice") == START - 1500
     svc.clock.advance(300)
     assert not svc.keep().acted
@@ -283,7 +289,7 @@ def test_war_stake_taken_then_the_dealer_fails_is_voided_with_both_stakes_back(s
 
     svc.fakes.dealer.deal_cards = unreachable  # type: ignore[method-assign]
     with raises_reason("SERVICE_UNAVAILABLE", Unavailable):
-        svc.run(svc.tables.decide(ALICE, round_id, "raise", ""))  # the raise is reserved, the war not dealt
+        svc.run(svc.play.decide(ALICE, round_id, "raise", ""))  # the raise is reserved, the war not dealt
     assert svc.view(round_id).phase == "dealing" and svc.wallet.available("alice") == START - 2000
     svc.clock.advance(301)
     assert svc.keep().voided == [round_id]
@@ -322,7 +328,7 @@ def test_a_player_deciding_at_the_same_moment_wins(svc: Service) -> None:
         round_ = await load(rid)
         if armed and rid == round_id:
             armed = False
-            await svc.tables.decide(ALICE, round_id, "call", "")  # between the keeper's read and its append
+            await svc.play.decide(ALICE, round_id, "call", "")  # between the keeper's read and its append
         return round_  # what the keeper read: stale now
 
     svc.book.load = load_then_the_player_decides  # type: ignore[method-assign]
@@ -339,7 +345,7 @@ def test_the_keeper_first_then_the_player_is_refused(svc: Service) -> None:
     svc.clock.advance(31)
     assert svc.keep().decided == [(round_id, "ante", "surrender")]
     with pytest.raises(Exception, match="settled"):
-        svc.run(svc.tables.decide(ALICE, round_id, "raise", ""))
+        svc.run(svc.play.decide(ALICE, round_id, "raise", ""))
     assert len(decisions(svc, round_id)) == 1
 
 
@@ -378,7 +384,7 @@ def test_the_background_task_keeps_and_gives_the_lead_up_at_stop() -> None:
     async def main() -> None:
         s.keeper.start()
         for _ in range(500):
-            if (await s.tables.get_round(ALICE, round_id)).phase == "settled":
+            if (await s.play.get_round(ALICE, round_id)).phase == "settled":
                 break
             await asyncio.sleep(0.01)
         await s.keeper.stop()
@@ -399,7 +405,7 @@ def test_a_restarted_keeper_finishes_what_the_old_one_left(tmp_path: Path) -> No
     stuck = old.open_round("casino-war-usd", {"ante": 1000}, [], key="w", deal=False)
     assert not old.keep().acted
     world.clock.advance(31)
-    decide = old.tables.decide_as_system
+    decide = old.play.decide_as_system
     calls = 0
 
     async def crash_after_the_first(*args: Any) -> Any:
@@ -409,7 +415,7 @@ def test_a_restarted_keeper_finishes_what_the_old_one_left(tmp_path: Path) -> No
             raise RuntimeError("the process died")
         return await decide(*args)
 
-    old.tables.decide_as_system = crash_after_the_first  # type: ignore[method-assign]
+    old.play.decide_as_system = crash_after_the_first  # type: ignore[method-assign]
     done = old.keep()
     assert done.decided == [(dueling, "player", "surrender")] and done.failed == [dueling]
     engine.dispose()  # the old process is gone; nothing of it is kept
@@ -508,7 +514,7 @@ def test_a_player_who_never_watched_is_left_to_the_decision_timeout(present: Ser
 
 def test_a_watched_dealer_gone_mid_round_lets_the_round_go_on(present: Service) -> None:
     present.wallet.fund("bob", START, "USD")
-    dealer_seat = present.run(present.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))[0].seat_id
+    dealer_seat = present.run(present.seats.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))[0].seat_id
     round_id = present.open_round("war-p2p-i-usd", {"ante": 1000}, ["Kc", "Kd"])
     watched(present, dealer_seat)
     present.clock.advance(GRACE_S + 0.5)
@@ -518,7 +524,7 @@ def test_a_watched_dealer_gone_mid_round_lets_the_round_go_on(present: Service) 
 
 
 def test_a_seat_unseen_past_the_idle_limit_is_given_up(present: Service) -> None:
-    seat = present.run(present.tables.join_table(ALICE, "casino-war-usd"))[0].seat_id
+    seat = present.run(present.seats.join_table(ALICE, "casino-war-usd"))[0].seat_id
     present.clock.advance(IDLE_S - 1)
     assert present.keep().ended == []
     present.clock.advance(1.5)
@@ -526,7 +532,7 @@ def test_a_seat_unseen_past_the_idle_limit_is_given_up(present: Service) -> None
     stream = present.run(present.book.in_transaction(lambda uow: uow.events.read_stream(seat)))
     assert [(e.event_type, e.payload.get("reason"), e.causation_id) for e in stream][-1] == ("SeatLeft", "idle", KEEPER_CAUSATION)
     with pytest.raises(Exception, match="no seat"):
-        present.run(present.tables.seat_status(ALICE, seat))
+        present.run(present.seats.seat_status(ALICE, seat))
 
 
 def test_a_seat_with_a_round_open_is_not_idle(present: Service) -> None:

@@ -24,8 +24,8 @@ HOLDEM = ["2s", "7d", "Ac", "Ad", "Jh", "Kc", "9s"]
 def holdem_deciding(game: Game, key: str = "k1") -> str:
     game.shuffler.stack(*HOLDEM)
     seat = game.seat("casino-holdem-usd")
-    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 1000}, key, ""))
-    view = game.run(game.tables.deal(ALICE, view.round_id))
+    view = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, key, ""))
+    view = game.run(game.play.deal(ALICE, view.round_id))
     assert view.phase == "deciding" and set(view.options) == {"call", "fold"}
     return view.round_id
 
@@ -43,11 +43,11 @@ def audited(game: Game, round_id: str) -> None:
 @pytest.mark.parametrize("winner", ["fold", "call"])
 def test_a_decision_that_loses_the_race_releases_its_stake(game: Game, winner: str) -> None:
     round_id = holdem_deciding(game)
-    stale = game.run(game.tables._book.load(round_id))  # noqa: SLF001 - read before the other decision
-    game.run(game.tables.decide(ALICE, round_id, winner, ""))
+    stale = game.run(game.book.load(round_id))  # noqa: SLF001 - read before the other decision
+    game.run(game.play.decide(ALICE, round_id, winner, ""))
     loser = "call" if winner == "fold" else "fold"
     with raises_reason("CONCURRENT_CHANGE", ConcurrencyConflict):  # the keeper's path: the decision on the round as it read it
-        game.run(game.tables.decide_as_system(stale, loser, "", KEEPER_CAUSATION))
+        game.run(game.play.decide_as_system(stale, loser, "", KEEPER_CAUSATION))
     game.pump()
     assert pending(game) == []
     calls = [e for e in game.wallet.reservations(round_id) if e.bets == {"call": 2000}]
@@ -57,10 +57,10 @@ def test_a_decision_that_loses_the_race_releases_its_stake(game: Game, winner: s
 
 def test_the_same_decision_twice_at_once_reserves_once_and_keeps_it(game: Game) -> None:
     round_id = holdem_deciding(game)
-    stale = game.run(game.tables._book.load(round_id))  # noqa: SLF001
-    game.run(game.tables.decide(ALICE, round_id, "call", ""))
+    stale = game.run(game.book.load(round_id))  # noqa: SLF001
+    game.run(game.play.decide(ALICE, round_id, "call", ""))
     with raises_reason("CONCURRENT_CHANGE", ConcurrencyConflict):
-        game.run(game.tables.decide_as_system(stale, "call", "", KEEPER_CAUSATION))
+        game.run(game.play.decide_as_system(stale, "call", "", KEEPER_CAUSATION))
     calls = [e for e in game.wallet.reservations(round_id) if e.bets == {"call": 2000}]
     assert len(calls) == 1 and calls[0].status == "pending"  # the winner's: the same transaction, not released
     audited(game, round_id)
@@ -70,7 +70,7 @@ def test_the_same_decision_twice_at_once_reserves_once_and_keeps_it(game: Game) 
 def test_concurrent_call_and_fold_leave_nothing_reserved(game: Game) -> None:
     async def race(round_id: str) -> list:
         return await asyncio.gather(
-            game.tables.decide(ALICE, round_id, "call", ""), game.tables.decide(ALICE, round_id, "fold", ""),
+            game.play.decide(ALICE, round_id, "call", ""), game.play.decide(ALICE, round_id, "fold", ""),
             return_exceptions=True,
         )
 
@@ -87,7 +87,7 @@ def test_a_stake_never_released_is_released_when_the_round_settles(game: Game) -
     round_id = holdem_deciding(game)
     # A crash between reserving the call and appending it: nothing released it.
     game.run(game.wallet.reserve_stakes(f"{round_id}:stakes:5:ante:call", "alice", round_id, 2000, "USD", {"call": 2000}))
-    game.run(game.tables.decide(ALICE, round_id, "fold", ""))
+    game.run(game.play.decide(ALICE, round_id, "fold", ""))
     audited(game, round_id)
     assert pending(game) == [] and game.wallet.available("alice") == 1_000_000 - 1000
 
@@ -95,12 +95,12 @@ def test_a_stake_never_released_is_released_when_the_round_settles(game: Game) -
 def test_war_raise_losing_to_surrender_releases_the_raise(game: Game) -> None:
     game.shuffler.stack("7c", "7d")
     seat = game.seat("casino-war-usd")
-    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "k1", ""))
-    view = game.run(game.tables.deal(ALICE, view.round_id))
-    stale = game.run(game.tables._book.load(view.round_id))  # noqa: SLF001
-    game.run(game.tables.decide(ALICE, view.round_id, "surrender", ""))
+    view = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k1", ""))
+    view = game.run(game.play.deal(ALICE, view.round_id))
+    stale = game.run(game.book.load(view.round_id))  # noqa: SLF001
+    game.run(game.play.decide(ALICE, view.round_id, "surrender", ""))
     with raises_reason("CONCURRENT_CHANGE", ConcurrencyConflict):
-        game.run(game.tables.decide_as_system(stale, "raise", "", KEEPER_CAUSATION))
+        game.run(game.play.decide_as_system(stale, "raise", "", KEEPER_CAUSATION))
     audited(game, view.round_id)
     assert pending(game) == []
 
@@ -111,30 +111,30 @@ def test_war_raise_losing_to_surrender_releases_the_raise(game: Game) -> None:
 def test_a_key_stands_for_one_request(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     other_seat = game.seat("casino-holdem-usd")
-    first = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut"))
-    assert game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut")).round_id == first.round_id
+    first = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut"))
+    assert game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut")).round_id == first.round_id
     for seat_id, bets, cut in ((seat, {"ante": 700}, "cut"), (other_seat, {"ante": 500}, "cut"), (seat, {"ante": 500}, "x")):
         with raises_reason("IDEMPOTENCY_KEY_REUSED", AlreadyExists, match="idempotency_key 'key-1' was already used for another request"):
-            game.run(game.tables.place_bets(ALICE, seat_id, bets, "key-1", cut))
+            game.run(game.play.place_bets(ALICE, seat_id, bets, "key-1", cut))
     with raises_reason("IDEMPOTENCY_KEY_REUSED", AlreadyExists, match="key-1"):  # a Rebet is another request too
-        game.run(game.tables.rebet(ALICE, seat, "key-1", "cut"))
+        game.run(game.play.rebet(ALICE, seat, "key-1", "cut"))
     assert [e.amount for e in game.wallet.entries if e.player_id == "alice"] == [-500]
 
 
 def test_deal_decide_and_leave_retried_after_a_lost_reply_succeed(game: Game) -> None:
     game.shuffler.stack("7c", "7d", "2c", "3c", "4c", "Kd", "2h")
     seat = game.seat("casino-war-usd")
-    view = game.run(game.tables.place_bets(ALICE, seat, {"ante": 500}, "k1", ""))
-    dealt = game.run(game.tables.deal(ALICE, view.round_id))
-    assert game.run(game.tables.deal(ALICE, view.round_id)).version == dealt.version
-    decided = game.run(game.tables.decide(ALICE, view.round_id, "raise", ""))
-    assert game.run(game.tables.decide(ALICE, view.round_id, "raise", "")).version == decided.version
-    game.run(game.tables.leave_table(ALICE, seat))
-    game.run(game.tables.leave_table(ALICE, seat))  # left already: OK
+    view = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k1", ""))
+    dealt = game.run(game.play.deal(ALICE, view.round_id))
+    assert game.run(game.play.deal(ALICE, view.round_id)).version == dealt.version
+    decided = game.run(game.play.decide(ALICE, view.round_id, "raise", ""))
+    assert game.run(game.play.decide(ALICE, view.round_id, "raise", "")).version == decided.version
+    game.run(game.seats.leave_table(ALICE, seat))
+    game.run(game.seats.leave_table(ALICE, seat))  # left already: OK
     with raises_reason("SEAT_NOT_FOUND", NotFound):  # another player's "retry" of it is not
-        game.run(game.tables.leave_table(BOB, seat))
+        game.run(game.seats.leave_table(BOB, seat))
     with raises_reason("SEAT_NOT_FOUND", NotFound):
-        game.run(game.tables.leave_table(ALICE, "never-a-seat"))
+        game.run(game.seats.leave_table(ALICE, "never-a-seat"))
 
 
 # ---------------------------------------------------------------- privacy at a player-dealer's table
@@ -142,17 +142,17 @@ def test_deal_decide_and_leave_retried_after_a_lost_reply_succeed(game: Game) ->
 
 def test_each_side_of_a_player_dealer_round_sees_its_own_view(game: Game) -> None:
     game.points.points[("bob", "USD")] = 800
-    game.run(game.tables.join_table(BOB, "war-p2p-iii-usd", "dealer", "Bobby", True))
-    seat, _ = game.run(game.tables.join_table(ALICE, "war-p2p-iii-usd", "player", "Al"))
+    game.run(game.seats.join_table(BOB, "war-p2p-iii-usd", "dealer", "Bobby", True))
+    seat, _ = game.run(game.seats.join_table(ALICE, "war-p2p-iii-usd", "player", "Al"))
     game.shuffler.stack("9c", "Qd")
-    view = game.run(game.tables.place_bets(ALICE, seat.seat_id, {"ante": 10_000}, "k1", ""))
-    game.run(game.tables.deal(ALICE, view.round_id))
-    mine, theirs = (game.run(game.tables.get_round(who, view.round_id)) for who in (ALICE, BOB))
+    view = game.run(game.play.place_bets(ALICE, seat.seat_id, {"ante": 10_000}, "k1", ""))
+    game.run(game.play.deal(ALICE, view.round_id))
+    mine, theirs = (game.run(game.play.get_round(who, view.round_id)) for who in (ALICE, BOB))
     assert (mine.role, mine.opponent_nickname, mine.balance_before) == ("player", "Bobby", 1_000_000)
     assert (theirs.role, theirs.opponent_nickname, theirs.balance_before, theirs.balance_after) == ("dealer", "Al", 0, 0)
     assert theirs.dealer_net > 0 and theirs.cards == mine.cards
     opened = [json.loads(s.payload_json) for s in (mine.steps[0], theirs.steps[0])]
     assert "dealer_player_id" not in opened[0] and "bob" not in mine.steps[0].payload_json
     assert "player_id" not in opened[1] and "balance_before" not in opened[1] and "alice" not in theirs.steps[0].payload_json
-    everything = game.run(game.tables.get_round(OPERATOR, view.round_id))
+    everything = game.run(game.play.get_round(OPERATOR, view.round_id))
     assert everything.role == "" and "bob" in everything.steps[0].payload_json

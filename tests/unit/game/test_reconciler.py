@@ -15,9 +15,11 @@ import pytest
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.reconciler import Reconciler, ReconcilerPass
+from croupier_game.application.dealer_qualification import DealerQualification
+from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
-from croupier_game.application.seats import DealerChecks
-from croupier_game.application.play import TableUseCases
+from croupier_game.application.seats import SeatUseCases
+from croupier_game.application.views import RoundViews
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue
 from croupier_platform.db import create_schema, make_engine
@@ -40,7 +42,8 @@ class World:
     wallet: ExpiringWallet
     shuffler: CountingSink
     commission: CountingSink
-    tables: TableUseCases
+    seats: SeatUseCases
+    play: PlayUseCases
     book: RoundBook
     cards: FakeShuffler
 
@@ -66,14 +69,14 @@ class World:
         self.store.outbox.mark_published([m.id for m in pending])
         return [m.envelope for m in pending]
 
-    def play(self, table: str = "casino-war-usd", cards: list[str] = WIN, key: str = "k1", who=ALICE) -> str:  # noqa: ANN001
+    def play_round(self, table: str = "casino-war-usd", cards: list[str] = WIN, key: str = "k1", who=ALICE) -> str:  # noqa: ANN001
         self.cards.stack(*cards)
-        seat = self.run(self.tables.join_table(who, table))[0].seat_id
-        view = self.run(self.tables.place_bets(who, seat, {"ante": 1000}, key, ""))
-        return self.run(self.tables.deal(who, view.round_id)).round_id
+        seat = self.run(self.seats.join_table(who, table))[0].seat_id
+        view = self.run(self.play.place_bets(who, seat, {"ante": 1000}, key, ""))
+        return self.run(self.play.deal(who, view.round_id)).round_id
 
     def phase(self, round_id: str) -> str:
-        return self.run(self.tables.get_round(ALICE, round_id)).phase
+        return self.run(self.play.get_round(ALICE, round_id)).phase
 
 
 def world(store: Any) -> World:
@@ -82,12 +85,15 @@ def world(store: Any) -> World:
     wallet = ExpiringWallet(clock=clock, timeout_s=120)
     for who in ("alice", "bob"):
         wallet.fund(who, START, "USD")
-    book = RoundBook(store, cards, clock, on_commit=lambda: None)
+    book = RoundBook(store, clock, wake_log_readers=lambda: None)
     points = FakeDealerPoints(points={("bob", "USD"): 800})
-    tables = TableUseCases(book, Catalogue.from_toml(DEFAULT_TABLES_FILE), FakeDealer(cards), wallet, DealerChecks(wallet, points))
+    catalogue = Catalogue.from_toml(DEFAULT_TABLES_FILE)
+    dealers = DealerQualification(wallet, points)
+    seats = SeatUseCases(book, catalogue, cards, wallet, dealers, clock)
+    play = PlayUseCases(book, RoundViews(cards), catalogue, cards, FakeDealer(cards), wallet, dealers, clock)
     shuffler = CountingSink("shuffler")
     commission = CountingSink("commission", handles=("RoundOpened", "RoundSettled", "RoundVoided"))
-    return World(store, clock, wallet, shuffler, commission, tables, book, cards)
+    return World(store, clock, wallet, shuffler, commission, seats, play, book, cards)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -102,7 +108,7 @@ def w(request: pytest.FixtureRequest, tmp_path: Path) -> World:
 
 def settled_with_its_message_lost(w: World) -> str:
     """A round settled whose RoundSettled never reached the wallet or the shuffler, past the bound."""
-    round_id = w.play()
+    round_id = w.play_round()
     w.deliver(drop=("RoundSettled",))
     w.clock.advance(BOUND_S + 1)
     return round_id
@@ -119,7 +125,7 @@ def test_a_settlement_whose_message_was_dropped_is_applied_once_and_a_late_redel
     w: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     reconciler = w.reconciler()
-    round_id = w.play()
+    round_id = w.play_round()
     assert w.phase(round_id) == "settled"
     published = w.deliver(drop=("RoundSettled",))  # dead-lettered for the wallet and the shuffler alike
     assert w.wallet.available("alice") == START - 1000  # the stake still reserved
@@ -148,7 +154,7 @@ def test_a_settlement_whose_message_was_dropped_is_applied_once_and_a_late_redel
 
 def test_a_round_every_service_applied_is_marked_without_a_warning(w: World, caplog: pytest.LogCaptureFixture) -> None:
     reconciler = w.reconciler()
-    round_id = w.play()
+    round_id = w.play_round()
     w.deliver()
     w.clock.advance(BOUND_S + 1)
     with caplog.at_level(logging.WARNING, logger="croupier_game.application.reconciler"):
@@ -159,7 +165,7 @@ def test_a_round_every_service_applied_is_marked_without_a_warning(w: World, cap
 
 def test_a_page_of_rounds_every_service_applied_costs_one_status_query_per_service_and_no_re_drive(w: World) -> None:
     reconciler = w.reconciler()
-    rounds = [w.play(key=f"k{n}") for n in range(3)]
+    rounds = [w.play_round(key=f"k{n}") for n in range(3)]
     w.deliver()
     w.clock.advance(BOUND_S + 1)
     done = w.run(reconciler.run_once())
@@ -185,8 +191,8 @@ def test_a_service_that_cannot_say_what_it_applied_leaves_the_page_for_a_later_p
 
 def test_a_player_dealer_round_is_charged_in_the_commission_service_with_its_opening(w: World) -> None:
     reconciler = w.reconciler()
-    w.run(w.tables.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
-    round_id = w.play("war-p2p-i-usd")
+    w.run(w.seats.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
+    round_id = w.play_round("war-p2p-i-usd")
     w.deliver(drop=("RoundOpened", "RoundSettled", "RoundVoided"))
     w.clock.advance(BOUND_S + 1)
     done = w.run(reconciler.run_once())
@@ -230,19 +236,19 @@ def test_a_seat_whose_next_round_was_released_moves_on_to_a_new_round(w: World) 
     """PlaceBets reserved the seat's next round and crashed before writing it: once the reconciler released
     that round, the seat's next round is a new one, so betting again opens it instead of a closed round."""
     reconciler = w.reconciler()
-    seat = w.run(w.tables.join_table(ALICE, "casino-war-usd"))[0]
+    seat = w.run(w.seats.join_table(ALICE, "casino-war-usd"))[0]
     crashed = seat.next_round_id
     w.run(w.wallet.reserve_stakes("t-crash", "alice", crashed, 1000, "USD", {"ante": 1000}))
     w.clock.advance(121)
     assert w.run(reconciler.run_once()).released == [crashed]
     w.cards.stack(*WIN)
-    view = w.run(w.tables.place_bets(ALICE, seat.seat_id, {"ante": 1000}, "after-the-crash", ""))
+    view = w.run(w.play.place_bets(ALICE, seat.seat_id, {"ante": 1000}, "after-the-crash", ""))
     assert view.round_id not in ("", crashed) and w.phase(view.round_id) == "dealing"
 
 
 def test_an_open_rounds_reservation_is_left_alone(w: World) -> None:
     reconciler = w.reconciler()
-    round_id = w.play(cards=["Kc", "Kd"])  # a tie: waiting for the player's war or surrender
+    round_id = w.play_round(cards=["Kc", "Kd"])  # a tie: waiting for the player's war or surrender
     assert w.phase(round_id) == "deciding"
     w.deliver()
     w.clock.advance(200)
@@ -253,7 +259,7 @@ def test_an_open_rounds_reservation_is_left_alone(w: World) -> None:
 
 def test_an_expired_reservation_of_a_round_over_has_its_settlement_re_driven(w: World) -> None:
     reconciler = w.reconciler()
-    round_id = w.play()
+    round_id = w.play_round()
     w.deliver(drop=("RoundSettled",))
     w.clock.advance(121)  # past the reservation's expiry and the bound alike: re-driven once, not twice
     done = w.run(reconciler.run_once())
@@ -268,7 +274,7 @@ def test_an_expired_reservation_of_a_round_over_has_its_settlement_re_driven(w: 
 def test_of_two_reconcilers_only_the_leader_acts(w: World) -> None:
     leader, other = Recorded(True), Recorded(False)
     first, second = w.reconciler(leader), w.reconciler(other)
-    round_id = w.play()
+    round_id = w.play_round()
     w.deliver(drop=("RoundSettled",))
     w.clock.advance(BOUND_S + 1)
     assert w.run(second.run_once()) == ReconcilerPass(leading=False)
@@ -283,7 +289,7 @@ def test_of_two_reconcilers_only_the_leader_acts(w: World) -> None:
 def test_the_background_task_reconciles_and_gives_the_lead_up_at_stop(w: World) -> None:
     lead = Recorded(True)
     reconciler = w.reconciler(lead)
-    w.play()
+    w.play_round()
     w.deliver(drop=("RoundSettled",))
     w.clock.advance(BOUND_S + 1)
 

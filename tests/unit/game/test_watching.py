@@ -31,9 +31,9 @@ def kind(notice: Any) -> str:
 
 async def play_holdem(game: Game, seat: str) -> str:
     game.shuffler.stack(*HOLDEM_CARDS)
-    view = await game.tables.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")
-    await game.tables.deal(ALICE, view.round_id)
-    await game.tables.decide(ALICE, view.round_id, "call", "")
+    view = await game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")
+    await game.play.deal(ALICE, view.round_id)
+    await game.play.decide(ALICE, view.round_id, "call", "")
     return view.round_id
 
 
@@ -56,7 +56,7 @@ HOLDEM_STEPS = ["RoundOpened", "BetsPlaced", "ShoeCommitted", "CardsDealt", "Dec
 
 def test_a_seat_watcher_sees_every_step_and_a_resumed_one_exactly_the_rest() -> None:
     async def scenario(game: Game) -> None:
-        seat = (await game.tables.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
+        seat = (await game.seats.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
         watcher = game.watching.watch_seat(ALICE, seat)
         first = await take(watcher, 1)
         assert kind(first[0]) == "seat:current" and first[0].changed.status.seat_id == seat
@@ -69,7 +69,7 @@ def test_a_seat_watcher_sees_every_step_and_a_resumed_one_exactly_the_rest() -> 
         assert [c.card for c in deciding.cards if c.hand == "dealer"] == ["", ""]
         assert deciding.revealed_shoe == [] and deciding.phase == "deciding"
         # The last update is what GetRound shows.
-        assert seen[-2].round_update.view == await game.tables.get_round(ALICE, round_id)
+        assert seen[-2].round_update.view == await game.play.get_round(ALICE, round_id)
         await watcher.aclose()
 
         # Resumed from the position of the DecisionRequired step: exactly what followed it.
@@ -79,7 +79,7 @@ def test_a_seat_watcher_sees_every_step_and_a_resumed_one_exactly_the_rest() -> 
         assert [n.position for n in rest] == [n.position for n in seen[resume_at + 1 :]]
         # ... then live: the next round's first step, nothing repeated.
         game.shuffler.stack(*HOLDEM_CARDS)
-        await game.tables.place_bets(ALICE, seat, {"ante": 1000}, "k2", "")
+        await game.play.place_bets(ALICE, seat, {"ante": 1000}, "k2", "")
         nxt = await take(resumed, 1)
         assert kind(nxt[0]) == "RoundOpened" and nxt[0].round_update.view.round_id != round_id
         # Resuming between the two notices of one event (the settlement, then round_over) sends the second.
@@ -93,20 +93,20 @@ def test_a_seat_watcher_sees_every_step_and_a_resumed_one_exactly_the_rest() -> 
 
 def test_a_round_watcher_gets_every_step_once_and_the_stream_ends_with_the_round() -> None:
     async def scenario(game: Game) -> None:
-        seat = (await game.tables.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
+        seat = (await game.seats.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
         game.shuffler.stack(*HOLDEM_CARDS)
-        view = await game.tables.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")
+        view = await game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")
         watcher = game.watching.watch_round(ALICE, view.round_id)
         opening = await take(watcher, 3)
         assert [n.update.step.event_type for n in opening] == HOLDEM_STEPS[:3]
-        await game.tables.deal(ALICE, view.round_id)
+        await game.play.deal(ALICE, view.round_id)
         dealt = await take(watcher, 2)
         assert [n.position for n in dealt] == ["4", "5"]
         await watcher.aclose()  # dropped mid-round
-        await game.tables.decide(ALICE, view.round_id, "call", "")
+        await game.play.decide(ALICE, view.round_id, "call", "")
         resumed = [n async for n in game.watching.watch_round(ALICE, view.round_id, dealt[-1].position)]
         assert [n.update.step.event_type for n in resumed] == HOLDEM_STEPS[5:]
-        assert resumed[-1].update.view == await game.tables.get_round(ALICE, view.round_id)
+        assert resumed[-1].update.view == await game.play.get_round(ALICE, view.round_id)
         assert [n.update.step.version for n in resumed] == [6, 7, 8]
 
     run(build(InMemoryGameStore()), scenario)
@@ -114,7 +114,7 @@ def test_a_round_watcher_gets_every_step_once_and_the_stream_ends_with_the_round
 
 def test_another_players_seat_or_round_is_not_found() -> None:
     async def scenario(game: Game) -> None:
-        seat = (await game.tables.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
+        seat = (await game.seats.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
         round_id = await play_holdem(game, seat)
         with raises_reason("SEAT_NOT_FOUND", NotFound):
             await anext(game.watching.watch_seat(BOB, seat))
@@ -128,7 +128,7 @@ def test_another_players_seat_or_round_is_not_found() -> None:
 
 def test_a_watcher_too_slow_is_told_and_resumes_from_its_last_position() -> None:
     async def scenario(game: Game) -> None:
-        seat = (await game.tables.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
+        seat = (await game.seats.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
         watcher = game.watching.watch_seat(ALICE, seat)
         current = (await take(watcher, 1))[0]
         await play_holdem(game, seat)  # 8 events for a queue of 2
@@ -147,7 +147,7 @@ def test_a_watcher_too_slow_is_told_and_resumes_from_its_last_position() -> None
 
 def test_a_player_holds_a_bounded_number_of_streams() -> None:
     async def scenario(game: Game) -> None:
-        seat = (await game.tables.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
+        seat = (await game.seats.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
         streams = [game.watching.watch_seat(ALICE, seat) for _ in range(4)]
         for stream in streams:
             await take(stream, 1)
@@ -165,27 +165,27 @@ def test_a_player_holds_a_bounded_number_of_streams() -> None:
 def test_a_player_dealer_sees_the_opponent_join_bet_and_leave() -> None:
     async def scenario(game: Game) -> None:
         game.points.points[("bob", "USD")] = 10_000
-        dealer_seat = (await game.tables.join_table(BOB, "war-p2p-i-usd", role="dealer", nickname="Bo"))[0].seat_id
+        dealer_seat = (await game.seats.join_table(BOB, "war-p2p-i-usd", role="dealer", nickname="Bo"))[0].seat_id
         watcher = game.watching.watch_seat(BOB, dealer_seat)
         assert kind((await take(watcher, 1))[0]) == "seat:current"
-        seat = (await game.tables.join_table(ALICE, "war-p2p-i-usd", nickname="Al"))[0].seat_id
+        seat = (await game.seats.join_table(ALICE, "war-p2p-i-usd", nickname="Al"))[0].seat_id
         paired = (await take(watcher, 1))[0]
         assert kind(paired) == "seat:paired" and paired.changed.status.opponent_nickname == "Al"
         assert paired.changed.may_deal is True
-        await game.tables.confirm_round(BOB, dealer_seat)
+        await game.seats.confirm_round(BOB, dealer_seat)
         assert kind((await take(watcher, 1))[0]) == "seat:confirmed"
         game.shuffler.stack("Kc", "2h")
-        view = await game.tables.place_bets(ALICE, seat, {"ante": 500}, "k1", "")
+        view = await game.play.place_bets(ALICE, seat, {"ante": 500}, "k1", "")
         opened = (await take(watcher, 3))
         assert [kind(n) for n in opened] == ["RoundOpened", "BetsPlaced", "ShoeCommitted"]
         assert opened[0].round_update.view.role == "dealer"
         assert "alice" not in opened[0].round_update.step.payload_json  # the opponent by nickname only
-        await game.tables.deal(ALICE, view.round_id)
+        await game.play.deal(ALICE, view.round_id)
         settled = await take(watcher, 3)
         assert [kind(n) for n in settled] == ["CardsDealt", "RoundSettled", "seat:round_over"]
-        await game.tables.leave_table(ALICE, seat)
+        await game.seats.leave_table(ALICE, seat)
         assert kind((await take(watcher, 1))[0]) == "seat:opponent_left"
-        await game.tables.leave_table(BOB, dealer_seat)
+        await game.seats.leave_table(BOB, dealer_seat)
         assert kind((await take(watcher, 1))[0]) == "ended:left"
         with pytest.raises(StopAsyncIteration):
             await anext(watcher)

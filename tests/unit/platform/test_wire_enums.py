@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from croupier.v1 import common_pb2, wallet_pb2
-from croupier_game.application.ports import SEAT_ROLES
+from croupier_game.domain.seat import SEAT_ROLES
 from croupier_game.entrypoints.grpc_server import SEAT_ROLE
 from croupier_platform.errors import InvalidArgument
 from tests.refusals import raises_reason

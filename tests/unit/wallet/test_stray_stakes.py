@@ -1,6 +1,6 @@
 """Stakes reserved for a step the game never recorded (the losing side of a decision race, or a
 crash between reserving and appending): released by ReleaseStakes, idempotent by transaction id,
-and by the round's settlement, which claims stakes per bet; the game's Stakes port, as the fake and
+and by the round's settlement, which claims stakes per bet; the game's Wallet port, as the fake and
 as the gRPC adapter against this wallet, keeps the same contract."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_release_stakes_is_idempotent_and_never_releases_a_posted_stake(wallet: 
     assert wallet.check().ok
 
 
-# ---------------------------------------------------------------- the Stakes port's contract
+# ---------------------------------------------------------------- the game's Wallet port's contract
 
 
 async def release_contract(stakes, player: str, currency: str) -> None:  # noqa: ANN001

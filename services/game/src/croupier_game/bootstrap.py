@@ -16,12 +16,14 @@ from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive
 from .adapters.grpc_clients import GrpcDealer, GrpcDealerPoints, GrpcShuffler, GrpcStakes
 from .adapters.sql import SqlGameStore, game_metadata
 from .application.audit import AuditUseCases
+from .application.dealer_qualification import DealerQualification
+from .application.feed import LogFeed
 from .application.keeper import Keeper
+from .application.play import PlayUseCases
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
-from .application.seats import DealerChecks
-from .application.feed import LogFeed
-from .application.play import TableUseCases
+from .application.seats import SeatUseCases
+from .application.views import RoundViews
 from .application.watching import Presence, WatchUseCases
 from . import config
 from .domain.catalogue import Catalogue
@@ -50,19 +52,22 @@ class GameModule:
         shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts)
         stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
-        book = RoundBook(store, shuffler, ctx.clock, on_commit=self._committed, metrics=ctx.metrics)
+        book = RoundBook(store, ctx.clock, wake_log_readers=self._wake_log_readers, metrics=ctx.metrics)
+        views = RoundViews(shuffler)
         self.catalogue = catalogue
         points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token, ctx.call_timeouts)
-        checks = DealerChecks(stakes, points)
-        self.tables = TableUseCases(book, catalogue, GrpcDealer(ctx.channels["dealer"], ctx.service_token, ctx.call_timeouts), stakes, checks)
+        dealers = DealerQualification(stakes, points)
+        dealer = GrpcDealer(ctx.channels["dealer"], ctx.service_token, ctx.call_timeouts)
+        self.seats = SeatUseCases(book, catalogue, shuffler, stakes, dealers, ctx.clock)
+        self.play = PlayUseCases(book, views, catalogue, shuffler, dealer, stakes, dealers, ctx.clock)
         # Live streams: one tail of the log feeds every watcher of this replica; open WatchSeat streams
         # keep their seats present, refreshed well within the shortest presence grace.
         watch = watch or config.WatchSettings()
         self.feed = LogFeed(book, poll_interval_s=watch.watch_poll_interval_s, queue_size=watch.watch_queue_size)
         shortest_grace = min(entry.config.presence_grace_s for entry in catalogue.tables())
-        self.presence = Presence(book, min(watch.presence_heartbeat_s, shortest_grace / 3))
+        self.presence = Presence(book, ctx.clock, min(watch.presence_heartbeat_s, shortest_grace / 3))
         self.watching = WatchUseCases(
-            book, self.tables, catalogue, checks, self.feed, self.presence,
+            book, views, self.seats, catalogue, dealers, self.feed, self.presence,
             max_streams_per_player=watch.watch_max_streams_per_player,
         )  # fmt: skip
         self.audit = AuditUseCases(
@@ -71,7 +76,7 @@ class GameModule:
         )  # fmt: skip
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
         self.keeper = Keeper(
-            book, self.tables, self.audit, ctx.clock,
+            book, self.seats, self.play, self.audit, ctx.clock,
             interval_s=keeper.keeper_interval_s, stuck_after_s=keeper.stuck_round_void_after_s,
             leadership=OutboxLeadership(self._engine, name="keeper"),
         )  # fmt: skip
@@ -84,12 +89,13 @@ class GameModule:
         )  # fmt: skip
 
     def register(self, server: grpc.aio.Server) -> None:
-        grpc_server.register(server, self.tables, self.audit, self.watching)
+        grpc_server.register(server, self.seats, self.play, self.audit, self.watching)
 
     def subscribe(self, bus: Bus) -> None:
         """The game consumes nothing: it owns the round streams and only publishes them."""
 
-    def _committed(self) -> None:
+    def _wake_log_readers(self) -> None:
+        """A commit to the game's log: the outbox relay publishes it, the watchers' feed reads it."""
         self._relay.wake()
         self.feed.wake()
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from croupier_platform.eventstore import InMemoryEventStore
 from croupier_platform.outbox import Outbox
 
-from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
+from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seats
 from ..domain.round import OVER_PHASES
+from ..domain.seat import Seat
 
 
 @dataclass
@@ -41,9 +42,6 @@ class _MemorySeats(Seats):
 
     def remove(self, seat_id: str) -> None:
         self._rows.seats.pop(seat_id, None)
-
-    def set_last_round(self, seat_id: str, round_id: str) -> None:
-        self._rows.seats[seat_id] = replace(self._rows.seats[seat_id], last_round_id=round_id)
 
     def update(self, seat: Seat) -> None:
         self._rows.seats[seat.seat_id] = seat

@@ -34,8 +34,9 @@ from croupier_platform.db import NAMING_CONVENTION
 from croupier_platform.eventstore import SqlEventStore, SqlUnitOfWork
 from croupier_platform.outbox import Outbox
 
-from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seat, Seats
+from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seats
 from ..domain.round import OVER_PHASES
+from ..domain.seat import Seat
 
 game_metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -113,9 +114,6 @@ class _SqlSeats(Seats):
 
     def remove(self, seat_id: str) -> None:
         self._c.execute(delete(seats_table).where(seats_table.c.seat_id == seat_id))
-
-    def set_last_round(self, seat_id: str, round_id: str) -> None:
-        self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat_id).values(last_round_id=round_id))
 
     def update(self, seat: Seat) -> None:
         self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat.seat_id).values(**seat.__dict__))

@@ -17,7 +17,7 @@ from croupier_platform.errors import InvalidArgument, NotFound
 from ..domain.round import Round
 from .full_audit import DEFAULT_PAGE, LAG_BOUND_S, AuditProgress, check_one, run_audit
 from .round_check import LagBound
-from .ports import LedgerArchive, ShoeArchive, Stakes
+from .ports import LedgerArchive, ShoeArchive, Wallet
 from .round_check import NOT_APPLIED, Replay
 from .rounds import RoundBook, retrying
 
@@ -36,13 +36,13 @@ class VoidResult:
 
 class AuditUseCases:
     def __init__(
-        self, book: RoundBook, stakes: Stakes, *, shoes: ShoeArchive | None = None, ledger: LedgerArchive | None = None
+        self, book: RoundBook, stakes: Wallet, *, shoes: ShoeArchive, ledger: LedgerArchive | None = None
     ) -> None:
         self._book = book
         self._stakes = stakes
-        # The audit's read side: the shuffler's and the wallet's archives (by default the clients given,
-        # which then implement them as well, as the unit tests' fakes do).
-        self._shoes: ShoeArchive = shoes or book.shuffler  # type: ignore[assignment]
+        # The audit's read side: the shuffler's and the wallet's archives (the wallet's by default the client
+        # given, which then implements it as well, as the unit tests' fake does).
+        self._shoes = shoes
         self._ledger: LedgerArchive = ledger or stakes  # type: ignore[assignment]
 
     async def void_round(self, actor: Identity, round_id: str, reason: str) -> VoidResult:

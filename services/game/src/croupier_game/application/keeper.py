@@ -6,7 +6,7 @@ each round's own stream:
 - a decision pending longer than the table's `decision_timeout_s` (the table as the round's
   RoundOpened recorded it; pending since the occurred_at of its DecisionRequired event) gets the
   table's `default_action` (Surrender at the war tables, Fold at Casino Hold'em; at Dueling for
-  Dollars each pending bet gets it), through `TableUseCases.decide_as_system`: the player's Decide
+  Dollars each pending bet gets it), through `PlayUseCases.decide_as_system`: the player's Decide
   path, so the events, the wallet and the views are a player's, and only the envelopes'
   causation_id ("keeper") says who decided;
 - a round waiting for cards (betting, dealing) with no progress for `stuck_after_s` (the dealer
@@ -43,9 +43,11 @@ from croupier_rules.errors import RuleError
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
 from .leader_loop import LeaderLoop
-from .ports import PLAYER, GameUnitOfWork, Seat
+from ..domain.seat import PLAYER, Seat
+from .play import PlayUseCases
+from .ports import GameUnitOfWork
 from .rounds import BrokenRoundError, RoundBook
-from .play import TableUseCases
+from .seats import SeatUseCases
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ class Keeper(LeaderLoop):
     def __init__(
         self,
         book: RoundBook,
-        tables: TableUseCases,
+        seats: SeatUseCases,
+        play: PlayUseCases,
         audit: AuditUseCases,
         clock: Clock,
         *,
@@ -113,7 +116,8 @@ class Keeper(LeaderLoop):
             raise ValueError("the keeper's interval and stuck-round timeout must be positive")
         super().__init__(interval_s=interval_s, leadership=leadership, name=name)
         self._book = book
-        self._tables = tables
+        self._seats = seats
+        self._play = play
         self._audit = audit
         self._clock = clock
         self.stuck_after_s = stuck_after_s
@@ -168,7 +172,7 @@ class Keeper(LeaderLoop):
         """Seats unseen for a while: a watched player's seat past the table's presence grace is a
         disconnection (the bets back before the deal, the default decision after it; a dealer's round
         goes on); any seat past the table's idle limit with no round open is given up."""
-        tables = {entry.table_id: entry.config for entry in self._tables.list_tables()}
+        tables = {entry.table_id: entry.config for entry in self._seats.list_tables()}
         graced = iso(now - timedelta(seconds=min(c.presence_grace_s for c in tables.values())))
         idle = iso(now - timedelta(seconds=min(c.idle_limit_s for c in tables.values())))
 
@@ -188,7 +192,7 @@ class Keeper(LeaderLoop):
             away = now - _moment(seat.seen_at)
             try:
                 if away > timedelta(seconds=table.idle_limit_s):
-                    if await self._tables.end_idle_seat(seat.seat_id, iso(now - timedelta(seconds=table.idle_limit_s))):
+                    if await self._seats.end_idle_seat(seat.seat_id, iso(now - timedelta(seconds=table.idle_limit_s))):
                         done.ended.append(seat.seat_id)
                         continue
                 if seat.watched and away > timedelta(seconds=table.presence_grace_s):
@@ -269,7 +273,7 @@ class Keeper(LeaderLoop):
         for bet in list(round_.state.pending):
             if round_.state.phase != "deciding" or bet not in round_.state.pending:
                 break
-            round_ = await self._tables.decide_as_system(round_, choice, bet, KEEPER_CAUSATION)
+            round_ = await self._play.decide_as_system(round_, choice, bet, KEEPER_CAUSATION)
             done.decided.append((round_.round_id, bet, choice))
         return round_
 

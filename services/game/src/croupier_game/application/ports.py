@@ -14,34 +14,9 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import EventLog
 from croupier_platform.outbox import Outbox
 
+from ..domain.seat import Seat
+
 # ---------------------------------------------------------------- the service's own rows
-
-
-PLAYER = "player"
-DEALER = "dealer"
-SEAT_ROLES = (PLAYER, DEALER)
-
-
-@dataclass(frozen=True)
-class Seat:
-    seat_id: str
-    player_id: str
-    table_id: str
-    last_round_id: str | None = None
-    # war-p2p: a player may sit as dealer; the two seats of a pair name each other.
-    role: str = PLAYER
-    nickname: str = ""
-    partner_seat_id: str | None = None
-    auto_confirm: bool = False  # a dealer's: every round confirmed in advance
-    confirmed: bool = False  # a dealer's: the next round is confirmed (used up by the player's bets)
-    joined_at: str = ""  # pairing takes the longest-waiting seat first
-    # The id of the seat's next round, whose shoe is drawn and committed before the player bets
-    # (so a cut seed sent with the bets cannot have chosen the shoe).
-    next_round_id: str = ""
-    # Presence: the last moment the seat was known present (joined, bet, confirmed, or a WatchSeat stream
-    # open: refreshed while it stays open), and whether a stream was ever opened (then its drop counts).
-    seen_at: str = ""
-    watched: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,9 +49,6 @@ class Seats(ABC):
 
     @abstractmethod
     def remove(self, seat_id: str) -> None: ...
-
-    @abstractmethod
-    def set_last_round(self, seat_id: str, round_id: str) -> None: ...
 
     @abstractmethod
     def update(self, seat: Seat) -> None:
@@ -223,7 +195,10 @@ class Dealer(Protocol):
     ) -> tuple[list[str], list[int]]: ...
 
 
-class Stakes(Protocol):
+class Wallet(Protocol):
+    """The wallet, as the game uses it: a round's stakes and a player-dealer's cover reserved or released,
+    what a player can stake now, and a round's ledger entries."""
+
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
         game: str = "", table_id: str = "",

@@ -1,4 +1,6 @@
-"""What every use case does with a round's stream: load it, append to it, retry on conflict."""
+"""What every use case does with the game's store: units of work, and a round's stream loaded, appended
+to (stamped by the clock) and retried on conflict; each commit wakes the readers of the log (the outbox
+relay, the watchers' feed)."""
 
 from __future__ import annotations
 
@@ -18,27 +20,23 @@ from croupier_rules.commands import VoidRound
 from croupier_rules.events import RoundEvent
 
 from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
-from ..domain.visibility import Reveal, RoundView, round_view
-from .ports import GameStore, Shuffler
+from .ports import GameStore
 
 T = TypeVar("T")
 
 CONFLICT_RETRIES = 3
-REVEAL_CACHE_SIZE = 1_000
 ROUND_CACHE_SIZE = 10_000
 
 
 class RoundBook:
     def __init__(
-        self, store: GameStore, shuffler: Shuffler, clock: Clock, on_commit: Callable[[], None], metrics: Metrics | None = None
+        self, store: GameStore, clock: Clock, wake_log_readers: Callable[[], None], metrics: Metrics | None = None
     ) -> None:
         self._store = store
         # Rounds opened, settled and voided are counted in `recorded`, where every append of a round ends.
         self.metrics = metrics or Metrics.disabled()
-        self._shuffler = shuffler
         self._clock = clock
-        self._on_commit = on_commit
-        self._reveals: OrderedDict[str, Reveal] = OrderedDict()
+        self._wake_log_readers = wake_log_readers
         # Rounds as this process last appended to them, so dealing the next cards need not read and
         # fold the stream again. A round another replica changed meanwhile is caught by the append's
         # version check (ConcurrencyConflict drops it here, and the retry reads the stream).
@@ -48,18 +46,15 @@ class RoundBook:
     def store(self) -> GameStore:
         return self._store
 
-    @property
-    def shuffler(self) -> Shuffler:
-        return self._shuffler
-
     def now(self) -> str:
+        """The moment appends are stamped with (ISO, UTC)."""
         return iso(self._clock())
 
     def recorded(self, round_: Round, events: Sequence[NewEvent]) -> None:
-        """After `events` were committed to the round's stream: keep the round, count it, wake the outbox relay."""
+        """After `events` were committed to the round's stream: keep the round, count it, wake the log's readers."""
         self.remember(round_)
         self.metrics.round_events(round_.opened.game, round_.opened.table_id, [e.event_type for e in events])
-        self._on_commit()
+        self._wake_log_readers()
 
     async def in_transaction(self, work: Callable[..., T]) -> T:
         """Run `work(uow)` in one unit of work, in a thread (the store is synchronous); once committed,
@@ -70,7 +65,7 @@ class RoundBook:
                 return work(uow)
 
         done = await asyncio.to_thread(run)
-        self._on_commit()
+        self._wake_log_readers()
         return done
 
     async def read(self, work: Callable[..., T]) -> T:
@@ -154,25 +149,6 @@ class RoundBook:
             return round_
         _, events = round_.decider.execute(round_.state, VoidRound(reason=reason))
         return await self.append(round_, events, causation_id=causation_id)
-
-    async def reveal(self, round_: Round) -> Reveal | None:
-        """The revealed shoe of a finished round, or None (not over, or not revealed yet)."""
-        if not round_.is_over or round_.shoe is None:
-            return None
-        shoe_id = round_.shoe.shoe_id
-        if (cached := self._reveals.get(shoe_id)) is not None:
-            return cached
-        revealed = await self._shuffler.reveal_shoe(shoe_id)
-        if revealed is None:
-            return None
-        reveal = Reveal(shoe_id=shoe_id, commitment=revealed.commitment, salt_hex=revealed.salt_hex, cards=revealed.cards)
-        self._reveals[shoe_id] = reveal
-        while len(self._reveals) > REVEAL_CACHE_SIZE:
-            self._reveals.popitem(last=False)
-        return reveal
-
-    async def view(self, actor: Identity, round_: Round) -> RoundView:
-        return round_view(round_, viewer=actor.subject, operator=actor.role == "operator", reveal=await self.reveal(round_))
 
 
 class BrokenRoundError(ServiceError):

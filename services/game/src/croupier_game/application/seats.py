@@ -1,54 +1,267 @@
-"""Seats at war-p2p tables with a player in the dealer's seat (RULES.md §2).
+"""TableService's seats: the tables on offer, joining, leaving, a player-dealer's confirmation, what a
+seat shows (GetSeatStatus), and the keeper's end of an idle seat.
 
-- Eligibility: a player sits as dealer at table type I, II or III only with the table's minimum
-  dealer points and balance, in the table's currency.
+At war-p2p tables a player may sit in the dealer's seat (RULES.md §2; who qualifies:
+dealer_qualification.py):
 - Pairing: a waiting player is paired with the longest-waiting dealer at the same table (one
   table id is one type and currency), and a dealer with the longest-waiting player who has no
   round open; a player nobody deals to plays against the house. The two seats name each other.
 - Confirmation: the dealer confirms each round before the player may bet, or turns auto-confirm on;
   the player's bets use the confirmation up.
-- The bet cap: the dealer's available balance must cover the player's largest win plus the largest
-  commission; a larger ante is refused, naming the largest the dealer covers.
 - Leaving: a dealer may leave at any time (a round under way goes on; the cover is reserved); the
   partner is paired anew or plays against the house.
+
+The functions after the use cases change the seat rows inside a unit of work; PlaceBets uses them too.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import logging
+import uuid
+from dataclasses import dataclass, replace
 
-from croupier_platform.errors import FailedPrecondition, InvalidArgument
-from croupier_rules.games.war_p2p import largest_covered_ante
-from croupier_rules.tables import TableConfig, WarP2PTable
+from croupier_platform.auth import Identity
+from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, ServiceError
+from croupier_platform.runtime import Clock, iso
 
-from ..domain.catalogue import TableEntry
-from ..domain.round import OVER_PHASES
-from ..domain.seat import LEFT, OPPONENT_LEFT, SEAT_LEFT, SEAT_PAIRED, SEAT_STREAM_TYPE, seat_event
-from .ports import DEALER, PLAYER, SEAT_ROLES, DealerPoints, GameUnitOfWork, RoundRow, Seat, Stakes
+from ..domain.catalogue import Catalogue, TableEntry
+from ..domain.round import KEEPER_CAUSATION, OVER_PHASES, new_round_id
+from ..domain.seat import (
+    DEALER,
+    DEALER_UNSEATED,
+    IDLE,
+    LEFT,
+    LEFT_SEAT,
+    OPPONENT_LEFT,
+    PLAYER,
+    ROUND_CONFIRMED,
+    SEAT_JOINED,
+    SEAT_LEFT,
+    SEAT_PAIRED,
+    SEAT_STREAM_TYPE,
+    UNSEATED,
+    UNSEATED_TEXT,
+    WAR_P2P,
+    Seat,
+    check_nickname,
+    check_role,
+    seat_event,
+)
+from .dealer_qualification import DealerQualification
+from .ports import CommittedShoe, DuplicateRow, GameUnitOfWork, RoundRow, Shuffler, Wallet
+from .rounds import RoundBook
 
-WAR_P2P = "war-p2p"
-MAX_NICKNAME_LENGTH = 40
+logger = logging.getLogger(__name__)
 
 
-def check_role(role: str, entry: TableEntry) -> str:
-    role = (role or PLAYER).strip().lower()
-    if role not in SEAT_ROLES:
-        raise InvalidArgument(f"role {role!r} is not a seat; sit as {' or '.join(SEAT_ROLES)}", fields={"role": " or ".join(SEAT_ROLES)})
-    if role == DEALER and entry.game != WAR_P2P:
-        raise InvalidArgument(
-            f"table {entry.table_id} is {entry.game}: a player may deal only at war-p2p tables", fields={"role": "dealer only at war-p2p"}
-        )
-    return role
+@dataclass(frozen=True)
+class SeatStatus:
+    """The seed's "text boxes" and what a frontend needs beside them."""
+
+    seat_id: str
+    table_id: str
+    role: str
+    nickname: str
+    opponent_nickname: str  # "house" when the house deals; empty for a dealer still waiting
+    opponent_seat_id: str
+    last_round_id: str
+    last_round_phase: str
+    last_round_result: int  # the caller's net in the last round (a dealer's after commission)
+    last_round_commission: int
+    dealer_points: int
+    commission_paid_last_round: int
+    currency: str
+    balance: int
+    max_ante: int
+    auto_confirm: bool
+    confirmed: bool
+    next_round_id: str  # a player's: the id the next round at this seat will have
+    next_commitment: str  # the SHA-256 commitment of its shoe, fixed before any bet or cut seed
 
 
-def check_nickname(nickname: str) -> str:
-    nickname = nickname.strip()
-    if len(nickname) > MAX_NICKNAME_LENGTH or not nickname.isprintable():
-        raise InvalidArgument(
-            f"nickname must be at most {MAX_NICKNAME_LENGTH} printable characters",
-            fields={"nickname": f"at most {MAX_NICKNAME_LENGTH} printable characters"},
-        )
-    return nickname
+class SeatUseCases:
+    def __init__(
+        self, book: RoundBook, catalogue: Catalogue, shuffler: Shuffler, wallet: Wallet, dealers: DealerQualification,
+        clock: Clock,
+    ) -> None:
+        self._book = book
+        self._catalogue = catalogue
+        self._shuffler = shuffler
+        self._wallet = wallet
+        self._dealers = dealers
+        self._clock = clock
+
+    def list_tables(self, game: str = "") -> list[TableEntry]:
+        return self._catalogue.tables(game)
+
+    async def join_table(
+        self, actor: Identity, table_id: str, role: str = PLAYER, nickname: str = "", auto_confirm: bool = False
+    ) -> tuple[Seat, TableEntry]:
+        """Idempotent per (player, table). At war-p2p tables a player may sit as dealer (eligibility
+        checked) and is paired with a waiting player; a player is paired with a waiting dealer."""
+        entry = self._catalogue.get(table_id)
+        role, nickname = check_role(role, entry), check_nickname(nickname)
+        if role == DEALER:
+            await self._dealers.require(actor.subject, entry)
+        at = iso(self._clock())
+
+        def work(uow: GameUnitOfWork) -> Seat:
+            seat = uow.seats.find(actor.subject, table_id)
+            if seat is not None:
+                if seat.role != role:
+                    raise FailedPrecondition(
+                        f"you already sit at {table_id} as {seat.role}; leave that seat first (LeaveTable)",
+                        reason="ALREADY_SEATED", metadata={"table_id": table_id, "role": seat.role},
+                    )
+                return with_next_round(uow, seat)
+            seat = Seat(
+                seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
+                nickname=nickname or actor.subject, auto_confirm=auto_confirm and role == DEALER, joined_at=at,
+                next_round_id=new_round_id() if role == PLAYER else "", seen_at=at,
+            )  # fmt: skip
+            uow.seats.add(seat)
+            record_seat(uow, seat.seat_id, SEAT_JOINED, at, player_id=seat.player_id, table_id=table_id, role=role)
+            return pair(uow, seat, at) if entry.game == WAR_P2P else seat
+
+        try:
+            seat = await self._book.in_transaction(work)
+        except DuplicateRow:  # a concurrent join of the same player took the seat first
+            seat = await self._book.in_transaction(work)
+        await commit_next_shoe(self._shuffler, entry, seat)
+        return seat, entry
+
+    async def leave_table(self, actor: Identity, seat_id: str) -> None:
+        """A dealer may leave at any time (a round under way goes on). A player with a round open
+        may not, except at war-p2p before the deal: the round is voided and the bets returned."""
+
+        def work(uow: GameUnitOfWork) -> RoundRow | None:
+            if seat_id and uow.seats.get(seat_id) is None and uow.keys.get(actor.subject, LEFT_SEAT + seat_id):
+                return None  # left already: a retry after a lost reply
+            seat = own_seat(uow, actor.subject, seat_id)
+            if (under_way := open_round(uow, seat)) is not None:
+                if self._catalogue.get(seat.table_id).game == WAR_P2P and under_way.phase == "dealing":
+                    return under_way  # maybe before the deal: voided below, then the seat is left
+                raise FailedPrecondition(
+                    f"round {under_way.round_id} at this seat is still {under_way.phase}; finish it before leaving",
+                    reason="ROUND_IN_PROGRESS", metadata={"round_id": under_way.round_id, "phase": under_way.phase},
+                )
+            leave(uow, seat, iso(self._clock()))
+            uow.keys.add(actor.subject, LEFT_SEAT + seat_id, seat_id)
+            return None
+
+        if (under_way := await self._book.in_transaction(work)) is not None:
+            round_ = await self._book.load(under_way.round_id)
+            if round_.cards_dealt or round_.state.phase != "dealing":
+                raise FailedPrecondition(
+                    f"round {round_.round_id} is under way with cards dealt; finish it before leaving",
+                    reason="ROUND_IN_PROGRESS", metadata={"round_id": round_.round_id, "phase": round_.state.phase},
+                )
+            await self._book.void(round_, "the player left before the deal; the bets are returned")
+            await self.leave_table(actor, seat_id)
+
+    async def confirm_round(
+        self, actor: Identity, seat_id: str, auto_confirm: bool | None = None, after_round_id: str | None = None
+    ) -> Seat:
+        """A player-dealer confirms the next round (and may turn auto-confirm on or off). `after_round_id`:
+        the seat's last round as the dealer saw it; once a later round has used the confirmation, a retry
+        of this call (its reply lost) confirms nothing more."""
+
+        def work(uow: GameUnitOfWork) -> Seat:
+            seat = own_seat(uow, actor.subject, seat_id)
+            if seat.role != DEALER:
+                raise FailedPrecondition(
+                    f"seat {seat_id} is a player's; only a dealer confirms rounds",
+                    reason="WRONG_SEAT_ROLE", metadata={"seat_id": seat_id, "role": seat.role},
+                )
+            if after_round_id is not None and (seat.last_round_id or "") != after_round_id:
+                return seat  # a round after the one the dealer saw has used this confirmation: a retry
+            at = iso(self._clock())
+            confirmed = replace(
+                seat, confirmed=True, auto_confirm=seat.auto_confirm if auto_confirm is None else auto_confirm, seen_at=at
+            )
+            uow.seats.update(confirmed)
+            record_seat(uow, seat.seat_id, ROUND_CONFIRMED, at, auto_confirm=confirmed.auto_confirm)
+            return confirmed
+
+        return await self._book.in_transaction(work)
+
+    async def seat_status(self, actor: Identity, seat_id: str) -> SeatStatus:
+        """What a frontend shows at a seat (the seed's "text boxes")."""
+
+        def read(uow: GameUnitOfWork) -> tuple[Seat, Seat | None]:
+            if seat_id and uow.seats.get(seat_id) is None and (short := uow.keys.get(actor.subject, DEALER_UNSEATED + seat_id)):
+                lacking = " and ".join(UNSEATED_TEXT.get(s, s) for s in short.split(","))
+                raise FailedPrecondition(
+                    f"you left dealer seat {seat_id} at the end of your last round: your {lacking} fell below the "
+                    "table's minimum for a dealer; sit as dealer again (JoinTable) once you qualify, or play as a player",
+                    reason="DEALER_NOT_QUALIFIED",
+                )
+            seat = with_next_round(uow, own_seat(uow, actor.subject, seat_id))
+            return seat, uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
+
+        seat, partner = await self._book.in_transaction(read)
+        entry = self._catalogue.get(seat.table_id)
+        next_commitment = (await next_shoe(self._shuffler, entry, seat)).commitment if seat.role == PLAYER else ""
+        last = await self._book.load(seat.last_round_id) if seat.last_round_id else None
+        points, last_commission = (0, 0)
+        if entry.game == WAR_P2P:
+            points, last_commission = await self._dealers.dealer_status(actor.subject, entry.currency)
+        result = 0
+        if last is not None and last.state.settlement is not None:
+            settlement = last.state.settlement
+            player_net = sum(r.net for r in settlement.results.values())
+            result = (settlement.dealer_net or 0) if seat.role == DEALER else player_net
+        round_commission = last.state.settlement.commission if last and last.state.settlement else 0
+        max_ante = entry.config.whole_chips(entry.config.limits["ante"].max) if "ante" in entry.config.limits else 0
+        if seat.role == PLAYER and partner is not None:
+            max_ante = min(max_ante, await self._dealers.largest_ante(partner.player_id, entry.config, entry.currency))
+        return SeatStatus(
+            seat_id=seat.seat_id, table_id=seat.table_id, role=seat.role, nickname=seat.nickname,
+            opponent_nickname=partner.nickname if partner else ("" if seat.role == DEALER else "house"),
+            opponent_seat_id=partner.seat_id if partner else "",
+            last_round_id=seat.last_round_id or "", last_round_phase=last.state.phase if last else "",
+            last_round_result=result, last_round_commission=round_commission or 0,
+            dealer_points=points, commission_paid_last_round=last_commission if seat.role == DEALER else 0,
+            currency=entry.currency, balance=await self._wallet.available_balance(actor.subject, entry.currency),
+            max_ante=max_ante, auto_confirm=seat.auto_confirm,
+            next_round_id=seat.next_round_id, next_commitment=next_commitment,
+            confirmed=seat.auto_confirm or seat.confirmed or bool(partner and (partner.auto_confirm or partner.confirmed)),
+        )  # fmt: skip
+
+    async def end_idle_seat(self, seat_id: str, idle_since: str) -> bool:
+        """The keeper: the seat, unseen since before `idle_since` (ISO) and with no round open at it, is given
+        up as by LeaveTable (its partner paired anew), its stream told why ("idle"); False if it was not."""
+
+        def work(uow: GameUnitOfWork) -> bool:
+            seat = uow.seats.get(seat_id)
+            if seat is None or not seat.seen_at or seat.seen_at >= idle_since or open_round(uow, seat) is not None:
+                return False
+            leave(uow, seat, iso(self._clock()), IDLE, KEEPER_CAUSATION)
+            return True
+
+        return await self._book.in_transaction(work)
+
+
+# -------------------------------------------------------------- the seat rows, inside a unit of work
+
+
+def own_seat(uow: GameUnitOfWork, player_id: str, seat_id: str) -> Seat:
+    """The player's seat; another player's is NOT_FOUND, as if there were none."""
+    if not seat_id:
+        raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id", fields={"seat_id": "required"})
+    seat = uow.seats.get(seat_id)
+    if seat is None or seat.player_id != player_id:
+        raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)", reason="SEAT_NOT_FOUND", metadata={"seat_id": seat_id})
+    return seat
+
+
+def with_next_round(uow: GameUnitOfWork, seat: Seat) -> Seat:
+    """A player's seat with its next round id (given now to a seat that has none)."""
+    if seat.next_round_id or seat.role != PLAYER:
+        return seat
+    seat = replace(seat, next_round_id=new_round_id())
+    uow.seats.update(seat)
+    return seat
 
 
 def open_round(uow: GameUnitOfWork, seat: Seat) -> RoundRow | None:
@@ -93,46 +306,44 @@ def leave(uow: GameUnitOfWork, seat: Seat, at: str, reason: str = LEFT, causatio
         pair(uow, alone, at)
 
 
-def dealt_by_player(config: TableConfig) -> WarP2PTable:
-    """The table's parameters for a round a player deals (commission charged)."""
-    assert isinstance(config, WarP2PTable)
-    return config.model_copy(update={"dealer": "player"})
+def next_round_used(uow: GameUnitOfWork, seat: Seat | None, dealer: Seat | None, round_id: str, opened: bool, at: str) -> Seat | None:
+    """The round `round_id` was recorded at the seat: the seat's next round is used up (a new id for the
+    one after) and, when it `opened` (not voided at once), it is the seat's last round and the dealer's
+    confirmation is used up; a dealer who left after confirming: the round goes on. The seat as it is now."""
+    if seat is not None and seat.next_round_id == round_id:
+        seat = replace(seat, next_round_id=new_round_id(), seen_at=at, last_round_id=round_id if opened else seat.last_round_id)
+        uow.seats.update(seat)
+    if opened and dealer is not None and (dealing := uow.seats.get(dealer.seat_id)) is not None:
+        uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
+    return seat
 
 
-class DealerChecks:
-    """What sitting and betting against a player-dealer need from the commission service and the wallet."""
+def unseat_dealer(uow: GameUnitOfWork, dealer_seat_id: str, missing: list[str], at: str) -> None:
+    """A player-dealer who no longer qualifies leaves the dealer's seat, what they fell short of kept
+    for their GetSeatStatus (and LeaveTable, retried, finds the seat left)."""
+    current = uow.seats.get(dealer_seat_id)
+    if current is None or current.role != DEALER:
+        return
+    leave(uow, current, at, UNSEATED)
+    for prefix, value in ((DEALER_UNSEATED, ",".join(missing)), (LEFT_SEAT, current.seat_id)):
+        if uow.keys.get(current.player_id, prefix + current.seat_id) is None:
+            uow.keys.add(current.player_id, prefix + current.seat_id, value)
 
-    def __init__(self, stakes: Stakes, points: DealerPoints) -> None:
-        self._stakes = stakes
-        self._points = points
 
-    async def missing(self, player_id: str, entry: TableEntry) -> dict[str, str]:
-        """What this player lacks to deal at this table ("points", "balance" -> what is needed); empty: eligible."""
-        table = entry.config
-        assert isinstance(table, WarP2PTable)
-        points, _ = await self._points.dealer_status(player_id, entry.currency)
-        available = await self._stakes.available_balance(player_id, entry.currency)
-        missing = {}
-        if points < table.dealer_min_points:
-            missing["points"] = f"{table.dealer_min_points} dealer points (you have {points})"
-        if available < table.dealer_min_balance:
-            missing["balance"] = f"a balance of {table.dealer_min_balance} {entry.currency} (you have {available})"
-        return missing
+# -------------------------------------------------------------- the next round's shoe
 
-    async def eligible(self, player_id: str, entry: TableEntry) -> None:
-        """Refuses (FailedPrecondition, naming what is missing) a player who may not deal at this table."""
-        if missing := await self.missing(player_id, entry):
-            assert isinstance(entry.config, WarP2PTable)
-            raise FailedPrecondition(
-                f"to deal at a type {entry.config.table_type} table you need {' and '.join(missing.values())}; "
-                "dealer points come from betting as a player at war-p2p tables, one per whole unit",
-                reason="DEALER_NOT_QUALIFIED",
-            )
 
-    async def bet_cap(self, dealer_id: str, config: TableConfig, currency: str) -> int:
-        """The largest ante this dealer covers now, in whole chips (so betting it is accepted)."""
-        assert isinstance(config, WarP2PTable)
-        return config.whole_chips(largest_covered_ante(await self._stakes.available_balance(dealer_id, currency), config))
+async def next_shoe(shuffler: Shuffler, entry: TableEntry, seat: Seat) -> CommittedShoe:
+    """The committed shoe of the seat's next round (drawn now if it was not yet: idempotent per round id)."""
+    return await shuffler.new_shoe(entry.config.decks, seat.next_round_id)
 
-    async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
-        return await self._points.dealer_status(player_id, currency)
+
+async def commit_next_shoe(shuffler: Shuffler, entry: TableEntry, seat: Seat) -> None:
+    """Draw the next round's shoe at once, so its commitment is there before the player bets; should
+    the shuffler be away, GetSeatStatus or PlaceBets draws it later (the same shoe either way)."""
+    if seat.role != PLAYER or not seat.next_round_id:
+        return
+    try:
+        await next_shoe(shuffler, entry, seat)
+    except ServiceError as exc:
+        logger.warning("seat %s: the next round's shoe is not committed yet (%s)", seat.seat_id, exc)

@@ -4,7 +4,7 @@
   with the notice's index when one event gives several ("P.n"); a bare "P" (a stream's first
   message) stands for everything up to P. A round stream's position is the round's version. Either
   way a stream resumed with the last position received gets exactly what came after it.
-- Visibility. Every round update carries the round as of that step through RoundBook.view, the code
+- Visibility. Every round update carries the round as of that step through RoundViews.view, the code
   GetRound uses: hidden cards stay blank and the shoe unrevealed until the round is over.
 - Authorization. A seat or round of someone else is NOT_FOUND, as a made-up id (GetSeatStatus, GetRound).
 - Presence. An open WatchSeat stream keeps its seat's seen_at fresh in the store (Presence); the
@@ -22,16 +22,18 @@ from dataclasses import dataclass
 from croupier_platform.auth import Identity
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, ServiceError
 from croupier_platform.eventstore import StoredEvent
+from croupier_platform.runtime import Clock, iso
 
 from ..domain.catalogue import Catalogue
 from ..domain.round import OVER_PHASES, Round
-from ..domain.seat import OPPONENT_LEFT, ROUND_CONFIRMED, SEAT_JOINED, SEAT_LEFT, SEAT_PAIRED, SEAT_STREAM_TYPE
+from ..domain.seat import OPPONENT_LEFT, ROUND_CONFIRMED, SEAT_JOINED, SEAT_LEFT, SEAT_PAIRED, SEAT_STREAM_TYPE, WAR_P2P
 from ..domain.visibility import RoundView, StepView
 from .feed import LogFeed, SlowWatcher, Subscription, round_key, seat_key
 from .ports import GameUnitOfWork
+from .dealer_qualification import DealerQualification
 from .rounds import RoundBook
-from .seats import WAR_P2P, DealerChecks
-from .play import SeatStatus, TableUseCases
+from .seats import SeatStatus, SeatUseCases
+from .views import RoundViews
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +100,9 @@ class Presence:
     """The seats watched through this process; their seen_at is refreshed in the store every
     `heartbeat_s` while a stream is open, and set once more when the last one closes."""
 
-    def __init__(self, book: RoundBook, heartbeat_s: float) -> None:
+    def __init__(self, book: RoundBook, clock: Clock, heartbeat_s: float) -> None:
         self._book = book
+        self._clock = clock
         self.heartbeat_s = heartbeat_s
         self._watchers: Counter[str] = Counter()
         self._task: asyncio.Task[None] | None = None
@@ -138,19 +141,20 @@ class Presence:
 
     async def _mark(self, seat_ids: Sequence[str]) -> None:
         """Seen now, through a stream (every beat says so again: a keeper's unwatch racing a return is undone)."""
-        at = self._book.now()
+        at = iso(self._clock())
         await self._book.in_transaction(lambda uow: uow.seats.mark_seen(seat_ids, at, watched=True))
 
 
 class WatchUseCases:
     def __init__(
-        self, book: RoundBook, tables: TableUseCases, catalogue: Catalogue, checks: DealerChecks, feed: LogFeed,
-        presence: Presence, *, max_streams_per_player: int,
+        self, book: RoundBook, views: RoundViews, seats: SeatUseCases, catalogue: Catalogue, dealers: DealerQualification,
+        feed: LogFeed, presence: Presence, *, max_streams_per_player: int,
     ) -> None:
         self._book = book
-        self._tables = tables
+        self._views = views
+        self._seats = seats
         self._catalogue = catalogue
-        self._checks = checks
+        self._dealers = dealers
         self._feed = feed
         self._presence = presence
         self._max_streams = max_streams_per_player
@@ -224,14 +228,14 @@ class WatchUseCases:
 
     async def _seat_change(self, actor: Identity, seat_id: str, change: str) -> SeatChange:
         try:
-            status = await self._tables.seat_status(actor, seat_id)
+            status = await self._seats.seat_status(actor, seat_id)
         except ServiceError:  # the seat is being left (its SeatLeft follows) or a peer is away now
             return SeatChange(change, None, False, "")
         may_deal, missing = False, ""
         entry = self._catalogue.get(status.table_id)
         if entry.game == WAR_P2P:
             try:
-                lacking = await self._checks.missing(actor.subject, entry)
+                lacking = await self._dealers.missing(actor.subject, entry)
                 may_deal, missing = not lacking, " and ".join(lacking.values())
             except ServiceError as exc:
                 missing = f"not known now ({exc})"
@@ -276,7 +280,7 @@ class WatchUseCases:
     async def _update(self, actor: Identity, round_: Round, version: int) -> RoundUpdate:
         """The round as of `version`, seen through GetRound's view, and that step."""
         upto = round_ if version == round_.version else Round.from_events(round_.envelopes[:version])
-        view = await self._book.view(actor, upto)
+        view = await self._views.view(actor, upto)
         return RoundUpdate(step=view.steps[-1], caused_by=upto.envelopes[-1].causation_id or "", view=view)
 
     def _stream(self, actor: Identity) -> _OpenStream:

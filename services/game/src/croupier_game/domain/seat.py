@@ -1,4 +1,5 @@
-"""The seat streams (stream_type "seat", stream_id = seat id): what happens to a seat, appended in the
+"""A seat at a table (its row: who sits, as what, paired with whom, the next round's id) and the seat
+streams (stream_type "seat", stream_id = seat id): what happens to a seat, appended in the
 same transaction as the seat's row changes, so a watcher of the seat (WatchSeat) reads it in the log's
 order with the seat's rounds. The rows stay the seats' state; these events are their history.
 
@@ -7,11 +8,20 @@ order with the seat's rounds. The rows stay the seats' state; these events are t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from croupier_platform.errors import InvalidArgument
 from croupier_platform.eventstore import NewEvent
 
+from .catalogue import TableEntry
 from .round import SCHEMA_VERSION
+
+PLAYER = "player"
+DEALER = "dealer"
+SEAT_ROLES = (PLAYER, DEALER)
+WAR_P2P = "war-p2p"  # the game at which a player may sit as dealer (RULES.md §2)
+MAX_NICKNAME_LENGTH = 40
 
 SEAT_STREAM_TYPE = "seat"
 SEAT_JOINED = "SeatJoined"
@@ -24,6 +34,54 @@ SEAT_LEFT = "SeatLeft"
 LEFT = "left"  # LeaveTable
 IDLE = "idle"  # no activity for the table's idle limit (the keeper)
 UNSEATED = "unseated"  # a player-dealer below the table's minimums after a round
+
+# Rows of the key table the game writes itself; a client's key is printable, so never one of these.
+LEFT_SEAT = "\nleft-seat:"  # -> the seat id: a LeaveTable retried after its reply was lost is OK
+DEALER_UNSEATED = "\ndealer-unseated:"  # -> what the dealer fell short of ("points,balance")
+UNSEATED_TEXT = {"points": "dealer points", "balance": "balance"}
+
+
+@dataclass(frozen=True)
+class Seat:
+    seat_id: str
+    player_id: str
+    table_id: str
+    last_round_id: str | None = None
+    # war-p2p: a player may sit as dealer; the two seats of a pair name each other.
+    role: str = PLAYER
+    nickname: str = ""
+    partner_seat_id: str | None = None
+    auto_confirm: bool = False  # a dealer's: every round confirmed in advance
+    confirmed: bool = False  # a dealer's: the next round is confirmed (used up by the player's bets)
+    joined_at: str = ""  # pairing takes the longest-waiting seat first
+    # The id of the seat's next round, whose shoe is drawn and committed before the player bets
+    # (so a cut seed sent with the bets cannot have chosen the shoe).
+    next_round_id: str = ""
+    # Presence: the last moment the seat was known present (joined, bet, confirmed, or a WatchSeat stream
+    # open: refreshed while it stays open), and whether a stream was ever opened (then its drop counts).
+    seen_at: str = ""
+    watched: bool = False
+
+
+def check_role(role: str, entry: TableEntry) -> str:
+    role = (role or PLAYER).strip().lower()
+    if role not in SEAT_ROLES:
+        raise InvalidArgument(f"role {role!r} is not a seat; sit as {' or '.join(SEAT_ROLES)}", fields={"role": " or ".join(SEAT_ROLES)})
+    if role == DEALER and entry.game != WAR_P2P:
+        raise InvalidArgument(
+            f"table {entry.table_id} is {entry.game}: a player may deal only at war-p2p tables", fields={"role": "dealer only at war-p2p"}
+        )
+    return role
+
+
+def check_nickname(nickname: str) -> str:
+    nickname = nickname.strip()
+    if len(nickname) > MAX_NICKNAME_LENGTH or not nickname.isprintable():
+        raise InvalidArgument(
+            f"nickname must be at most {MAX_NICKNAME_LENGTH} printable characters",
+            fields={"nickname": f"at most {MAX_NICKNAME_LENGTH} printable characters"},
+        )
+    return nickname
 
 
 def seat_event(event_type: str, seat_id: str, occurred_at: str, causation_id: str | None = None, **payload: Any) -> NewEvent:

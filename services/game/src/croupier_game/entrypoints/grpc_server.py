@@ -14,10 +14,11 @@ from croupier_platform.tracing import round_span
 from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
 
 from ..application.audit import AuditUseCases
-from ..application.ports import SEAT_ROLES
-from ..application.play import SeatStatus, TableUseCases
+from ..application.play import PlayUseCases
+from ..application.seats import SeatStatus, SeatUseCases
 from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
+from ..domain.seat import SEAT_ROLES
 from ..domain.visibility import RoundView
 
 
@@ -124,23 +125,24 @@ def seat_notice_message(notice: SeatNotice) -> table_pb2.WatchSeatResponse:
 
 
 class TableServicer(table_pb2_grpc.TableServiceServicer):
-    def __init__(self, tables: TableUseCases, watching: WatchUseCases) -> None:
-        self._tables = tables
+    def __init__(self, seats: SeatUseCases, play: PlayUseCases, watching: WatchUseCases) -> None:
+        self._seats = seats
+        self._play = play
         self._watching = watching
 
     @handles_errors
     async def ListTables(self, request, context):  # noqa: ANN001, ANN201, N802
         current_identity()
-        return table_pb2.ListTablesResponse(tables=[table_info(e) for e in self._tables.list_tables(GAME.value("game", request.game, request.game_enum))])
+        return table_pb2.ListTablesResponse(tables=[table_info(e) for e in self._seats.list_tables(GAME.value("game", request.game, request.game_enum))])
 
     @handles_errors
     async def JoinTable(self, request, context):  # noqa: ANN001, ANN201, N802
         identity = current_identity()
-        seat, entry = await self._tables.join_table(
+        seat, entry = await self._seats.join_table(
             identity, request.table_id, SEAT_ROLE.value("role", request.role, request.role_enum), request.nickname,
             request.auto_confirm,
         )
-        status = await self._tables.seat_status(identity, seat.seat_id)
+        status = await self._seats.seat_status(identity, seat.seat_id)
         return table_pb2.JoinTableResponse(seat_id=seat.seat_id, table=table_info(entry), status=seat_message(status))
 
     @handles_errors
@@ -152,22 +154,22 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 f"auto_confirm {request.auto_confirm!r} is not allowed; send on, off, or leave it empty", fields={"auto_confirm": "on, off or empty"}
             )
         seen = request.after_round_id if request.HasField("after_round_id") else None
-        await self._tables.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch], seen)
-        return table_pb2.ConfirmRoundResponse(status=seat_message(await self._tables.seat_status(identity, request.seat_id)))
+        await self._seats.confirm_round(identity, request.seat_id, AUTO_CONFIRM[switch], seen)
+        return table_pb2.ConfirmRoundResponse(status=seat_message(await self._seats.seat_status(identity, request.seat_id)))
 
     @handles_errors
     async def GetSeatStatus(self, request, context):  # noqa: ANN001, ANN201, N802
-        return table_pb2.GetSeatStatusResponse(status=seat_message(await self._tables.seat_status(current_identity(), request.seat_id)))
+        return table_pb2.GetSeatStatusResponse(status=seat_message(await self._seats.seat_status(current_identity(), request.seat_id)))
 
     @handles_errors
     async def LeaveTable(self, request, context):  # noqa: ANN001, ANN201, N802
-        await self._tables.leave_table(current_identity(), request.seat_id)
+        await self._seats.leave_table(current_identity(), request.seat_id)
         return table_pb2.LeaveTableResponse()
 
     @handles_errors
     async def PlaceBets(self, request, context):  # noqa: ANN001, ANN201, N802
         # The round's span starts inside, once the seat's next round id is known.
-        view = await self._tables.place_bets(
+        view = await self._play.place_bets(
             current_identity(), request.seat_id, dict(request.bets), request.idempotency_key, request.cut_seed
         )
         return table_pb2.PlaceBetsResponse(round=round_message(view))
@@ -175,13 +177,13 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     @handles_errors
     async def Deal(self, request, context):  # noqa: ANN001, ANN201, N802
         with round_span("Deal", request.round_id):
-            view = await self._tables.deal(current_identity(), request.round_id, request.version)
+            view = await self._play.deal(current_identity(), request.round_id, request.version)
         return table_pb2.DealResponse(round=round_message(view))
 
     @handles_errors
     async def Decide(self, request, context):  # noqa: ANN001, ANN201, N802
         with round_span("Decide", request.round_id):
-            view = await self._tables.decide(
+            view = await self._play.decide(
                 current_identity(), request.round_id, CHOICE.value("choice", request.choice, request.choice_enum), request.bet,
                 request.version,
             )
@@ -189,16 +191,16 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     @handles_errors
     async def Rebet(self, request, context):  # noqa: ANN001, ANN201, N802
-        view = await self._tables.rebet(current_identity(), request.seat_id, request.idempotency_key, request.cut_seed)
+        view = await self._play.rebet(current_identity(), request.seat_id, request.idempotency_key, request.cut_seed)
         return table_pb2.RebetResponse(round=round_message(view))
 
     @handles_errors
     async def GetRound(self, request, context):  # noqa: ANN001, ANN201, N802
-        return table_pb2.GetRoundResponse(round=round_message(await self._tables.get_round(current_identity(), request.round_id)))
+        return table_pb2.GetRoundResponse(round=round_message(await self._play.get_round(current_identity(), request.round_id)))
 
     @handles_errors
     async def ListRounds(self, request, context):  # noqa: ANN001, ANN201, N802
-        page = await self._tables.list_rounds(current_identity(), request.page_size, request.page_token, request.limit)
+        page = await self._play.list_rounds(current_identity(), request.page_size, request.page_token, request.limit)
         return table_pb2.ListRoundsResponse(rounds=[round_message(v) for v in page.items], next_page_token=page.next_page_token)
 
     @handles_stream_errors
@@ -246,8 +248,8 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
             )  # fmt: skip
 
 
-def register(server: grpc.aio.Server, tables: TableUseCases, audit: AuditUseCases, watching: WatchUseCases) -> None:
-    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(tables, watching), server)
+def register(server: grpc.aio.Server, seats: SeatUseCases, play: PlayUseCases, audit: AuditUseCases, watching: WatchUseCases) -> None:
+    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(seats, play, watching), server)
     audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditServicer(audit), server)
 
 
