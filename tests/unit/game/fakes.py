@@ -171,10 +171,6 @@ class FakeWallet:
             return None
         return stakes[0].player_id, [LedgerEntry(e.transaction_id, e.kind, e.status, e.amount, e.currency, e.player_id) for e in mine]
 
-    async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]:
-        player, entries = self._round(round_id) or ("", [])
-        return [e for e in entries if e.player_id == player]  # the player's view: no dealer's transfers
-
     async def reserve_dealer_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
     ) -> Reservation:

@@ -197,7 +197,7 @@ class Dealer(Protocol):
 
 class Wallet(Protocol):
     """The wallet, as the game uses it: a round's stakes and a player-dealer's cover reserved or released,
-    what a player can stake now, and a round's ledger entries."""
+    and what a player can stake now."""
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
@@ -209,8 +209,6 @@ class Wallet(Protocol):
     async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         """Release stakes reserved for a step the round did not record (a race's losing side); idempotent by
         transaction id: True when this call released them, False when released before or never reserved."""
-
-    async def list_round_transactions(self, round_id: str) -> list[LedgerEntry]: ...
 
     async def reserve_dealer_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
