@@ -36,13 +36,13 @@ from datetime import UTC, datetime, timedelta
 
 from croupier_platform.errors import ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
+from croupier_platform.leader_loop import LeaderLoop
 from croupier_platform.leadership import Leadership
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.errors import RuleError
 
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
-from .leader_loop import LeaderLoop
 from ..domain.seat import PLAYER, Seat
 from .play import PlayUseCases
 from .ports import GameUnitOfWork

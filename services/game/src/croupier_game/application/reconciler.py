@@ -37,12 +37,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from croupier_platform.events import EventEnvelope
+from croupier_platform.leader_loop import LeaderLoop
 from croupier_platform.leadership import Leadership
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
 from ..domain.round import ROUND_OPENED, new_round_id
-from .leader_loop import LeaderLoop
 from .ports import GameUnitOfWork, Reservations, RoundEventSink
 from .rounds import RoundBook
 
