@@ -1,7 +1,9 @@
-"""A background pass run every `interval_s` by one replica at a time: the machinery the keeper and the
-reconciler share. Only the holder of the loop's `Leadership` (a PostgreSQL advisory lock of its own;
-SQLite and the in-memory store always lead) runs a pass; a replica that does not lead skips it and
-asks again next time. A pass that raises is retried with a growing delay (the store may be away)."""
+"""A background pass run every `interval_s` by one replica at a time: the machinery the outbox relay,
+the game's keeper and its reconciler share. Only the holder of the loop's `Leadership` (a PostgreSQL
+advisory lock; SQLite and the in-memory store always lead) runs a pass; a replica that does not lead
+skips it and asks again next time. A pass that raises is retried with a growing delay (the store or
+the broker may be away). A leader may be woken to run its next pass now (the relay, after a commit).
+"""
 
 from __future__ import annotations
 
@@ -19,17 +21,29 @@ STOP_GRACE_S = 10.0
 
 
 class LeaderLoop(ABC):
-    def __init__(self, *, interval_s: float, leadership: Leadership | None, name: str) -> None:
+    def __init__(
+        self,
+        *,
+        interval_s: float,
+        leadership: Leadership | None,
+        name: str,
+        max_backoff_s: float = MAX_BACKOFF_S,
+        stop_grace_s: float = STOP_GRACE_S,
+    ) -> None:
         self.interval_s = interval_s
         self.name = name
         self._leadership = leadership if leadership is not None else AlwaysLeader()
+        self._max_backoff_s = max_backoff_s
+        self._stop_grace_s = stop_grace_s
         self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
+        self._woken: asyncio.Event | None = None
         self._acquiring: asyncio.Future[bool] | None = None
         self._leading = False
 
     @property
     def leading(self) -> bool:
+        """Whether the last pass found this loop leading."""
         return self._leading
 
     @property
@@ -42,6 +56,8 @@ class LeaderLoop(ABC):
 
     async def lead(self) -> bool:
         """Take (or keep) the lead; False when another replica holds it."""
+        # Shielded and remembered: a stop that cancels this pass waits for the thread before it
+        # releases, or a late acquire could take the lock after the release and keep it.
         self._acquiring = asyncio.ensure_future(asyncio.to_thread(self._leadership.acquire))
         self._leading = await asyncio.shield(self._acquiring)
         return self._leading
@@ -53,38 +69,57 @@ class LeaderLoop(ABC):
     def start(self) -> None:
         if self._task is None:
             self._stopping = asyncio.Event()
+            self._woken = asyncio.Event()
             self._task = asyncio.create_task(self._run(), name=self.name)
 
+    def wake(self) -> None:
+        """Run the next pass now rather than at the next interval, if leading (safe before `start`
+        and after `stop`)."""
+        if self._woken is not None:
+            self._woken.set()
+
     async def stop(self) -> None:
-        """Let the pass in progress finish (it stops between rounds), then give the lead up."""
+        """Let the pass in progress finish (it may stop early: see `stopping`), then give the lead up."""
+        await self._halt()
+        await self._step_down()
+
+    async def _halt(self) -> None:
+        """End the loop: the pass in progress gets `stop_grace_s` to finish, then is cancelled."""
         task, self._task = self._task, None
         if self._stopping is not None:
             self._stopping.set()
+        self.wake()
         if task is not None:
             try:
-                await asyncio.wait_for(task, STOP_GRACE_S)
+                await asyncio.wait_for(task, self._stop_grace_s)
             except (TimeoutError, asyncio.CancelledError):
                 pass
             except Exception:  # noqa: BLE001 - _run logs its own failures
                 pass
+
+    async def _step_down(self) -> None:
         if self._acquiring is not None:
             await asyncio.wait([self._acquiring])  # a late acquire must not take the lock after the release
         self._leading = False
         await asyncio.to_thread(self._leadership.release)
 
     async def _run(self) -> None:
-        assert self._stopping is not None
+        assert self._stopping is not None and self._woken is not None
         failures = 0
-        while not self._stopping.is_set():
+        while not self._stopping.is_set():  # a flag as well as the cancel: 3.11's wait_for can swallow a cancel
+            self._woken.clear()  # before the pass, so a wake during it is not missed
             try:
                 await self.run_once()
                 failures = 0
                 delay = self.interval_s
-            except Exception:  # noqa: BLE001 - the store may be unreachable for a while
+            except Exception:  # noqa: BLE001 - the store or the broker may be unreachable for a while
                 failures += 1
-                delay = min(MAX_BACKOFF_S, self.interval_s * 2**failures)
+                delay = min(self._max_backoff_s, self.interval_s * 2**failures)
                 logger.warning("%s failed (%d in a row); retrying in %.2fs", self.name, failures, delay, exc_info=True)
+            # Another replica leads (wakes are for the leader), or backing off (a wake must not cut a
+            # backoff short, or a broker outage is retried at every commit): only a stop ends the wait.
+            waiting = self._woken if self._leading and not failures else self._stopping
             try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=delay)
+                await asyncio.wait_for(waiting.wait(), timeout=delay)
             except TimeoutError:
                 pass
