@@ -1,4 +1,4 @@
-"""The envelope, its hash, chain verification and upcasting, without a store."""
+"""The envelope, its hash, and chain verification, without a store."""
 
 import hashlib
 import uuid
@@ -10,8 +10,6 @@ from croupier_platform.events import (
     GENESIS_HASH,
     EventDraft,
     EventEnvelope,
-    Payload,
-    UpcasterRegistry,
     ViolationKind,
     canonical_json,
     seal,
@@ -119,45 +117,3 @@ def test_streams_are_verified_separately_even_when_interleaved() -> None:
         ("round-2", 2, ViolationKind.VERSION_GAP),
         ("round-2", 2, ViolationKind.BROKEN_LINK),
     }
-
-
-def upcast_v1_v2(payload: Payload) -> Payload:
-    return {"seat": payload["seat"], "stakes": [payload["stake"]]}
-
-
-def upcast_v2_v3(payload: Payload) -> Payload:
-    payload["currency_checked"] = True
-    return payload
-
-
-def test_upcasting_applies_each_step_in_turn() -> None:
-    upcasters = UpcasterRegistry()
-    upcasters.register_upcaster("BetsPlaced", 1, upcast_v1_v2)
-    upcasters.register_upcaster("BetsPlaced", 2, upcast_v2_v3)
-    stored = seal(draft(), GENESIS_HASH)
-
-    current = upcasters.upcast(stored)
-
-    assert current.schema_version == 3
-    assert current.payload == {
-        "seat": 1,
-        "stakes": [{"amount_minor": 500, "currency": "EUR"}],
-        "currency_checked": True,
-    }
-    assert stored.payload == {"seat": 1, "stake": {"amount_minor": 500, "currency": "EUR"}}
-
-
-def test_upcasting_leaves_current_and_other_events_alone() -> None:
-    upcasters = UpcasterRegistry()
-    upcasters.register_upcaster("CardsDealt", 1, upcast_v1_v2)
-    stored = seal(draft(), GENESIS_HASH)
-
-    assert upcasters.upcast(stored) is stored
-
-
-def test_a_step_is_registered_once() -> None:
-    upcasters = UpcasterRegistry()
-    upcasters.register_upcaster("BetsPlaced", 1, upcast_v1_v2)
-
-    with pytest.raises(ValueError, match="BetsPlaced already has an upcaster from schema version 1"):
-        upcasters.register_upcaster("BetsPlaced", 1, upcast_v1_v2)

@@ -73,7 +73,7 @@ def test_production_settings_start_with_mtls_and_the_operators_keys(environment:
     public = settings.server_tls()
     assert public is not None and public.client_ca is None  # players present no certificate
     client = settings.client_tls()
-    assert client is not None and client.presents_certificate
+    assert client is not None and client.certificate_chain is not None
     assert settings.operator_keys() is not None
 
 

@@ -1,10 +1,9 @@
-"""The event envelope, its hash chain, and schema upcasting.
+"""The event envelope and its hash chain.
 
 Each event carries the hash of the previous event in its stream, so an audit detects an edited,
 missing or reordered event. Nothing here reads a clock or draws an id: both are passed in.
 """
 
-import copy
 import hashlib
 import json
 import uuid
@@ -217,31 +216,3 @@ def _check_link(event: _Chained, content_matches: bool, expected_version: int, e
         (event.prev_hash != expected_prev_hash, ViolationKind.BROKEN_LINK, "prev_hash is not the previous hash"),
     ]
     return [ChainViolation(event.stream_id, event.version, kind, detail) for failed, kind, detail in checks if failed]
-
-
-Upcaster = Callable[[Payload], Payload]
-
-
-class UpcasterRegistry:
-    """Explicit `upcast_vN_vN+1` payload steps, applied on read; stored events are never rewritten.
-
-    An upcast envelope keeps the stored hash, which covers the stored form: verify the chain on
-    what the store returns, then upcast for the fold.
-    """
-
-    def __init__(self) -> None:
-        self._steps: dict[tuple[str, int], Upcaster] = {}
-
-    def register_upcaster(self, event_type: str, from_version: int, upcaster: Upcaster) -> None:
-        if (event_type, from_version) in self._steps:
-            raise ValueError(f"{event_type} already has an upcaster from schema version {from_version}")
-        self._steps[(event_type, from_version)] = upcaster
-
-    def upcast(self, envelope: EventEnvelope) -> EventEnvelope:
-        payload, version = envelope.payload, envelope.schema_version
-        while (step := self._steps.get((envelope.event_type, version))) is not None:
-            # A copy, so a step that edits its argument cannot reach the stored envelope.
-            payload, version = step(copy.deepcopy(payload)), version + 1
-        if version == envelope.schema_version:
-            return envelope
-        return envelope.model_copy(update={"payload": payload, "schema_version": version})

@@ -387,16 +387,6 @@ def serving_health(health_servicer: health.aio.HealthServicer) -> Callable[[str,
     return set_status
 
 
-class BearerToken(grpc.AuthMetadataPlugin):
-    """Client side: attach a bearer token to every call."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    def __call__(self, context, callback) -> None:
-        callback((("authorization", f"Bearer {self._token}"),), None)
-
-
 def call_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
     """The bearer header for `token`; none without one (a service over mTLS is named by its certificate)."""
     return (("authorization", f"Bearer {token}"),) if token else ()

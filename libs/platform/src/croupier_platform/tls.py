@@ -40,10 +40,6 @@ class ClientTls:
     private_key: bytes | None = None
     server_name: str | None = None
 
-    @property
-    def presents_certificate(self) -> bool:
-        return self.certificate_chain is not None
-
     def credentials(self) -> grpc.ChannelCredentials:
         return grpc.ssl_channel_credentials(self.ca, self.private_key, self.certificate_chain)
 

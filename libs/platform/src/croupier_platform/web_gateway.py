@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,9 +284,3 @@ class HttpServer:
                 await self._task
         for sock in self._sockets:
             sock.close()
-
-
-def channels_by_service(channel_for_address: Callable[[str], grpc.aio.Channel], addresses: Mapping[str, str]) -> Callable[[str], grpc.aio.Channel]:
-    """channel_for(service) from HOST:PORT per hosting service, one channel per address."""
-    channels = {name: channel_for_address(address) for name, address in addresses.items()}
-    return lambda name: channels[name]
