@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
 
 from croupier_platform.errors import Conflict, InvalidArgument, NotFound, Unavailable
-from croupier_platform.faults import is_transient, transient_cause
+from croupier_platform.faults import transient_cause
 from croupier_platform.logs import RateLimitedLog
 
 
@@ -74,12 +74,12 @@ POISON = [
 
 @pytest.mark.parametrize("error", TRANSIENT, ids=lambda e: type(e).__name__)
 def test_outages_timeouts_and_conflicts_are_transient(error: Exception) -> None:
-    assert is_transient(error), error
+    assert transient_cause(error) is not None, error
 
 
 @pytest.mark.parametrize("error", POISON, ids=lambda e: type(e).__name__)
 def test_what_fails_the_same_way_every_time_is_not(error: Exception) -> None:
-    assert not is_transient(error), error
+    assert transient_cause(error) is None, error
 
 
 def test_an_outage_wrapped_by_an_unclassified_error_stays_transient() -> None:
@@ -95,7 +95,7 @@ def test_an_outage_wrapped_by_an_unclassified_error_stays_transient() -> None:
 def test_a_refusal_raised_from_an_outage_is_still_a_refusal() -> None:
     error = InvalidArgument("bad id")
     error.__cause__ = ConnectionError()
-    assert not is_transient(error)
+    assert transient_cause(error) is None
 
 
 def test_the_rate_limited_log_says_how_many_it_held_back(caplog: pytest.LogCaptureFixture) -> None:

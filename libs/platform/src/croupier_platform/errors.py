@@ -10,7 +10,7 @@ are the ErrorReason values of proto/croupier/v1/errors.proto, without their pref
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,6 +21,8 @@ from grpc_status import rpc_status
 
 from croupier.v1 import errors_pb2
 
+from .faults import DeclaredFault, transient_cause
+
 DOMAIN = "croupier.casino"  # ErrorInfo.domain of every Croupier error
 _PREFIX = "ERROR_REASON_"
 
@@ -30,7 +32,7 @@ Reason = enum.StrEnum(  # type: ignore[misc]
 )
 
 
-class ServiceError(Exception):
+class ServiceError(DeclaredFault):
     """A refusal: `status` and `reason` by class, overridable per raise; `metadata` (the values a
     client may act on, e.g. what is left) and `fields` (field path -> what is wrong with it)."""
 
@@ -91,11 +93,13 @@ class Conflict(ServiceError):
 
     status = grpc.StatusCode.ABORTED
     reason = "CONCURRENT_CHANGE"
+    outage = "a concurrent change won"
 
 
 class Unavailable(ServiceError):
     status = grpc.StatusCode.UNAVAILABLE
     reason = "SERVICE_UNAVAILABLE"
+    outage = "a service is unavailable"
 
 
 class ResourceExhausted(ServiceError):
@@ -125,27 +129,32 @@ class Refusal:
 INTERNAL_REFUSAL = Refusal(grpc.StatusCode.INTERNAL, "internal error; the operation was not applied", "INTERNAL")
 
 
+# How refusal_for learns the errors of code that knows no gRPC (the rules library's, the event
+# store's conflict): a rule returns the refusal for an error it knows, None for any other.
+RefusalRule = Callable[[Exception], "Refusal | None"]
+_refusal_rules: list[RefusalRule] = []
+
+
+def register_refusal_rule(rule: RefusalRule) -> None:
+    """Add `rule` to refusal_for (once, however often it is registered): called by the code that
+    knows both the errors and their statuses (a service's entrypoints, the event store)."""
+    if rule not in _refusal_rules:
+        _refusal_rules.append(rule)
+
+
 def refusal_for(error: Exception) -> Refusal | None:
     """The refusal for a known error; None for a bug (reported as INTERNAL_REFUSAL, without details)."""
-    from croupier_rules.errors import InvalidInput, RuleError
-
-    from .eventstore import ConcurrencyConflict
-    from .faults import transient_cause
-
     if isinstance(error, ServiceError):
-        return _refusal(error.status, str(error), error.reason, error.metadata, error.fields)
-    if isinstance(error, RuleError):  # the pure rules library names its reasons as plain strings
-        code = grpc.StatusCode.INVALID_ARGUMENT if isinstance(error, InvalidInput) else grpc.StatusCode.FAILED_PRECONDITION
-        fields = {error.field: str(error)} if error.field else {}
-        return _refusal(code, str(error), error.reason, error.metadata, fields)
-    if isinstance(error, ConcurrencyConflict):
-        return _refusal(grpc.StatusCode.ABORTED, f"the round changed meanwhile, try again ({error})", "CONCURRENT_CHANGE")
+        return make_refusal(error.status, str(error), error.reason, error.metadata, error.fields)
+    for rule in _refusal_rules:
+        if (refusal := rule(error)) is not None:
+            return refusal
     if isinstance(error, grpc.aio.AioRpcError):  # a peer's refusal passed on as it was given
         peer = peer_refusal(error)
-        return _refusal(peer.code, peer.message, peer.reason, peer.metadata, peer.fields)
+        return make_refusal(peer.code, peer.message, peer.reason, peer.metadata, peer.fields)
     if (cause := transient_cause(error)) is not None:
         # An outage, never INTERNAL: UNAVAILABLE is the status a gRPC client's retry policy retries.
-        return _refusal(grpc.StatusCode.UNAVAILABLE, f"{cause}; the call may be retried", "SERVICE_UNAVAILABLE")
+        return make_refusal(grpc.StatusCode.UNAVAILABLE, f"{cause}; the call may be retried", "SERVICE_UNAVAILABLE")
     return None
 
 
@@ -200,10 +209,12 @@ def bounded(message: str, limit: int = MAX_STATUS_MESSAGE_CHARS) -> str:
     return message[: limit - len(cut)] + cut
 
 
-def _refusal(
+def make_refusal(
     code: grpc.StatusCode, message: str, reason: str, metadata: Mapping[str, str] | None = None,
     fields: Mapping[str, str] | None = None,
 ) -> Refusal:  # fmt: skip
+    """A refusal within what a status may carry: messages and details cut to size, a reason the
+    proto does not know replaced by the code's default."""
     known = reason in Reason.__members__
     return Refusal(
         code, bounded(message), reason if known else _default_reason(code),

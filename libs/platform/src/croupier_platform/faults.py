@@ -23,6 +23,13 @@ _RETRYABLE_PEER_CODES = (
 _DATABASE_DOWN = "the database is unavailable"
 
 
+class DeclaredFault(Exception):
+    """An error that says itself whether waiting cures it: `outage` names what is unavailable when
+    it does, "" when retrying cannot help (the service errors: only Unavailable and Conflict)."""
+
+    outage: str = ""
+
+
 def transient_cause(error: BaseException) -> str | None:
     """What is unavailable ("the database is unavailable", ...) when `error` is transient; None
     when retrying cannot help. An unclassified error is judged by its explicit cause (`raise X
@@ -38,20 +45,10 @@ def transient_cause(error: BaseException) -> str | None:
     return None
 
 
-def is_transient(error: BaseException) -> bool:
-    return transient_cause(error) is not None
-
-
 def _classify(error: BaseException) -> str | None:
     """A cause when transient, "" when surely not, None when this error alone does not say."""
-    from .errors import Conflict, ServiceError, Unavailable
-
-    if isinstance(error, ServiceError):
-        if isinstance(error, Unavailable):
-            return str(error) or "a service is unavailable"
-        if isinstance(error, Conflict):
-            return str(error) or "a concurrent change won"
-        return ""
+    if isinstance(error, DeclaredFault):
+        return (str(error) or error.outage) if error.outage else ""
     if (database := _database_cause(error)) is not None:
         return database
     if isinstance(error, grpc.RpcError) and callable(getattr(error, "code", None)):

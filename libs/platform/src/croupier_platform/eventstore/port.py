@@ -12,7 +12,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import grpc
 from pydantic import BaseModel, ConfigDict, Field
+
+from croupier_platform.errors import Refusal, make_refusal, register_refusal_rule
 
 from croupier_platform.events import (
     GENESIS_HASH,
@@ -41,6 +44,16 @@ class ConcurrencyConflict(Exception):
         self.stream_id = stream_id
         self.expected = expected
         self.actual = actual
+
+
+def conflict_refusal(error: Exception) -> Refusal | None:
+    """A lost race for a stream is ABORTED, which a client may retry (errors.refusal_for)."""
+    if isinstance(error, ConcurrencyConflict):
+        return make_refusal(grpc.StatusCode.ABORTED, f"the stream changed meanwhile, try again ({error})", "CONCURRENT_CHANGE")
+    return None
+
+
+register_refusal_rule(conflict_refusal)
 
 
 class StreamTypeMismatch(Exception):

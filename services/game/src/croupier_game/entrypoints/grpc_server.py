@@ -8,7 +8,7 @@ import grpc
 
 from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from croupier_platform.auth import current_identity
-from croupier_platform.errors import InvalidArgument
+from croupier_platform.errors import InvalidArgument, register_refusal_rule
 from croupier_platform.grpc_server import handles_errors, handles_stream_errors
 from croupier_platform.tracing import round_span
 from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
@@ -20,6 +20,7 @@ from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.seat import SEAT_ROLES
 from ..domain.visibility import RoundView
+from .refusals import rule_refusal
 
 
 SEAT_ROLE = WireEnum(common_pb2.SeatRole.DESCRIPTOR, SEAT_ROLES)
@@ -249,6 +250,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
 
 
 def register(server: grpc.aio.Server, seats: SeatUseCases, play: PlayUseCases, audit: AuditUseCases, watching: WatchUseCases) -> None:
+    register_refusal_rule(rule_refusal)
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(seats, play, watching), server)
     audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditServicer(audit), server)
 
