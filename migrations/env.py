@@ -15,14 +15,14 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from croupier_platform.migrate import SERVICE_METADATA, check_schema_name, schema_engine, service_metadata
+from croupier_platform.migrate import check_schema_name, schema_engine, service_metadata, services
 
 config = context.config
 x_arguments = context.get_x_argument(as_dictionary=True)
 
 service = config.attributes.get("service") or x_arguments.get("service") or config.config_ini_section
-if service not in SERVICE_METADATA:
-    raise SystemExit(f"say which service to migrate: -n NAME, one of {', '.join(SERVICE_METADATA)}")
+if service not in services():
+    raise SystemExit(f"say which service to migrate: -n NAME, one of {', '.join(services())}")
 schema = check_schema_name(config.attributes.get("schema") or x_arguments.get("schema") or service)
 target_metadata = service_metadata(service)
 

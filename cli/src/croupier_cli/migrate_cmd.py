@@ -18,19 +18,24 @@ def migrate(
     ] = None,
 ) -> None:
     """Create each service's schema if missing and upgrade it to head (idempotent; PostgreSQL only)."""
-    from croupier_platform.migrate import SERVICES, DatabaseUnreachable, MigrationError, describe
+    from croupier_platform.migrate import DatabaseUnreachable, MigrationError, describe, services
     from croupier_platform.migrate import migrate as migrate_service
     from sqlalchemy.exc import DBAPIError
 
     if not database_url:
         typer.echo("no database: pass --database-url or set DATABASE_URL (scripts/infra.sh env prints it)", err=True)
         raise typer.Exit(2)
-    services = list(dict.fromkeys(service or SERVICES))
-    unknown = [name for name in services if name not in SERVICES]
+    try:
+        declared = services()
+    except MigrationError as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(1) from None
+    chosen = list(dict.fromkeys(service or declared))
+    unknown = [name for name in chosen if name not in declared]
     if unknown:
-        raise typer.BadParameter(f"unknown service {', '.join(unknown)}; services are: {', '.join(SERVICES)}", param_hint="--service")
-    typer.echo(f"migrating {', '.join(services)} on {describe(database_url)}")
-    for name in services:
+        raise typer.BadParameter(f"unknown service {', '.join(unknown)}; services are: {', '.join(declared)}", param_hint="--service")
+    typer.echo(f"migrating {', '.join(chosen)} on {describe(database_url)}")
+    for name in chosen:
         try:
             result = migrate_service(database_url, name)
         except DatabaseUnreachable as error:

@@ -21,19 +21,19 @@ from typer.testing import CliRunner
 
 from croupier_cli import migrate_cmd
 from croupier_platform.migrate import (
-    SERVICES,
     DatabaseUnreachable,
     MigrationError,
     alembic_config,
-    assert_migrated,
     head,
     migrate,
-    migrate_all,
     schema_engine,
     service_metadata,
+    services,
 )
 
 pytestmark = pytest.mark.integration
+
+SERVICES = services()
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://croupier:croupier@127.0.0.1:15432/croupier"
 PLATFORM_TABLES = {"events", "outbox", "tracking"}
@@ -89,7 +89,7 @@ def tables_by_schema(url: str) -> dict[str, set[str]]:
 
 
 def test_each_service_gets_its_own_schema_with_the_platform_tables_and_its_own(database_url: str) -> None:
-    results = migrate_all(database_url)
+    results = [migrate(database_url, service) for service in SERVICES]
 
     assert [(r.service, r.schema, r.before, r.after) for r in results] == [
         (service, service, None, head(service)) for service in SERVICES
@@ -100,10 +100,10 @@ def test_each_service_gets_its_own_schema_with_the_platform_tables_and_its_own(d
 
 
 def test_migrating_again_changes_nothing(database_url: str) -> None:
-    migrate_all(database_url)
+    [migrate(database_url, service) for service in SERVICES]
     before = tables_by_schema(database_url)
 
-    again = migrate_all(database_url)
+    again = [migrate(database_url, service) for service in SERVICES]
 
     assert [r.changed for r in again] == [False] * len(SERVICES)
     assert tables_by_schema(database_url) == before
@@ -136,7 +136,8 @@ def test_the_migrated_schema_is_what_the_metadata_describes(database_url: str, s
 
 
 def test_a_service_connection_sees_only_its_own_schema(database_url: str) -> None:
-    migrate_all(database_url, ["wallet", "shuffler"])
+    for service in ("wallet", "shuffler"):
+        migrate(database_url, service)
     wallet = schema_engine(database_url, "wallet")
     try:
         with wallet.connect() as connection:
@@ -216,14 +217,3 @@ def test_an_unreachable_server_or_sqlite_is_refused_with_a_reason() -> None:
         migrate("sqlite:///never-created/wallet.db", "wallet")
     with pytest.raises(MigrationError, match="unknown service"):
         migrate("postgresql+psycopg://croupier:croupier@127.0.0.1:1/croupier", "bank")
-
-
-def test_assert_migrated_tells_a_bootstrap_to_run_migrate_until_the_schema_is_at_head(database_url: str) -> None:
-    engine = schema_engine(database_url, "wallet")
-    try:
-        with pytest.raises(MigrationError, match=rf"revision none, not {head('wallet')}: run `croupier migrate --service wallet`"):
-            assert_migrated(engine, "wallet")
-        migrate(database_url, "wallet")
-        assert_migrated(engine, "wallet")
-    finally:
-        engine.dispose()

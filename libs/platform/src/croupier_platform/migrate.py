@@ -5,6 +5,9 @@ tables, plus its own `alembic_version`. The schema is applied through the connec
 search_path (`settings.database_url_for`), exactly as the service itself connects, so table
 definitions stay schema-less and unqualified SQL (`LOCK TABLE events`) finds the service's table.
 
+Each service declares its tables as an entry point of the group `croupier.schemas` (pyproject.toml:
+the service's name -> "module:attribute" of its SQLAlchemy MetaData); the platform names none.
+
 SQLite (embedded mode) is not migrated: each service builds its own file with `create_all` at
 startup, from the same metadata the migrations were generated from (an integration test checks
 that the migrated schema and the metadata do not drift apart).
@@ -12,11 +15,10 @@ that the migrated schema and the metadata do not drift apart).
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from alembic import command
@@ -30,15 +32,9 @@ from sqlalchemy.exc import OperationalError
 from croupier_platform.db import make_engine, platform_metadata
 from croupier_platform.settings import database_url_for
 
-# The metadata each service's bootstrap creates besides platform_metadata, as "module:attribute".
-SERVICE_METADATA: dict[str, str] = {
-    "shuffler": "croupier_shuffler.adapters.tables:shuffler_metadata",
-    "dealer": "croupier_dealer.adapters.tables:dealer_metadata",
-    "game": "croupier_game.adapters.sql:game_metadata",
-    "wallet": "croupier_wallet.adapters.tables:wallet_metadata",
-    "commission": "croupier_commission.adapters.tables:metadata",
-}
-SERVICES = tuple(SERVICE_METADATA)
+# The entry-point group where each service names the metadata its bootstrap creates besides
+# platform_metadata (its own tables), as "module:attribute".
+SCHEMA_ENTRY_POINTS = "croupier.schemas"
 
 # migrations/ at the repository root (libs/platform/src/croupier_platform/migrate.py, four up);
 # an installed image that puts it elsewhere sets CROUPIER_MIGRATIONS.
@@ -74,19 +70,33 @@ def migrations_dir() -> Path:
     return Path(os.environ.get("CROUPIER_MIGRATIONS") or DEFAULT_MIGRATIONS_DIR)
 
 
+def services() -> tuple[str, ...]:
+    """The services that declare a schema, in their declared order."""
+    return tuple(_declared())
+
+
 def service_metadata(service: str) -> list[MetaData]:
     """platform_metadata and the service's own: everything in the service's schema."""
-    try:
-        module_name, attribute = SERVICE_METADATA[service].split(":")
-    except KeyError:
-        raise MigrationError(f"unknown service {service!r}; services are: {', '.join(SERVICES)}") from None
-    return [platform_metadata, getattr(importlib.import_module(module_name), attribute)]
+    return [platform_metadata, _entry_point(service).load()]
+
+
+def _declared() -> dict[str, EntryPoint]:
+    declared = {entry.name: entry for entry in entry_points(group=SCHEMA_ENTRY_POINTS)}
+    if not declared:
+        raise MigrationError(f"no service declares its tables (entry points {SCHEMA_ENTRY_POINTS!r}): run `make install`")
+    return declared
+
+
+def _entry_point(service: str) -> EntryPoint:
+    declared = _declared()
+    if service not in declared:
+        raise MigrationError(f"unknown service {service!r}; services are: {', '.join(declared)}")
+    return declared[service]
 
 
 def alembic_config(service: str, *, schema: str | None = None, database_url: str | URL | None = None) -> Config:
     """The Alembic config of one service: the shared env.py, the service's own version directory."""
-    if service not in SERVICE_METADATA:
-        raise MigrationError(f"unknown service {service!r}; services are: {', '.join(SERVICES)}")
+    _entry_point(service)
     root = migrations_dir()
     config = Config(str(root / "alembic.ini"), ini_section=service)
     config.set_main_option("script_location", str(root))
@@ -161,23 +171,6 @@ def migrate(database_url: str | URL, service: str, *, schema: str | None = None)
     if after is None:
         raise MigrationError(f"{service}: no revision recorded in schema {schema!r} after the upgrade")
     return MigrationResult(service, schema, before, after)
-
-
-def migrate_all(database_url: str | URL, services: Iterable[str] = SERVICES) -> list[MigrationResult]:
-    """Each service in turn, in its own schema; stops at the first failure."""
-    return [migrate(database_url, service) for service in services]
-
-
-def assert_migrated(engine: Engine, service: str, schema: str | None = None) -> None:
-    """For a bootstrap on PostgreSQL: fail fast when `croupier migrate` has not brought the schema to head."""
-    schema = check_schema_name(schema or service)
-    with engine.connect() as connection:
-        found = current_revision(connection, schema)
-    expected = head(service)
-    if found != expected:
-        raise MigrationError(
-            f"schema {schema!r} is at revision {found or 'none'}, not {expected}: run `croupier migrate --service {service}`"
-        )
 
 
 def _connect(engine: Engine, database_url: str | URL) -> Connection:
