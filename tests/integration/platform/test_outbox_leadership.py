@@ -56,7 +56,8 @@ class Replicas:
         for number in range(count):
             stream = f"round-{number % streams}"
             version = self.versions.get(stream, 0)
-            self.appended += self.store.append(stream, version, [new_event(number)], stream_type="round")
+            with self.store.unit_of_work() as uow:
+                self.appended += uow.events.append(stream, version, [new_event(number)], stream_type="round")
             self.versions[stream] = version + 1
 
     def wake_all(self) -> None:

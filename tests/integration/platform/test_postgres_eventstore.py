@@ -64,7 +64,8 @@ class TestPostgresEventStore(SqlEventStoreContract):
             start.wait()
             while True:
                 finished = done.is_set()
-                seen.extend(s.position for s in store.read_all(after_position=seen[-1] if seen else 0))
+                with store.reading() as uow:
+                    seen.extend(s.position for s in uow.events.read_all(after_position=seen[-1] if seen else 0))
                 if finished:
                     return
 
@@ -78,7 +79,8 @@ class TestPostgresEventStore(SqlEventStoreContract):
         reader.join()
 
         assert failures == []
-        seen.extend(s.position for s in store.read_all(after_position=seen[-1] if seen else 0))
+        with store.reading() as uow:
+            seen.extend(s.position for s in uow.events.read_all(after_position=seen[-1] if seen else 0))
         assert len(seen) == writers * per_writer == len(set(seen))
         assert seen == sorted(seen)
 

@@ -54,7 +54,8 @@ def new_event(number: int, event_type: str = "BetsPlaced") -> NewEvent:
 
 def append_round(store: EventStore, stream_id: str, count: int, expected_version: int = 0) -> list[EventEnvelope]:
     events = [new_event(expected_version + n) for n in range(1, count + 1)]
-    return store.append(stream_id, expected_version, events, stream_type="round")
+    with store.unit_of_work() as uow:
+        return uow.events.append(stream_id, expected_version, events, stream_type="round")
 
 
 class EventStoreContract(ABC):
@@ -72,20 +73,26 @@ class EventStoreContract(ABC):
     # -------------------------------------------------------------- append and read
 
     def test_an_unknown_stream_is_empty_at_version_zero(self, store: EventStore) -> None:
-        assert store.stream_version("round-1") == 0
-        assert store.read_stream("round-1") == []
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 0
+        with store.reading() as uow:
+            assert uow.events.read_stream("round-1") == []
 
     def test_appended_events_read_back_in_version_order(self, store: EventStore) -> None:
         appended = append_round(store, "round-1", 3)
 
         assert [e.version for e in appended] == [1, 2, 3]
-        assert store.read_stream("round-1") == appended
-        assert store.read_stream("round-1", from_version=2) == appended[1:]
-        assert store.stream_version("round-1") == 3
+        with store.reading() as uow:
+            assert uow.events.read_stream("round-1") == appended
+        with store.reading() as uow:
+            assert uow.events.read_stream("round-1", from_version=2) == appended[1:]
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 3
 
     def test_envelope_carries_what_the_caller_gave(self, store: EventStore) -> None:
         given = new_event(1, "RoundOpened")
-        [stored] = store.append("round-1", 0, [given], stream_type="round")
+        with store.unit_of_work() as uow:
+            [stored] = uow.events.append("round-1", 0, [given], stream_type="round")
 
         assert stored.model_dump(include=set(NewEvent.model_fields)) == given.model_dump()
         assert (stored.stream_id, stored.stream_type, stored.version) == ("round-1", "round", 1)
@@ -94,16 +101,20 @@ class EventStoreContract(ABC):
         append_round(store, "round-1", 2)
         append_round(store, "round-2", 1)
 
-        assert store.stream_version("round-1") == 2
-        assert [e.stream_id for e in store.read_stream("round-2")] == ["round-2"]
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 2
+        with store.reading() as uow:
+            assert [e.stream_id for e in uow.events.read_stream("round-2")] == ["round-2"]
 
     def test_editing_a_returned_payload_does_not_edit_the_store(self, store: EventStore) -> None:
         [appended] = append_round(store, "round-1", 1)
         appended.payload["number"] = 97
-        store.read_stream("round-1")[0].payload["number"] = 98
+        with store.reading() as uow:
+            uow.events.read_stream("round-1")[0].payload["number"] = 98
         store.outbox.pending(1)[0].envelope.payload["number"] = 99
 
-        assert store.read_stream("round-1")[0].payload["number"] == 1
+        with store.reading() as uow:
+            assert uow.events.read_stream("round-1")[0].payload["number"] == 1
         assert store.outbox.pending(1)[0].envelope.payload["number"] == 1
 
     # -------------------------------------------------------------- optimistic concurrency
@@ -112,10 +123,12 @@ class EventStoreContract(ABC):
         append_round(store, "round-1", 2)
 
         with pytest.raises(ConcurrencyConflict, match=r"'round-1'.*expected version 1.*actual 2") as raised:
-            store.append("round-1", 1, [new_event(9)], stream_type="round")
+            with store.unit_of_work() as uow:
+                uow.events.append("round-1", 1, [new_event(9)], stream_type="round")
 
         assert (raised.value.stream_id, raised.value.expected, raised.value.actual) == ("round-1", 1, 2)
-        assert store.stream_version("round-1") == 2
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 2
 
     def test_creating_an_existing_stream_conflicts(self, store: EventStore) -> None:
         append_round(store, "round-1", 1)
@@ -130,7 +143,8 @@ class EventStoreContract(ABC):
         def append_as_writer(number: int) -> None:
             start.wait()
             try:
-                store.append("round-1", 0, [new_event(number)], stream_type="round")
+                with store.unit_of_work() as uow:
+                    uow.events.append("round-1", 0, [new_event(number)], stream_type="round")
                 outcomes.append("appended")
             except ConcurrencyConflict:
                 outcomes.append("conflict")
@@ -142,37 +156,46 @@ class EventStoreContract(ABC):
             thread.join()
 
         assert sorted(outcomes) == ["appended"] + ["conflict"] * (writers - 1)
-        assert store.stream_version("round-1") == 1
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 1
 
     def test_a_stream_keeps_its_type(self, store: EventStore) -> None:
         append_round(store, "round-1", 1)
 
         with pytest.raises(StreamTypeMismatch, match="'round-1' is a 'round' stream"):
-            store.append("round-1", 1, [new_event(2)], stream_type="ledger")
+            with store.unit_of_work() as uow:
+                uow.events.append("round-1", 1, [new_event(2)], stream_type="ledger")
 
     def test_a_stream_type_without_a_topic_is_refused_before_writing(self, store: EventStore) -> None:
         with pytest.raises(ValueError, match="no topic for stream type 'table'"):
-            store.append("table-1", 0, [new_event(1)], stream_type="table")
+            with store.unit_of_work() as uow:
+                uow.events.append("table-1", 0, [new_event(1)], stream_type="table")
 
-        assert store.read_all() == []
+        with store.reading() as uow:
+            assert uow.events.read_all() == []
         assert store.outbox.pending(10) == []
 
     def test_an_event_id_is_used_once(self, store: EventStore) -> None:
         event = new_event(1)
-        store.append("round-1", 0, [event], stream_type="round")
+        with store.unit_of_work() as uow:
+            uow.events.append("round-1", 0, [event], stream_type="round")
 
         with pytest.raises(DuplicateEventId):
-            store.append("round-2", 0, [event], stream_type="round")
+            with store.unit_of_work() as uow:
+                uow.events.append("round-2", 0, [event], stream_type="round")
         with pytest.raises(DuplicateEventId):
-            store.append("round-3", 0, [new_event(2)] * 2, stream_type="round")
-        assert store.stream_version("round-2") == store.stream_version("round-3") == 0
+            with store.unit_of_work() as uow:
+                uow.events.append("round-3", 0, [new_event(2)] * 2, stream_type="round")
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-2") == uow.events.stream_version("round-3") == 0
 
     # -------------------------------------------------------------- hash chain
 
     def test_appends_are_sealed_into_one_chain_per_stream(self, store: EventStore) -> None:
         append_round(store, "round-1", 2)
         append_round(store, "round-1", 2, expected_version=2)
-        events = store.read_stream("round-1")
+        with store.reading() as uow:
+            events = uow.events.read_stream("round-1")
 
         assert events[0].prev_hash == GENESIS_HASH
         assert [e.prev_hash for e in events[1:]] == [e.hash for e in events[:-1]]
@@ -183,7 +206,8 @@ class EventStoreContract(ABC):
         append_round(store, "round-1", 3)
         self.replace_payload(store, "round-1", 2, {"number": 2, "stake": {"amount_minor": 50_000, "currency": "EUR"}})
 
-        [violation] = verify_chain(store.read_stream("round-1"))
+        with store.reading() as uow:
+            [violation] = verify_chain(uow.events.read_stream("round-1"))
 
         assert (violation.stream_id, violation.version, violation.kind) == ("round-1", 2, ViolationKind.EDITED)
 
@@ -191,7 +215,8 @@ class EventStoreContract(ABC):
         append_round(store, "round-1", 3)
         self.delete_event(store, "round-1", 2)
 
-        violations = verify_chain(store.read_stream("round-1"))
+        with store.reading() as uow:
+            violations = verify_chain(uow.events.read_stream("round-1"))
 
         assert {(v.stream_id, v.version, v.kind) for v in violations} == {
             ("round-1", 3, ViolationKind.VERSION_GAP),
@@ -227,7 +252,8 @@ class EventStoreContract(ABC):
     def test_read_streams_pages_whole_streams_of_one_type_by_id(self, store: EventStore) -> None:
         for stream_id in ("round-c", "round-a", "round-b"):
             append_round(store, stream_id, 2)
-        store.append("ledger-1", 0, [new_event(1)], stream_type="ledger")
+        with store.unit_of_work() as uow:
+            uow.events.append("ledger-1", 0, [new_event(1)], stream_type="ledger")
         with store.unit_of_work() as uow:
             first = uow.events.read_streams("round", None, 2)
             rest = uow.events.read_streams("round", first[-1][0].stream_id, 2)
@@ -241,7 +267,8 @@ class EventStoreContract(ABC):
     def test_stream_marks_end_each_full_page_and_read_streams_stops_at_one(self, store: EventStore) -> None:
         for stream_id in ("round-e", "round-c", "round-a", "round-d", "round-b"):
             append_round(store, stream_id, 2)
-        store.append("ledger-1", 0, [new_event(1)], stream_type="ledger")
+        with store.unit_of_work() as uow:
+            uow.events.append("ledger-1", 0, [new_event(1)], stream_type="ledger")
         with store.unit_of_work() as uow:
             marks = uow.events.stream_marks("round", 2)
             every = uow.events.stream_marks("round", 1)
@@ -258,7 +285,8 @@ class EventStoreContract(ABC):
         second = append_round(store, "round-2", 1)
         third = append_round(store, "round-1", 1, expected_version=2)
 
-        stored = store.read_all()
+        with store.reading() as uow:
+            stored = uow.events.read_all()
 
         assert [s.envelope for s in stored] == first + second + third
         positions = [s.position for s in stored]
@@ -266,27 +294,35 @@ class EventStoreContract(ABC):
 
     def test_read_all_pages_by_position(self, store: EventStore) -> None:
         append_round(store, "round-1", 5)
-        everything = store.read_all()
+        with store.reading() as uow:
+            everything = uow.events.read_all()
 
-        page = store.read_all(after_position=everything[1].position, limit=2)
+        with store.reading() as uow:
+            page = uow.events.read_all(after_position=everything[1].position, limit=2)
 
         assert page == everything[2:4]
 
     def test_last_position_is_where_a_reader_of_what_comes_next_starts(self, store: EventStore) -> None:
-        assert store.last_position() == 0
+        with store.reading() as uow:
+            assert uow.events.last_position() == 0
         append_round(store, "round-1", 3)
-        head = store.last_position()
-        assert head == store.read_all()[-1].position
+        with store.reading() as uow:
+            head = uow.events.last_position()
+        with store.reading() as uow:
+            assert head == uow.events.read_all()[-1].position
         later = append_round(store, "round-2", 2)
 
-        assert [s.envelope for s in store.read_all(after_position=head)] == later
-        assert store.last_position() == store.read_all()[-1].position
+        with store.reading() as uow:
+            assert [s.envelope for s in uow.events.read_all(after_position=head)] == later
+        with store.reading() as uow:
+            assert uow.events.last_position() == uow.events.read_all()[-1].position
 
     # -------------------------------------------------------------- outbox
 
     def test_each_appended_event_gets_an_outbox_row(self, store: EventStore) -> None:
         appended = append_round(store, "round-1", 2)
-        ledger = store.append("wallet-7", 0, [new_event(1, "FundsReserved")], stream_type="ledger")
+        with store.unit_of_work() as uow:
+            ledger = uow.events.append("wallet-7", 0, [new_event(1, "FundsReserved")], stream_type="ledger")
 
         pending = store.outbox.pending(10)
 
@@ -313,7 +349,8 @@ class EventStoreContract(ABC):
             uow.tracking.record("wallet", "some-event")
             assert uow.events.stream_version("round-1") == 2
 
-        assert store.stream_version("round-1") == 2
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 2
         assert len(store.outbox.pending(10)) == 2
         with store.unit_of_work() as uow:
             assert uow.tracking.already_processed("wallet", "some-event")
@@ -327,9 +364,12 @@ class EventStoreContract(ABC):
             uow.tracking.record("wallet", "some-event")
             raise RuntimeError("boom")
 
-        assert store.stream_version("round-1") == 1
-        assert store.stream_version("round-2") == 0
-        assert len(store.read_all()) == 1
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-1") == 1
+        with store.reading() as uow:
+            assert uow.events.stream_version("round-2") == 0
+        with store.reading() as uow:
+            assert len(uow.events.read_all()) == 1
         assert len(store.outbox.pending(10)) == 1
         with store.unit_of_work() as uow:
             assert not uow.tracking.already_processed("wallet", "some-event")
@@ -343,7 +383,8 @@ class EventStoreContract(ABC):
             streams = uow.events.read_each_stream(["round-a", "round-b", "never-written", "round-a"])
         assert sorted(streams) == ["round-a", "round-b"]  # an id with no events is left out
         assert [e.version for e in streams["round-b"]] == [1, 2, 3]
-        assert streams["round-a"] == store.read_stream("round-a")
+        with store.reading() as uow:
+            assert streams["round-a"] == uow.events.read_stream("round-a")
         with store.reading() as uow:
             assert uow.events.read_each_stream([]) == {}
 
@@ -360,7 +401,8 @@ class EventStoreContract(ABC):
             assert uow.tracking.processed_among("wallet", []) == set()
 
     def test_handle_once_applies_a_redelivered_event_once(self, store: EventStore) -> None:
-        [settled] = store.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")
+        with store.unit_of_work() as uow:
+            [settled] = uow.events.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")
 
         def credit_payout(uow: UnitOfWork, envelope: EventEnvelope) -> None:
             version = uow.events.stream_version("wallet-7")
@@ -370,10 +412,12 @@ class EventStoreContract(ABC):
         handle = handle_once(store.unit_of_work, "wallet", credit_payout)
 
         assert [handle(settled), handle(settled)] == [True, False]
-        assert store.stream_version("wallet-7") == 1
+        with store.reading() as uow:
+            assert uow.events.stream_version("wallet-7") == 1
 
     def test_handle_once_runs_again_after_a_failed_attempt(self, store: EventStore) -> None:
-        [settled] = store.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")
+        with store.unit_of_work() as uow:
+            [settled] = uow.events.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")
         attempts: list[int] = []
 
         def fail_first_time(uow: UnitOfWork, envelope: EventEnvelope) -> None:
@@ -387,10 +431,12 @@ class EventStoreContract(ABC):
         with pytest.raises(ConnectionError):
             handle(settled)
         assert handle(settled) is True
-        assert store.stream_version("wallet-7") == 1
+        with store.reading() as uow:
+            assert uow.events.stream_version("wallet-7") == 1
 
     def test_each_consumer_tracks_its_own_progress(self, store: EventStore) -> None:
-        [settled] = store.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")
+        with store.unit_of_work() as uow:
+            [settled] = uow.events.append("round-1", 0, [new_event(1, "RoundSettled")], stream_type="round")
 
         def do_nothing(uow: UnitOfWork, envelope: EventEnvelope) -> None:
             return None
@@ -463,7 +509,8 @@ class SqlEventStoreContract(EventStoreContract):
             raise RuntimeError("rolled back")
 
         assert payout_count() == 1
-        assert store.stream_version("wallet-7") == 1
+        with store.reading() as uow:
+            assert uow.events.stream_version("wallet-7") == 1
 
 
 class TestSqliteEventStore(SqlEventStoreContract):

@@ -49,7 +49,8 @@ def run_second_behind_first(group, first, second) -> None:  # noqa: ANN001
 
 def test_one_failing_unit_leaves_the_others_of_its_group_commit_committed(sqlite_engine: Engine) -> None:
     store = SqlEventStore(sqlite_engine)
-    store.append("warm-up", 0, [new_event(0)], stream_type="round")  # the engine's GroupCommit exists now
+    with store.unit_of_work() as uow:
+        uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")  # the engine's GroupCommit exists now
     group = _group_commits[sqlite_engine]
     seen = commits(sqlite_engine)
     outcomes: dict[str, object] = {}
@@ -73,14 +74,17 @@ def test_one_failing_unit_leaves_the_others_of_its_group_commit_committed(sqlite
     assert outcomes["first"] == "committed"
     assert isinstance(outcomes["second"], RuntimeError)
     assert len(seen) == 1  # one transaction, one commit, for both
-    assert store.stream_version("round-a") == 1
-    assert store.stream_version("round-b") == 0  # its effects are gone: the event and its outbox row
+    with store.reading() as uow:
+        assert uow.events.stream_version("round-a") == 1
+    with store.reading() as uow:
+        assert uow.events.stream_version("round-b") == 0  # its effects are gone: the event and its outbox row
     assert [m.key for m in store.outbox.pending(10)] == ["warm-up", "round-a"]
 
 
 def test_a_unit_waits_for_the_commit_and_one_commit_carries_the_units_queued_behind_it(sqlite_engine: Engine) -> None:
     store = SqlEventStore(sqlite_engine)
-    store.append("warm-up", 0, [new_event(0)], stream_type="round")
+    with store.unit_of_work() as uow:
+        uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")
     group = _group_commits[sqlite_engine]
     seen = commits(sqlite_engine)
     release = threading.Event()
@@ -91,7 +95,8 @@ def test_a_unit_waits_for_the_commit_and_one_commit_carries_the_units_queued_beh
             release.wait(10)
 
     def other(n: int) -> None:
-        store.append(f"round-{n}", 0, [new_event(100 + n)], stream_type="round")
+        with store.unit_of_work() as uow:
+            uow.events.append(f"round-{n}", 0, [new_event(100 + n)], stream_type="round")
 
     threads = [threading.Thread(target=first)]
     threads[0].start()
@@ -105,7 +110,8 @@ def test_a_unit_waits_for_the_commit_and_one_commit_carries_the_units_queued_beh
         thread.join(10)
 
     assert len(seen) == 1
-    assert all(store.stream_version(f"round-{n}") == 1 for n in range(5))
+    with store.reading() as uow:
+        assert all(uow.events.stream_version(f"round-{n}") == 1 for n in range(5))
 
 
 def test_a_unit_nested_in_a_unit_of_the_same_thread_shares_its_transaction(sqlite_engine: Engine) -> None:
@@ -137,8 +143,9 @@ CRASH_AFTER_COMMIT = textwrap.dedent("""
 
     db.GroupCommit._finish = finish_then_die
     handle = handle_once(store.unit_of_work, "consumer", lambda uow, envelope: None)
-    store.append("warm-up", 0, [NewEvent(event_type="Happened", schema_version=1, payload={}, occurred_at="%(at)s")],
-                 stream_type="round")
+    with store.unit_of_work() as uow:
+        uow.events.append("warm-up", 0, [NewEvent(event_type="Happened", schema_version=1, payload={}, occurred_at="%(at)s")],
+                          stream_type="round")
     group = db._group_commits[engine]
     hold = threading.Event()
 
@@ -176,14 +183,17 @@ def test_a_crash_between_the_batch_commit_and_the_replies_loses_nothing(tmp_path
     create_schema(engine)
     store = SqlEventStore(engine)
     try:
-        assert [store.stream_version(f"round-{n}") for n in range(1, 5)] == [1, 1, 1, 1]
+        with store.reading() as uow:
+            assert [uow.events.stream_version(f"round-{n}") for n in range(1, 5)] == [1, 1, 1, 1]
         handled = handle_once(store.unit_of_work, "consumer", lambda uow, envelope: None)
         for n in range(1, 5):
             # A client retrying the unanswered command finds it done: the same append conflicts, the
             # same event is a duplicate for its consumer.
             with pytest.raises((ConcurrencyConflict, DuplicateEventId)):
-                store.append(f"round-{n}", 0, [new_event(n)], stream_type="round")
-            assert handled(store.read_stream(f"round-{n}")[0]) is False
+                with store.unit_of_work() as uow:
+                    uow.events.append(f"round-{n}", 0, [new_event(n)], stream_type="round")
+            with store.reading() as uow:
+                assert handled(uow.events.read_stream(f"round-{n}")[0]) is False
     finally:
         engine.dispose()
 
@@ -193,7 +203,8 @@ def test_a_unit_failing_on_an_earlier_units_write_raises_only_once_that_write_is
     commit, so what it reads next (to find the winner's round) is there — not before, while a third
     unit still holds the batch open."""
     store = SqlEventStore(sqlite_engine)
-    store.append("warm-up", 0, [new_event(0)], stream_type="round")
+    with store.unit_of_work() as uow:
+        uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")
     group = _group_commits[sqlite_engine]
     third_may_finish = threading.Event()
     seen_by_loser: list[int] = []
@@ -241,7 +252,8 @@ def test_a_failing_first_unit_ends_its_batch_and_the_unit_queued_behind_it_commi
     # The batch's first unit runs without a savepoint: when it fails, the whole transaction (its
     # effects only) is rolled back and the next unit starts a batch of its own.
     store = SqlEventStore(sqlite_engine)
-    store.append("warm-up", 0, [new_event(0)], stream_type="round")
+    with store.unit_of_work() as uow:
+        uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")
     group = _group_commits[sqlite_engine]
     outcomes: dict[str, object] = {}
 
@@ -261,8 +273,11 @@ def test_a_failing_first_unit_ends_its_batch_and_the_unit_queued_behind_it_commi
 
     run_second_behind_first(group, first, second)
     assert isinstance(outcomes["first"], RuntimeError) and outcomes["second"] == "committed"
-    assert store.read_stream("round-a") == []
-    assert [e.payload["n"] for e in store.read_stream("round-b")] == [2]
+    with store.reading() as uow:
+        assert uow.events.read_stream("round-a") == []
+    with store.reading() as uow:
+        assert [e.payload["n"] for e in uow.events.read_stream("round-b")] == [2]
     with store.unit_of_work() as uow:  # the writer is free and its connection sound
         uow.events.append("round-c", 0, [new_event(3)], stream_type="round")
-    assert len(store.read_stream("round-c")) == 1
+    with store.reading() as uow:
+        assert len(uow.events.read_stream("round-c")) == 1

@@ -33,8 +33,10 @@ def new_event(payload: dict[str, JsonValue]) -> NewEvent:
 def append_all(store: EventStore, batches: list[tuple[int, list[dict[str, JsonValue]]]]) -> None:
     for stream, batch in batches:
         stream_id = f"round-{stream}"
-        expected = store.stream_version(stream_id)
-        store.append(stream_id, expected, [new_event(p) for p in batch], stream_type="round")
+        with store.reading() as uow:
+            expected = uow.events.stream_version(stream_id)
+        with store.unit_of_work() as uow:
+            uow.events.append(stream_id, expected, [new_event(p) for p in batch], stream_type="round")
 
 
 @contextmanager
@@ -63,8 +65,10 @@ def test_any_sequence_of_appends_yields_a_verifiable_chain(store_factory: StoreF
     with store_factory() as store:
         append_all(store, batches)
 
-        assert verify_chain(stored.envelope for stored in store.read_all()) == []
-        assert len(store.read_all()) == sum(len(batch) for _, batch in batches)
+        with store.reading() as uow:
+            assert verify_chain(stored.envelope for stored in uow.events.read_all()) == []
+        with store.reading() as uow:
+            assert len(uow.events.read_all()) == sum(len(batch) for _, batch in batches)
         # The audit's path: the hash spliced from the stored text is the sealed hash, for any payload.
         with store.unit_of_work() as uow:
             records = [r for stream in uow.events.read_streams("round", None, 10) for r in stream]
@@ -77,7 +81,8 @@ def test_any_sequence_of_appends_yields_a_verifiable_chain(store_factory: StoreF
 def test_flipping_any_byte_of_a_stored_payload_is_detected(batches: list, data: st.DataObject) -> None:
     with sqlite_store() as store:
         append_all(store, batches)
-        target = data.draw(st.sampled_from([stored.envelope for stored in store.read_all()]), label="event")
+        with store.reading() as uow:
+            target = data.draw(st.sampled_from([stored.envelope for stored in uow.events.read_all()]), label="event")
         stored_bytes = bytearray(canonical_json(target.payload))
         position = data.draw(st.integers(0, len(stored_bytes) - 1), label="byte")
         stored_bytes[position] ^= data.draw(st.integers(1, 0x7F), label="bit mask")  # never a no-op
@@ -92,7 +97,8 @@ def test_flipping_any_byte_of_a_stored_payload_is_detected(batches: list, data: 
         with store.unit_of_work() as uow:
             by_record = verify_records(uow.events.read_stream_records(target.stream_id))
         try:
-            violations = verify_chain(store.read_stream(target.stream_id))
+            with store.reading() as uow:
+                violations = verify_chain(uow.events.read_stream(target.stream_id))
         except CorruptEvent as corrupt:  # no longer even decodes: detected on read
             event("corrupt on read")
             assert (corrupt.stream_id, corrupt.version) == (target.stream_id, target.version)

@@ -22,7 +22,8 @@ def new_event(number: int, event_type: str = "CardsDealt") -> NewEvent:
 
 
 def append_events(store: EventStore, stream_id: str, count: int) -> list[EventEnvelope]:
-    return store.append(stream_id, 0, [new_event(n) for n in range(1, count + 1)], stream_type="round")
+    with store.unit_of_work() as uow:
+        return uow.events.append(stream_id, 0, [new_event(n) for n in range(1, count + 1)], stream_type="round")
 
 
 class RecordingPublisher(Publisher):

@@ -353,7 +353,8 @@ def test_two_loops_on_one_outbox_publish_through_the_leader_only() -> None:
         versions = {f"round-{n}": 0 for n in range(3)}
         for number in range(20):
             stream = f"round-{number % 3}"
-            h.store.append(stream, versions[stream], [new_event(number)], stream_type="round")
+            with h.store.unit_of_work() as uow:
+                uow.events.append(stream, versions[stream], [new_event(number)], stream_type="round")
             versions[stream] += 1
             a.wake()
             b.wake()

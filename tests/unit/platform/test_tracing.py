@@ -155,12 +155,14 @@ def test_every_step_of_a_round_and_its_events_share_one_trace() -> None:
     for step, version in (("PlaceBets", 0), ("Deal", 1)):
         with caller.start_as_current_span(f"grpc {step}"):  # each call arrives in a trace of its own
             with tracing.round_span(step, "round-42", tracer_provider=provider):
-                store.append("round-42", version, [NewEvent(event_type="Stepped", schema_version=1, payload={},
-                                                            occurred_at="2026-11-29T00:00:00+00:00")], stream_type="round")
+                with store.unit_of_work() as uow:
+                    uow.events.append("round-42", version, [NewEvent(event_type="Stepped", schema_version=1, payload={},
+                                                                     occurred_at="2026-11-29T00:00:00+00:00")], stream_type="round")
     steps = [s for s in exporter.get_finished_spans() if s.name in ("PlaceBets", "Deal")]
     calls = [s for s in exporter.get_finished_spans() if s.name.startswith("grpc")]
     assert len({s.context.trace_id for s in steps}) == 1
     assert steps[0].context.trace_id == tracing.round_span_context("round-42").trace_id
     assert all(s.links and s.links[0].context.trace_id in {c.context.trace_id for c in calls} for s in steps)
     trace_hex = format(steps[0].context.trace_id, "032x")
-    assert all(trace_hex in e.trace_context["traceparent"] for e in store.read_stream("round-42"))
+    with store.reading() as uow:
+        assert all(trace_hex in e.trace_context["traceparent"] for e in uow.events.read_stream("round-42"))

@@ -155,8 +155,9 @@ class UnitOfWork:
 
 
 
-class EventStore(EventLog):
-    """The port services hold: each call below runs in a unit of work of its own."""
+class EventStore(ABC):
+    """The port services hold: the event log, the tracking rows and (SQL) the service's own tables,
+    each reached through a unit of work: one transaction."""
 
     @abstractmethod
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
@@ -170,50 +171,6 @@ class EventStore(EventLog):
     @property
     @abstractmethod
     def outbox(self) -> Outbox: ...
-
-    def append(
-        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
-    ) -> list[EventEnvelope]:
-        with self.unit_of_work() as uow:
-            return uow.events.append(stream_id, expected_version, new_events, stream_type=stream_type)
-
-    def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
-        with self.reading() as uow:
-            return uow.events.read_stream(stream_id, from_version)
-
-    def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
-        with self.reading() as uow:
-            return uow.events.read_all(after_position, limit)
-
-    def last_position(self) -> int:
-        with self.reading() as uow:
-            return uow.events.last_position()
-
-    def stream_version(self, stream_id: str) -> int:
-        with self.reading() as uow:
-            return uow.events.stream_version(stream_id)
-
-    def read_stream_records(self, stream_id: str) -> list[EventRecord]:
-        with self.reading() as uow:
-            return uow.events.read_stream_records(stream_id)
-
-    def read_streams(
-        self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
-    ) -> list[list[EventRecord]]:
-        with self.reading() as uow:
-            return uow.events.read_streams(stream_type, after_stream_id, limit, upto_stream_id)
-
-    def stream_marks(self, stream_type: str, every: int) -> list[str]:
-        with self.reading() as uow:
-            return uow.events.stream_marks(stream_type, every)
-
-    def existing_streams(self, stream_ids: Sequence[str]) -> set[str]:
-        with self.reading() as uow:
-            return uow.events.existing_streams(stream_ids)
-
-    def read_each_stream(self, stream_ids: Sequence[str]) -> dict[str, list[EventEnvelope]]:
-        with self.reading() as uow:
-            return uow.events.read_each_stream(stream_ids)
 
 
 class StreamHead(NamedTuple):
