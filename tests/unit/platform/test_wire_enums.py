@@ -6,19 +6,20 @@ import pytest
 
 from croupier.v1 import common_pb2, wallet_pb2
 from croupier_game.domain.seat import SEAT_ROLES
-from croupier_game.entrypoints.grpc_server import SEAT_ROLE
+from croupier_game.entrypoints.grpc_server import CHOICE, GAME, ROUND_PHASE, SEAT_ROLE
 from croupier_platform.errors import InvalidArgument
 from tests.refusals import raises_reason
-from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
+from croupier_platform.wire_enums import WireEnum
 from croupier_rules.decider import PHASES
 from croupier_rules.deciders import all_choices
 from croupier_rules.tables import GAMES
 from croupier_wallet.domain.ledger import Kind, Status
+from croupier_wallet.entrypoints.grpc_server import GAME as WALLET_GAME
 from croupier_wallet.entrypoints.grpc_server import TRANSACTION_KIND, TRANSACTION_STATUS
 
 
 @pytest.mark.parametrize(("mapping", "values", "enum"), [
-    (GAME, GAMES, common_pb2.Game), (ROUND_PHASE, PHASES, common_pb2.RoundPhase), (CHOICE, all_choices(), common_pb2.Choice),
+    (GAME, GAMES, common_pb2.Game), (WALLET_GAME, GAMES, common_pb2.Game), (ROUND_PHASE, PHASES, common_pb2.RoundPhase), (CHOICE, all_choices(), common_pb2.Choice),
     (SEAT_ROLE, SEAT_ROLES, common_pb2.SeatRole), (TRANSACTION_KIND, [k.value for k in Kind], wallet_pb2.TransactionKind),
     (TRANSACTION_STATUS, [s.value for s in Status], wallet_pb2.TransactionStatus),
 ])  # fmt: skip

@@ -1,5 +1,6 @@
 """The API's enums beside its strings: one mapping per enum, between the proto enum and the values the rules
-library or a service's domain defines (never a second list of names).
+library or a service's domain defines (never a second list of names). Each service builds the mappings
+of the enums it serves (the game's GAME, ROUND_PHASE, CHOICE, SEAT_ROLE; the wallet's GAME and its own).
 
 An enum value's name is its enum's prefix and the string in upper snake case ("casino-war" is GAME_CASINO_WAR,
 "top_up" TRANSACTION_KIND_TOP_UP). A mapping checks, when built, that the proto enum and the domain's values
@@ -12,11 +13,6 @@ import re
 from collections.abc import Iterable
 
 from google.protobuf.descriptor import EnumDescriptor
-
-from croupier.v1 import common_pb2
-from croupier_rules.decider import PHASES
-from croupier_rules.deciders import all_choices
-from croupier_rules.tables import GAMES
 
 from .errors import InvalidArgument
 
@@ -66,8 +62,3 @@ class WireEnum:
             )
         return value
 
-
-# The enums whose values the rules library defines; a service's own (seat roles, transaction kinds) sit with it.
-GAME = WireEnum(common_pb2.Game.DESCRIPTOR, GAMES)
-ROUND_PHASE = WireEnum(common_pb2.RoundPhase.DESCRIPTOR, PHASES)
-CHOICE = WireEnum(common_pb2.Choice.DESCRIPTOR, all_choices())

@@ -11,7 +11,10 @@ from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument, register_refusal_rule
 from croupier_platform.grpc_server import handles_errors, handles_stream_errors
 from croupier_platform.tracing import round_span
-from croupier_platform.wire_enums import CHOICE, GAME, ROUND_PHASE, WireEnum
+from croupier_platform.wire_enums import WireEnum
+from croupier_rules.decider import PHASES
+from croupier_rules.deciders import all_choices
+from croupier_rules.tables import GAMES
 
 from ..application.audit import AuditUseCases
 from ..application.play import PlayUseCases
@@ -23,6 +26,10 @@ from ..domain.visibility import RoundView
 from .refusals import rule_refusal
 
 
+# The enums whose values the rules library defines, and the seat roles the game's own.
+GAME = WireEnum(common_pb2.Game.DESCRIPTOR, GAMES)
+ROUND_PHASE = WireEnum(common_pb2.RoundPhase.DESCRIPTOR, PHASES)
+CHOICE = WireEnum(common_pb2.Choice.DESCRIPTOR, all_choices())
 SEAT_ROLE = WireEnum(common_pb2.SeatRole.DESCRIPTOR, SEAT_ROLES)
 
 

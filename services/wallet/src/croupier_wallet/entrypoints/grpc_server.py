@@ -17,7 +17,8 @@ from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.grpc_server import handles_errors
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
-from croupier_platform.wire_enums import GAME, WireEnum
+from croupier_platform.wire_enums import WireEnum
+from croupier_rules.tables import GAMES
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
 from croupier_wallet.application.services import TransactionView, WalletApp
@@ -29,6 +30,7 @@ from .consumers import RoundEventsConsumer
 from .errors import translated
 
 
+GAME = WireEnum(common_pb2.Game.DESCRIPTOR, GAMES)  # the games the rules library defines
 TRANSACTION_KIND = WireEnum(wallet_pb2.TransactionKind.DESCRIPTOR, [kind.value for kind in Kind])
 TRANSACTION_STATUS = WireEnum(wallet_pb2.TransactionStatus.DESCRIPTOR, [status.value for status in Status])
 
