@@ -9,8 +9,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
-from sqlalchemy import Connection, exists, insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, exists, select, text
 
 from croupier_platform.db import tracking_table
 from croupier_platform.events import EventEnvelope
@@ -28,12 +27,16 @@ def already_processed(connection: Connection, consumer: str, event_id: str) -> b
     return bool(connection.execute(select(row_exists)).scalar())
 
 
+# One statement for "seen before?" and "now seen": the row goes in unless the key is there, on
+# SQLite and PostgreSQL alike (a concurrent duplicate waits for the first writer's key, then
+# inserts nothing). Prebuilt: the hottest statement of every consumer.
+_RECORD = text(f"INSERT INTO {tracking_table.name} (consumer, event_id) VALUES (:consumer, :event_id) ON CONFLICT DO NOTHING")
+
+
 def record(connection: Connection, consumer: str, event_id: str) -> None:
-    """Insert the tracking row; a concurrent duplicate collides on the primary key."""
-    try:
-        connection.execute(insert(tracking_table).values(consumer=consumer, event_id=event_id))
-    except IntegrityError as error:
-        raise AlreadyProcessed(consumer, event_id) from error
+    """Insert the tracking row; raises AlreadyProcessed when it is there already."""
+    if connection.execute(_RECORD, {"consumer": consumer, "event_id": event_id}).rowcount != 1:
+        raise AlreadyProcessed(consumer, event_id)
 
 
 def processed_among(connection: Connection, consumer: str, event_ids: Sequence[str]) -> set[str]:
@@ -107,13 +110,12 @@ def handle_once(
     def handle(envelope: EventEnvelope) -> bool:
         try:
             with uow_factory() as uow:
-                if uow.tracking.already_processed(consumer, envelope.event_id):
-                    return False
-                # Record before the effects, so a concurrent duplicate fails fast on the key.
+                # Record before the effects: a duplicate (or a concurrent one, once the first
+                # commits) finds the key and ends here, its unit of work rolled back, unchanged.
                 uow.tracking.record(consumer, envelope.event_id)
                 handler(uow, envelope)
                 return True
         except AlreadyProcessed:
-            return False  # the concurrent duplicate lost the race; its transaction rolled back
+            return False  # processed before, or by a concurrent duplicate: nothing was written
 
     return handle

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Row, and_, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Row, and_, bindparam, func, insert, or_, select, tuple_, update
 
 from croupier_platform.db import reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
@@ -19,6 +19,63 @@ from croupier_wallet.domain.rounds import Round, RoundStatus
 from .limits import SqlLimitsRepository
 from .reports import SqlLedgerReports
 from .tables import accounts_table, dialect_insert, entries_table, rounds_table, transfers_table
+
+
+# The statements of every stake and settlement, built once: SQLAlchemy then reuses their cache keys
+# and compiled forms, and a call only binds its values (building a statement per call cost more
+# than running it).
+_a, _t, _r = accounts_table.c, transfers_table.c, rounds_table.c
+_LOCK_ACCOUNT = (
+    select(accounts_table)
+    .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"))
+    .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
+)
+_SAVE_ACCOUNT = (
+    update(accounts_table)
+    .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"), _a.version == bindparam("b_version"))
+    .values(
+        balance=bindparam("b_balance"), pending_debits=bindparam("b_pending_debits"),
+        pending_credits=bindparam("b_pending_credits"), version=bindparam("b_version") + 1,
+    )  # fmt: skip
+)
+_TRANSFER = select(transfers_table).where(_t.transfer_id == bindparam("b_transfer"))
+_ADD_TRANSFER = insert(transfers_table)
+_SET_STATUS = (
+    update(transfers_table)
+    .where(_t.transfer_id == bindparam("b_transfer"))
+    .values(status=bindparam("b_status"), updated_at=bindparam("b_updated_at"))
+)
+_ADD_ENTRIES = insert(entries_table)
+_ROUND = select(rounds_table).where(_r.round_id == bindparam("b_round"))
+_ROUND_FOR_UPDATE = _ROUND.with_for_update()
+_ADD_ROUND = insert(rounds_table)
+_SAVE_ROUND = (
+    update(rounds_table)
+    .where(_r.round_id == bindparam("b_round"), _r.version == bindparam("b_version"))
+    .values(
+        player_id=bindparam("b_player"), currency=bindparam("b_currency"), status=bindparam("b_status"),
+        version=bindparam("b_version") + 1,
+    )  # fmt: skip
+)
+_ROUND_TRANSFERS = select(transfers_table).where(_t.round_id == bindparam("b_round")).order_by(_t.seq)
+# By dialect (the ON CONFLICT clause is written per dialect): a system account's delta, added.
+_ADD_TO_ACCOUNT: dict[str, object] = {}
+
+
+def _add_to_account(connection: Connection):  # noqa: ANN202
+    dialect = connection.dialect.name
+    if (statement := _ADD_TO_ACCOUNT.get(dialect)) is None:
+        new = dialect_insert(connection)
+        statement = _ADD_TO_ACCOUNT[dialect] = new.on_conflict_do_update(
+            index_elements=[_a.account_id, _a.currency],
+            set_={
+                "balance": _a.balance + new.excluded.balance,
+                "pending_debits": _a.pending_debits + new.excluded.pending_debits,
+                "pending_credits": _a.pending_credits + new.excluded.pending_credits,
+                "version": _a.version + 1,
+            },
+        )
+    return statement
 
 
 class SqlLedgerRepository:
@@ -46,6 +103,10 @@ class SqlLedgerRepository:
         return found
 
     def _lock_accounts(self, ordered: list[AccountKey]) -> dict[AccountKey, Account]:
+        if len(ordered) == 1:  # the usual case: one player's account
+            (account_id, currency), = ordered
+            row = self._c.execute(_LOCK_ACCOUNT, {"b_account": account_id, "b_currency": currency}).first()
+            return {(row.account_id, row.currency): _account(row)} if row else {}
         match = or_(*(and_(accounts_table.c.account_id == a, accounts_table.c.currency == c) for a, c in ordered))
         query = (
             select(accounts_table)
@@ -57,20 +118,11 @@ class SqlLedgerRepository:
 
     def save_accounts(self, accounts: Iterable[Account]) -> None:
         for account in accounts:
-            result = self._c.execute(
-                update(accounts_table)
-                .where(
-                    accounts_table.c.account_id == account.id,
-                    accounts_table.c.currency == account.currency,
-                    accounts_table.c.version == account.version,
-                )
-                .values(
-                    balance=account.balance,
-                    pending_debits=account.pending_debits,
-                    pending_credits=account.pending_credits,
-                    version=account.version + 1,
-                )
-            )
+            result = self._c.execute(_SAVE_ACCOUNT, {
+                "b_account": account.id, "b_currency": account.currency, "b_version": account.version,
+                "b_balance": account.balance, "b_pending_debits": account.pending_debits,
+                "b_pending_credits": account.pending_credits,
+            })  # fmt: skip
             if result.rowcount != 1:
                 raise StaleAccount(f"account {account.id} ({account.currency}) changed meanwhile; try again")
 
@@ -80,19 +132,9 @@ class SqlLedgerRepository:
              "pending_credits": d.pending_credits, "version": 1}
             for d in sorted(deltas, key=lambda d: d.key)  # one lock order for every transaction
         ]  # fmt: skip
+        statement = _add_to_account(self._c)
         for row in rows:  # one statement per row: each takes its row lock in the order above
-            statement = dialect_insert(self._c).values(row)
-            self._c.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[accounts_table.c.account_id, accounts_table.c.currency],
-                    set_={
-                        "balance": accounts_table.c.balance + statement.excluded.balance,
-                        "pending_debits": accounts_table.c.pending_debits + statement.excluded.pending_debits,
-                        "pending_credits": accounts_table.c.pending_credits + statement.excluded.pending_credits,
-                        "version": accounts_table.c.version + 1,
-                    },
-                )
-            )
+            self._c.execute(statement, row)
 
     def player_accounts(self, player_id: str) -> list[Account]:
         query = (
@@ -105,13 +147,13 @@ class SqlLedgerRepository:
     # ------------------------------------------------------------------ transfers
 
     def transfer(self, transfer_id: str) -> Transfer | None:
-        row = self._c.execute(select(transfers_table).where(transfers_table.c.transfer_id == transfer_id)).first()
+        row = self._c.execute(_TRANSFER, {"b_transfer": transfer_id}).first()
         return _transfer(row) if row else None
 
     def add_transfer(self, transfer: Transfer, details: str | None = None) -> None:
         r = transfer.request
         self._c.execute(
-            insert(transfers_table).values(
+            _ADD_TRANSFER, dict(
                 transfer_id=r.id, debit_account=r.debit, credit_account=r.credit, amount=r.amount,
                 currency=r.currency, kind=r.kind.value, status=transfer.status.value, player_id=r.player_id,
                 round_id=r.round_id, reverses=r.reverses, occurred_at=transfer.occurred_at,
@@ -121,18 +163,14 @@ class SqlLedgerRepository:
         )
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
-        self._c.execute(
-            update(transfers_table)
-            .where(transfers_table.c.transfer_id == transfer_id)
-            .values(status=status.value, updated_at=updated_at)
-        )
+        self._c.execute(_SET_STATUS, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})
 
     def add_entries(self, transfer: Transfer, occurred_at: str) -> None:
         rows = [
             {"transfer_id": transfer.id, "account_id": account, "currency": currency, "amount": amount, "occurred_at": occurred_at}
             for account, currency, amount in entries_of(transfer.request)
         ]
-        self._c.execute(insert(entries_table), rows)
+        self._c.execute(_ADD_ENTRIES, rows)
 
     def expired_reservations(self, now: str, limit: int, after: tuple[str, int] | None = None) -> list[tuple[tuple[str, int], Transfer]]:
         t = transfers_table.c
@@ -147,8 +185,7 @@ class SqlLedgerRepository:
         return [((row.expires_at, row.seq), _transfer(row)) for row in self._c.execute(query)]
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
-        query = select(transfers_table).where(transfers_table.c.round_id == round_id).order_by(transfers_table.c.seq)
-        return [_transfer(row) for row in self._c.execute(query)]
+        return [_transfer(row) for row in self._c.execute(_ROUND_TRANSFERS, {"b_round": round_id})]
 
     def player_transfers(self, player_id: str, limit: int, before: int | None = None) -> Sequence[tuple[int, Transfer]]:
         account = player_account(player_id)
@@ -168,13 +205,13 @@ class SqlLedgerRepository:
     # ------------------------------------------------------------------ rounds
 
     def round(self, round_id: str) -> Round | None:
-        return self._round(select(rounds_table).where(rounds_table.c.round_id == round_id))
+        return self._round(_ROUND, round_id)
 
     def round_for_update(self, round_id: str) -> Round | None:
-        return self._round(select(rounds_table).where(rounds_table.c.round_id == round_id).with_for_update())
+        return self._round(_ROUND_FOR_UPDATE, round_id)
 
-    def _round(self, query) -> Round | None:
-        row = self._c.execute(query).first()
+    def _round(self, query, round_id: str) -> Round | None:
+        row = self._c.execute(query, {"b_round": round_id}).first()
         if row is None:
             return None
         return _round_from(row)
@@ -187,20 +224,17 @@ class SqlLedgerRepository:
         return {row.round_id: _round_from(row) for row in rows}
 
     def save_round(self, round_: Round) -> None:
-        values = {"player_id": round_.player_id, "currency": round_.currency, "status": round_.status.value}
         if round_.version == 0:
-            self._c.execute(
-                insert(rounds_table).values(
-                    round_id=round_.round_id, version=1, game=round_.game or None, table_id=round_.table_id or None,
-                    opened_at=round_.opened_at or None, **values,
-                )  # fmt: skip
-            )
+            self._c.execute(_ADD_ROUND, {
+                "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,
+                "opened_at": round_.opened_at or None, "player_id": round_.player_id, "currency": round_.currency,
+                "status": round_.status.value,
+            })  # fmt: skip
             return
-        result = self._c.execute(
-            update(rounds_table)
-            .where(rounds_table.c.round_id == round_.round_id, rounds_table.c.version == round_.version)
-            .values(version=round_.version + 1, **values)
-        )
+        result = self._c.execute(_SAVE_ROUND, {
+            "b_round": round_.round_id, "b_version": round_.version, "b_player": round_.player_id,
+            "b_currency": round_.currency, "b_status": round_.status.value,
+        })  # fmt: skip
         if result.rowcount != 1:
             raise StaleAccount(f"round {round_.round_id} changed meanwhile; try again")
 

@@ -321,7 +321,9 @@ class WalletApp:
             if stake.status is Status.PENDING:
                 session.post(stake)
         for request in requests:
-            session.create(request, pending=False)
+            # New: the round is open (and locked), and its settlement's transfers are written only with
+            # the status that closes it, so none of their ids can be taken yet.
+            session.create(request, pending=False, known_new=True)
         uow.ledger.save_round(Round(round_.round_id, round_.player_id, round_.currency, RoundStatus.SETTLED, round_.version))
         session.flush()
         # The player's stakes posted and what was paid back to the player (stakes returned with the winnings);
