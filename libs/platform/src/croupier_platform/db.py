@@ -276,6 +276,27 @@ _group_commits: "weakref.WeakKeyDictionary[Engine, GroupCommit]" = weakref.WeakK
 _group_commits_lock = threading.Lock()
 
 
+_INSERT_NEW: dict[tuple[str, str], Any] = {}
+
+
+def insert_new(connection: Connection, table: Table) -> Any:
+    """`INSERT … ON CONFLICT DO NOTHING` into `table` on the connection's dialect (SQLite, PostgreSQL),
+    built once: a row whose key (any unique one) is taken is left out, and the result's rowcount (0)
+    says so. One statement where a savepoint and a caught IntegrityError took three, and a failed
+    insert does not end a PostgreSQL transaction."""
+    key = (connection.dialect.name, table.fullname)
+    if (statement := _INSERT_NEW.get(key)) is None:
+        if key[0] == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        elif key[0] == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            raise NotImplementedError(f"insert_new: SQLite or PostgreSQL, not {key[0]}")
+        # preserve_rowcount: SQLAlchemy 2 leaves an INSERT's rowcount unset (-1) on psycopg without it.
+        statement = _INSERT_NEW[key] = dialect_insert(table).on_conflict_do_nothing().execution_options(preserve_rowcount=True)
+    return statement
+
+
 def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:
     metadata.create_all(engine)
 

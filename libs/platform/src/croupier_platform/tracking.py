@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
-from sqlalchemy import Connection, exists, select, text
+from sqlalchemy import Connection, exists, select
 
-from croupier_platform.db import tracking_table
+from croupier_platform.db import insert_new, tracking_table
 from croupier_platform.events import EventEnvelope
 
 
@@ -27,15 +27,11 @@ def already_processed(connection: Connection, consumer: str, event_id: str) -> b
     return bool(connection.execute(select(row_exists)).scalar())
 
 
-# One statement for "seen before?" and "now seen": the row goes in unless the key is there, on
-# SQLite and PostgreSQL alike (a concurrent duplicate waits for the first writer's key, then
-# inserts nothing). Prebuilt: the hottest statement of every consumer.
-_RECORD = text(f"INSERT INTO {tracking_table.name} (consumer, event_id) VALUES (:consumer, :event_id) ON CONFLICT DO NOTHING")
-
-
 def record(connection: Connection, consumer: str, event_id: str) -> None:
-    """Insert the tracking row; raises AlreadyProcessed when it is there already."""
-    if connection.execute(_RECORD, {"consumer": consumer, "event_id": event_id}).rowcount != 1:
+    """Insert the tracking row; raises AlreadyProcessed when it is there already. One statement for
+    "seen before?" and "now seen" (a concurrent duplicate waits for the first writer's key, then
+    inserts nothing)."""
+    if connection.execute(insert_new(connection, tracking_table), {"consumer": consumer, "event_id": event_id}).rowcount != 1:
         raise AlreadyProcessed(consumer, event_id)
 
 

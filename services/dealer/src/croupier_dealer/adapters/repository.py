@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, Engine, insert, select, update
-from sqlalchemy.exc import IntegrityError
 
-from croupier_platform.db import reading, transaction
+from croupier_platform.db import insert_new, reading, transaction
 from croupier_platform.runtime import iso
 
 from ..application.ports import CutAlreadyStored
@@ -50,11 +49,8 @@ class SqlCutRepository:
             "next_position": shoe.next_position,
             "created_at": iso(at),
         }
-        try:
-            with self._connection.begin_nested():
-                self._connection.execute(insert(cuts_table).values(row))
-        except IntegrityError as error:
-            raise CutAlreadyStored(str(error)) from error
+        if self._connection.execute(insert_new(self._connection, cuts_table), row).rowcount != 1:
+            raise CutAlreadyStored(f"round {shoe.round_id!r} has its cut already")
 
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
         result = self._connection.execute(

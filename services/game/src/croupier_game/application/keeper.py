@@ -132,7 +132,8 @@ class Keeper(LeaderLoop):
             self._due.clear()  # another replica acts; what it does is read afresh when we lead again
             return KeeperPass(leading=False)
         done = KeeperPass()
-        rows = await self._book.in_transaction(lambda uow: uow.rounds.open_rounds(self._batch_size))
+        # Reads only: no turn on the writer, and no commit that would wake the outbox relay for nothing.
+        rows = await self._book.read(lambda uow: uow.rounds.open_rounds(self._batch_size))
         now = self._clock()
         seen: dict[str, _Due] = {}
         for row in rows:
@@ -181,7 +182,7 @@ class Keeper(LeaderLoop):
             ids = {seat.seat_id for seat in away}
             return away + [s for s in uow.seats.seen_before(idle, self._batch_size) if s.seat_id not in ids]
 
-        seats = await self._book.in_transaction(unseen_seats)
+        seats = await self._book.read(unseen_seats)
         unseen = [seat.seat_id for seat in seats if not seat.seen_at]  # seats older than presence: counted from now
         if unseen:
             await self._book.in_transaction(lambda uow: uow.seats.mark_seen(unseen, iso(now), watched=False))

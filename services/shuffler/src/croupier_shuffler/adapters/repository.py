@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, Row, select, update
 
+from croupier_platform.db import insert_new
 from croupier_platform.eventstore import EventLog, SqlEventStore, SqlUnitOfWork
 from croupier_platform.runtime import iso
 from croupier_platform.tracking import Tracking
@@ -47,11 +47,8 @@ class SqlShoeRepository:
             "created_at": iso(shoe.created_at),
             "revealed_at": iso(shoe.revealed_at) if shoe.revealed_at else None,
         }
-        try:
-            with self._connection.begin_nested():
-                self._connection.execute(insert(shoes_table).values(row))
-        except IntegrityError as error:
-            raise ShoeAlreadyStored(str(error)) from error
+        if self._connection.execute(insert_new(self._connection, shoes_table), row).rowcount != 1:
+            raise ShoeAlreadyStored(f"shoe {shoe.shoe_id!r} or round {shoe.round_id!r} is taken")
 
     def mark_revealed(self, shoe: Shoe) -> None:
         if shoe.revealed_at is None:
