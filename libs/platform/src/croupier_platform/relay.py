@@ -54,6 +54,15 @@ class OutboxRelay:
             raise error
         return done
 
+    async def relay_pending(self) -> int:
+        """Publish batches until one comes back short: fewer rows than a batch means nothing more
+        was pending when it was read (what commits after that read wakes the loop again), so the
+        usual pass is one read, not a second that finds nothing. Returns how many went out."""
+        total = 0
+        while (sent := await self.relay_once()) >= self._batch_size:
+            total += sent
+        return total + sent
+
     def leadership(self) -> "Leadership":
         return self._outbox.leadership()
 
@@ -94,10 +103,7 @@ class RelayLoop(LeaderLoop):
         async with self._pass_lock:
             if not await self.lead():
                 return None
-            total = 0
-            while sent := await self._relay.relay_once():
-                total += sent
-            return total
+            return await self._relay.relay_pending()
 
     async def drain(self) -> int:
         """Publish everything pending now, if this loop leads (tests, shutdown); returns how many.
