@@ -41,9 +41,9 @@ TABLE = "casino-war-play"
 
 # Per round, at one player, with the background loops' share of a round's time. Lower these as
 # the cost comes down; a change that adds statements to the hot path fails here.
-SQLITE_STATEMENTS_PER_ROUND = 168  # 156 measured (160 before the tracking, insert_new and wallet cuts)
+SQLITE_STATEMENTS_PER_ROUND = 150  # 138 measured (160 at the start of the 2026-12-01 session: bench/PROFILE.md)
 SQLITE_COMMITS_PER_ROUND = 22  # 19.5 measured
-POSTGRES_STATEMENTS_PER_ROUND = 93  # 86 measured (96 before them; SQLAlchemy's count: psycopg's BEGIN is not a statement)
+POSTGRES_STATEMENTS_PER_ROUND = 86  # 78.5 measured (96 at the start; SQLAlchemy's count: psycopg's BEGIN is not a statement)
 POSTGRES_COMMITS_PER_ROUND = 24  # 21.3 measured
 # Statements a second with no round being played (relay safety polls, keeper, reconciler).
 IDLE_STATEMENTS_PER_S = 65  # 50 measured (SQLAlchemy counts 28 of them)

@@ -61,7 +61,14 @@ class _SqlEventLog(EventLog):
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
-        head = self._heads[stream_id] if stream_id in self._heads else self._head(stream_id)
+        if stream_id in self._heads:
+            head = self._heads[stream_id]
+        elif expected_version == 0:
+            # A new stream: not read first. Should it exist after all, its version 1 meets UNIQUE
+            # (stream_id, version) below: the conflict a read would have found (one round trip less).
+            head = None
+        else:
+            head = self._head(stream_id)
         sealed = seal_batch(stream_id, stream_type, expected_version, head, new_events)
         if not sealed:
             return []
