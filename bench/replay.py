@@ -59,11 +59,11 @@ from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
 from croupier_rules.deciders import decider_for
 from croupier_rules.events import DecisionMade, RoundEvent
 from croupier_shuffler.adapters.repository import SqlShoeRepository
-from croupier_shuffler.adapters.tables import shuffler_metadata
+from croupier_shuffler.adapters.sql_schema import shuffler_metadata
 from croupier_shuffler.domain.shoe import Shoe
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
-from croupier_wallet.adapters.tables import wallet_metadata
-from croupier_wallet.application.services import WalletApp
+from croupier_wallet.adapters.sql_schema import wallet_metadata
+from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
 
 PLAYERS = 200

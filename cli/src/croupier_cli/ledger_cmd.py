@@ -63,7 +63,7 @@ def run_use_case(data: Path | None, database_url: str | None, use_case: Callable
     from croupier_platform.errors import InvalidArgument
     from croupier_platform.eventstore import SqlEventStore
     from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
-    from croupier_wallet.application.services import WalletApp
+    from croupier_wallet.application.use_cases import WalletApp
     from croupier_wallet.domain.errors import LedgerError
 
     with wallet_store(data, database_url) as engine:
@@ -77,7 +77,7 @@ def run_use_case(data: Path | None, database_url: str | None, use_case: Callable
 @ledger_app.command("check")
 def check(data: Data = None, database_url: DatabaseUrl = None, as_json: AsJson = False) -> None:
     """Every account sums to zero per currency and each balance equals its entries; exit 1 on any mismatch."""
-    from croupier_wallet.adapters.check import check_ledger
+    from croupier_wallet.adapters.ledger_audit import check_ledger
 
     with wallet_store(data, database_url) as engine, engine.connect() as connection:
         report = check_ledger(connection)

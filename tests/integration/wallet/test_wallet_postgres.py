@@ -17,7 +17,7 @@ from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.migrate import schema_engine, service_metadata
 from tests.integration.conftest import migrated_schema
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
-from croupier_wallet.application.services import WalletApp
+from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InsufficientFunds
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
 from tests.unit.wallet.helpers import Wallet, fixed_clock, settled

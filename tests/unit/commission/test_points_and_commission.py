@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from croupier_commission.adapters.tables import metadata
-from croupier_commission.application.handlers import dealer_status
+from croupier_commission.adapters.sql_schema import metadata
+from croupier_commission.application.use_cases import dealer_status
 from croupier_commission.entrypoints.consumers import round_events_handler
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.events import GENESIS_HASH, EventDraft, seal

@@ -1,4 +1,4 @@
-"""The full audit's reads of the ledger (adapters/check.py): many rounds' transfers in one query, as
+"""The full audit's reads of the ledger (adapters/ledger_audit.py): many rounds' transfers in one query, as
 ListRoundTransactions shows each round, and the rounds the wallet holds, page by page."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from croupier_platform.errors import InvalidArgument
 from tests.refusals import raises_reason
 from croupier_platform.paging import encode_page_token
-from croupier_wallet.adapters.check import ledger_round_ids, round_ledgers, snapshot
+from croupier_wallet.adapters.ledger_audit import ledger_round_ids, round_ledgers, snapshot
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
-from croupier_wallet.application.services import WalletApp
+from croupier_wallet.application.use_cases import WalletApp
 
 from .helpers import Wallet, fixed_clock, settled, voided
 

@@ -234,7 +234,7 @@ def test_a_round_end_to_end_through_the_bus(tmp_path):
         assert [e.version for e in h.ledger_events] == list(range(1, len(h.ledger_events) + 1))
         assert h.ledger_events[-1].payload["player_balance"] == 1_000
         with h.module.engine.connect() as conn:
-            from croupier_wallet.adapters.check import check_ledger
+            from croupier_wallet.adapters.ledger_audit import check_ledger
 
             assert check_ledger(conn).ok
 

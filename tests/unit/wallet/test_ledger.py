@@ -9,7 +9,7 @@ from sqlalchemy import update
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.paging import encode_page_token
 
-from croupier_wallet.adapters.tables import accounts_table
+from croupier_wallet.adapters.sql_schema import accounts_table
 from croupier_wallet.domain.errors import InsufficientFunds, InvalidTransfer, RoundClosed, RoundMismatch, TransferIdReused
 from tests.refusals import raises_reason
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
-from croupier_wallet.application.services import WalletApp
+from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InvalidTransfer
 from croupier_wallet.domain.limits import InvalidLimits, LimitExceeded, SelfExcluded
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer

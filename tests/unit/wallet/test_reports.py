@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from croupier_cli.main import app as cli
 from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
-from croupier_wallet.application.services import WalletApp
+from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InvalidTransfer
 from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerFilter
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer

@@ -15,9 +15,9 @@ from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.tables import metadata
+from .adapters.sql_schema import metadata
 from .adapters.wallet_client import GrpcWallet
-from .application.handlers import CONSUMER
+from .application.use_cases import CONSUMER
 from .entrypoints.consumers import HANDLED, round_events_handler
 from .entrypoints.grpc_server import CommissionServicer
 

@@ -11,7 +11,7 @@ from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlDealerUnitOfWorkFactory
 from .adapters.shuffler_client import GrpcShoeOrders
-from .adapters.tables import dealer_metadata
+from .adapters.sql_schema import dealer_metadata
 from .application.use_cases import Dealer
 from .entrypoints import consumers
 from .entrypoints.grpc_server import DealerServicer

@@ -16,7 +16,7 @@ from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlShufflerUnitOfWorkFactory
-from .adapters.tables import shuffler_metadata
+from .adapters.sql_schema import shuffler_metadata
 from .application.use_cases import CONSUMER, Shuffler
 from .entrypoints import consumers
 from .entrypoints.grpc_server import ShufflerServicer

@@ -16,8 +16,8 @@ from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlWalletUnitOfWorkFactory, pending_reservations
-from .adapters.tables import wallet_metadata
-from .application.services import WalletApp
+from .adapters.sql_schema import wallet_metadata
+from .application.use_cases import WalletApp
 from .config import LimitsSettings, ReservationSettings
 from .entrypoints import audit_server, grpc_server
 from .entrypoints.consumers import CONSUMER, RoundEventsConsumer

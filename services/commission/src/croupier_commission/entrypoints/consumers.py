@@ -15,7 +15,7 @@ from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.events import EventEnvelope
 from croupier_platform.tracking import handle_once
 
-from ..application.handlers import CONSUMER, Wallet, apply_round_event, commission_due
+from ..application.use_cases import CONSUMER, Wallet, apply_round_event, commission_due
 
 HANDLED = ("RoundOpened", "RoundSettled", "RoundVoided")
 

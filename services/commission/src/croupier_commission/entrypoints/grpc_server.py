@@ -14,7 +14,7 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_server import handles_errors
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
-from ..application.handlers import DealerStatus, dealer_status
+from ..application.use_cases import DealerStatus, dealer_status
 
 
 class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):

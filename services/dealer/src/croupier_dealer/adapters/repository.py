@@ -14,7 +14,7 @@ from croupier_platform.runtime import iso
 
 from ..application.ports import CutAlreadyStored
 from ..domain.dealing import CutShoe, Deal
-from .tables import cuts_table, deals_table
+from .sql_schema import cuts_table, deals_table
 
 
 class SqlCutRepository:

@@ -17,7 +17,7 @@ from croupier_platform.tracking import Tracking
 
 from ..application.ports import ShoeAlreadyStored
 from ..domain.shoe import Shoe
-from .tables import shoes_table
+from .sql_schema import shoes_table
 
 
 class SqlShoeRepository:

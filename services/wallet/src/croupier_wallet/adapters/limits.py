@@ -13,7 +13,7 @@ from croupier_wallet.domain.ledger import Kind, Status, player_account
 from croupier_wallet.domain.limits import AMOUNT_LIMITS, CurrencyLimits, DailyUsage, Pending, Setting
 from croupier_wallet.domain.rounds import RoundStatus
 
-from .tables import dialect_insert, limits_table, rounds_table, self_exclusions_table, transfers_table
+from .sql_schema import dialect_insert, limits_table, rounds_table, self_exclusions_table, transfers_table
 
 
 class SqlLimitsRepository:

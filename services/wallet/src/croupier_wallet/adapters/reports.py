@@ -11,7 +11,7 @@ from croupier_wallet.domain.ledger import HOUSE, Kind, Status
 from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerFilter
 from croupier_wallet.domain.rounds import RoundStatus
 
-from .tables import rounds_table, transfers_table
+from .sql_schema import rounds_table, transfers_table
 
 t, r = transfers_table, rounds_table
 

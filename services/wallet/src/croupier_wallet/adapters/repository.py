@@ -18,7 +18,7 @@ from croupier_wallet.domain.rounds import Round, RoundStatus
 
 from .limits import SqlLimitsRepository
 from .reports import SqlLedgerReports
-from .tables import accounts_table, dialect_insert, entries_table, rounds_table, transfers_table
+from .sql_schema import accounts_table, dialect_insert, entries_table, rounds_table, transfers_table
 
 
 # The statements of every stake and settlement, built once: SQLAlchemy then reuses their cache keys

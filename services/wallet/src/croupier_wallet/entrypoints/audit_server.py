@@ -1,6 +1,6 @@
 """LedgerAuditService (internal): the wallet's read side of the game service's full audit.
 
-Thin: each call reads through adapters/check.py (the functions `croupier ledger check` and
+Thin: each call reads through adapters/ledger_audit.py (the functions `croupier ledger check` and
 `croupier audit` run on the store directly) in a worker thread, on one snapshot of the ledger.
 """
 
@@ -20,7 +20,7 @@ from croupier_platform.errors import InvalidArgument
 from croupier_platform.grpc_server import handles_errors
 from croupier_platform.paging import PageSize, decode_page_token, is_str, page_of
 
-from ..adapters.check import check_ledger, ledger_round_ids, round_ledgers, snapshot
+from ..adapters.ledger_audit import check_ledger, ledger_round_ids, round_ledgers, snapshot
 from .grpc_server import TRANSACTION_KIND, TRANSACTION_STATUS
 
 MAX_BATCH = 1_000

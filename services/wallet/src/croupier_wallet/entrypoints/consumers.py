@@ -25,7 +25,7 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.tracking import handle_once
 
 from croupier_wallet.application.ports import UnitOfWorkFactory, WalletUnitOfWork
-from croupier_wallet.application.services import WalletApp
+from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.rounds import BetOutcome
 
 logger = logging.getLogger(__name__)

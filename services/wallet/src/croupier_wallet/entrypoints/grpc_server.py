@@ -21,7 +21,7 @@ from croupier_platform.wire_enums import WireEnum
 from croupier_rules.tables import GAMES
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
-from croupier_wallet.application.services import TransactionView, WalletApp
+from croupier_wallet.application.use_cases import TransactionView, WalletApp
 from croupier_wallet.domain.ledger import Kind, Status
 from croupier_wallet.domain.limits import AMOUNT_LIMITS
 from croupier_wallet.domain.reports import LedgerFilter

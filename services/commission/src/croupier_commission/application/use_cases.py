@@ -17,7 +17,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from croupier_platform.events import EventEnvelope
 
-from ..adapters.tables import dealer_points, p2p_rounds
+from ..adapters.sql_schema import dealer_points, p2p_rounds
 from ..domain.points import after_dealing, points_for_bet
 
 logger = logging.getLogger(__name__)

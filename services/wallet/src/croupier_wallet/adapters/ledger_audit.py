@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, func, select
 
 from croupier_wallet.domain.ledger import TABLE, Status, is_player_account, player_account
 
-from .tables import accounts_table, entries_table, rounds_table, transfers_table
+from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
 
 @dataclass(frozen=True)
