@@ -6,20 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
+from croupier_platform.grpc_client import GrpcClient
 
 from ..application.ports import LedgerCheck, LedgerEntry, RevealedShoe
-from .grpc_clients import _Client
 
 
-class _AuditClient(_Client):
+class _AuditClient(GrpcClient):
     cap_s = 60.0  # a page of shoes or of rounds' transfers, or the whole ledger's check
 
 
 class GrpcShoeArchive(_AuditClient):
     service = "shuffler"
-
-    def _make_stub(self, channel):  # noqa: ANN001, ANN202
-        return internal_pb2_grpc.ShufflerServiceStub(channel)
+    stub_type = internal_pb2_grpc.ShufflerServiceStub
 
     async def reveal_shoes(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
         reply = await self._call("RevealShoes", internal_pb2.RevealShoesRequest(shoe_ids=list(shoe_ids)))
@@ -31,9 +29,7 @@ class GrpcShoeArchive(_AuditClient):
 
 class GrpcLedgerArchive(_AuditClient):
     service = "wallet"
-
-    def _make_stub(self, channel):  # noqa: ANN001, ANN202
-        return internal_pb2_grpc.LedgerAuditServiceStub(channel)
+    stub_type = internal_pb2_grpc.LedgerAuditServiceStub
 
     async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
         reply = await self._call("ListRoundsTransactions", internal_pb2.ListRoundsTransactionsRequest(round_ids=list(round_ids)))

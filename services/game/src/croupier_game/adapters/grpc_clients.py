@@ -1,7 +1,7 @@
 """Clients of the shuffler, the dealer and the wallet's stake service, over gRPC with the service token.
 
-Their failures become the game's own errors: a wallet refusal is StakesRefused (FAILED_PRECONDITION),
-a service that cannot be reached is UNAVAILABLE; anything else is a bug (INTERNAL, logged).
+Each is a croupier_platform.grpc_client.GrpcClient: a peer's refusal becomes the game's own error (a
+wallet's refused stakes are StakesRefused, FAILED_PRECONDITION), a peer that cannot be reached is UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -13,57 +13,15 @@ import grpc
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.deadlines import CallTimeouts
-from croupier_platform.errors import Conflict, FailedPrecondition, Unavailable, relayed
+from croupier_platform.errors import relayed
 from croupier_platform.events import EventEnvelope
-from croupier_platform.grpc_server import call_metadata
+from croupier_platform.grpc_client import UNREACHABLE, GrpcClient
 from croupier_platform.redrive import envelope_to_json
 
 from ..application.ports import CommittedShoe, ExpiredReservation, LedgerEntry, Reservation, RevealedShoe, StakesRefused
 
-_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
 
-
-class InternalCallFailed(Exception):
-    """Another service answered with a status the game does not expect: a bug, reported as INTERNAL."""
-
-
-def _translate(service: str, error: grpc.aio.AioRpcError) -> Exception:
-    code, details = error.code(), error.details() or error.code().name
-    if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return relayed(FailedPrecondition, f"{service}: {details}", error)
-    if code == grpc.StatusCode.ABORTED:
-        return relayed(Conflict, f"{service}: {details}; try again", error)
-    if code in _UNREACHABLE:
-        return relayed(Unavailable, f"the {service} service is unavailable ({details}); try again", error)
-    return InternalCallFailed(f"{service} answered {code.name}: {details}")
-
-
-class _Client:
-    service = ""
-    cap_s: float | None = None  # None: the configured default (CallTimeouts.default_s)
-
-    def __init__(self, channel: grpc.aio.Channel, token: str | None, timeouts: CallTimeouts | None = None) -> None:
-        self._metadata = call_metadata(token)
-        self._timeouts = timeouts or CallTimeouts()
-        self._stub = self._make_stub(channel)
-
-    def _make_stub(self, channel: grpc.aio.Channel):  # noqa: ANN202
-        raise NotImplementedError
-
-    async def _call(self, method: str, request, stub=None):  # noqa: ANN001, ANN202
-        """`method` of `stub` (the client's own by default), errors translated."""
-        try:
-            return await self._raw_call(method, request, stub)
-        except grpc.aio.AioRpcError as error:
-            raise _translate(self.service, error) from None
-
-    async def _raw_call(self, method: str, request, stub=None):  # noqa: ANN001, ANN202
-        """`method` with the service token, bounded by the caller's deadline (and waiting for a restarting service)."""
-        timeout = self._timeouts.timeout_s(self.cap_s)
-        return await getattr(stub or self._stub, method)(request, metadata=self._metadata, timeout=timeout, wait_for_ready=True)
-
-
-class _RoundEventSink(_Client):
+class _RoundEventSink(GrpcClient):
     """A consumer of round events the reconciler re-drives (application.ports.RoundEventSink): the wallet,
     the shuffler and the commission service each serve ApplyRoundEvent, each with its own request type."""
 
@@ -83,9 +41,7 @@ class GrpcShuffler(_RoundEventSink):
     service = "shuffler"
     apply_request = internal_pb2.ShufflerServiceApplyRoundEventRequest
     find_unapplied_request = internal_pb2.ShufflerServiceFindUnappliedRoundEventsRequest
-
-    def _make_stub(self, channel):  # noqa: ANN001, ANN202
-        return internal_pb2_grpc.ShufflerServiceStub(channel)
+    stub_type = internal_pb2_grpc.ShufflerServiceStub
 
     async def new_shoe(self, decks: int, round_id: str) -> CommittedShoe:
         reply = await self._call("NewShoe", internal_pb2.NewShoeRequest(decks=decks, round_id=round_id))
@@ -95,17 +51,15 @@ class GrpcShuffler(_RoundEventSink):
         try:
             reply = await self._raw_call("RevealShoe", internal_pb2.RevealShoeRequest(shoe_id=shoe_id))
         except grpc.aio.AioRpcError as error:
-            if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND, *_UNREACHABLE):
+            if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND, *UNREACHABLE):
                 return None  # not revealed (yet), or the shuffler is away: the view leaves the fields empty
-            raise _translate(self.service, error) from None
+            raise self._translated(error) from None
         return RevealedShoe(shoe_id=reply.shoe_id, commitment=reply.commitment, salt_hex=reply.salt_hex, cards=tuple(reply.cards))
 
 
-class GrpcDealer(_Client):
+class GrpcDealer(GrpcClient):
     service = "dealer"
-
-    def _make_stub(self, channel):  # noqa: ANN001, ANN202
-        return internal_pb2_grpc.DealerServiceStub(channel)
+    stub_type = internal_pb2_grpc.DealerServiceStub
 
     async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> int:
         request = internal_pb2.CutShoeRequest(shoe_id=shoe_id, round_id=round_id, commitment=commitment, cut_seed=cut_seed)
@@ -123,10 +77,11 @@ class GrpcStakes(_RoundEventSink):
     service = "wallet"
     apply_request = internal_pb2.StakeServiceApplyRoundEventRequest
     find_unapplied_request = internal_pb2.StakeServiceFindUnappliedRoundEventsRequest
+    stub_type = internal_pb2_grpc.StakeServiceStub
 
-    def _make_stub(self, channel):  # noqa: ANN001, ANN202
+    def __init__(self, channel: grpc.aio.Channel, token: str | None, timeouts: CallTimeouts | None = None) -> None:
+        super().__init__(channel, token, timeouts)
         self._balances = wallet_pb2_grpc.WalletServiceStub(channel)
-        return internal_pb2_grpc.StakeServiceStub(channel)
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
@@ -157,7 +112,7 @@ class GrpcStakes(_RoundEventSink):
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 raise relayed(StakesRefused, f"{refused}: {error.details()}", error) from None
-            raise _translate(self.service, error) from None
+            raise self._translated(error) from None
         return Reservation(reply.transaction_id, reply.available_before, reply.available_after)
 
     async def available_balance(self, player_id: str, currency: str) -> int:
@@ -184,9 +139,7 @@ class GrpcDealerPoints(_RoundEventSink):
     service = "commission"
     apply_request = internal_pb2.CommissionServiceApplyRoundEventRequest
     find_unapplied_request = internal_pb2.CommissionServiceFindUnappliedRoundEventsRequest
-
-    def _make_stub(self, channel):  # noqa: ANN001, ANN202
-        return internal_pb2_grpc.CommissionServiceStub(channel)
+    stub_type = internal_pb2_grpc.CommissionServiceStub
 
     async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:
         reply = await self._call("GetDealerStatus", internal_pb2.GetDealerStatusRequest(player_id=player_id, currency=currency))
