@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from croupier_game.config import GameSettings
 from croupier_platform.auth import OperatorKeys, TokenAuthority, Tokens, load_or_create_secret
 from croupier_platform.bus import InProcessBus
 from croupier_platform.runtime import utc_now
@@ -59,7 +60,7 @@ class EmbeddedServer(Host):
             health_listen=health_listen,
             bus=InProcessBus(),
             database_url_for=lambda name: f"sqlite:///{data_dir / name}.db",
-            tables_file=tables_file,
+            settings={"game": GameSettings(tables=tables_file)} if tables_file else {},
             metrics_port=metrics_port,
         )
         self.data_dir = data_dir

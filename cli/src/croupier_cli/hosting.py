@@ -11,11 +11,11 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
-from pathlib import Path
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
+from pydantic_settings import BaseSettings
 
 from croupier_platform.auth import Tokens
 from croupier_platform.bus import Bus
@@ -33,7 +33,7 @@ from croupier_platform.grpc_server import (
 from croupier_platform.local_channel import HandlerRecorder, LocalChannel
 from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
-from croupier_platform.runtime import ServiceContext, ServiceModule, utc_now
+from croupier_platform.runtime import Bootstrap, ServiceContext, ServiceModule, utc_now
 from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S
 from croupier_platform.tls import ClientTls, ServerTls, client_channel
 
@@ -63,7 +63,8 @@ class Host:
     database_url_for: Callable[[str], str]
     # Addresses of services hosted elsewhere; those hosted here are reached on this server's own port.
     remote_addresses: dict[str, str] = field(default_factory=dict)
-    tables_file: Path | None = None
+    # Each service's own settings by name (croupier_<svc>.config); a service not named reads its environment.
+    settings: dict[str, BaseSettings] = field(default_factory=dict)
     port: int = 0
     modules: list[ServiceModule] = field(default_factory=list)
     server_interceptors: list = field(default_factory=list)
@@ -128,7 +129,7 @@ class Host:
         service_token = self._service_token()
         names: list[str] = []
         for name in self.services:
-            bootstrap = import_module(f"croupier_{name}.bootstrap").bootstrap
+            bootstrap: Bootstrap = import_module(f"croupier_{name}.bootstrap").bootstrap
             context = ServiceContext(
                 database_url=self.database_url_for(name),
                 bus=self.bus,
@@ -139,7 +140,7 @@ class Host:
                 metrics=self.metrics,
                 call_timeouts=self.call_timeouts,
             )
-            module = bootstrap(context, self.tables_file) if name == "game" else bootstrap(context)
+            module = bootstrap(context, self.settings.get(name))
             module.register(registry)  # type: ignore[arg-type]
             module.subscribe(self.bus)
             names += module.service_names

@@ -125,6 +125,8 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
     if missing:
         console.print(f"[red]cannot start {service}: set {', '.join(missing)} (host:port of the services it calls)[/red]")
         raise typer.Exit(2)
+    from croupier_game.config import GameSettings
+
     from .hosting import Host
     from .tracing_setup import tracing_interceptors
 
@@ -145,7 +147,7 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         bus=kafka_bus(settings, service),
         database_url_for=lambda name: database_url_for(settings.database_url, name),
         remote_addresses={d: settings.address_of(d) for d in DEPENDENCIES[service]},  # type: ignore[misc]
-        tables_file=tables or (Path(settings.croupier_tables) if settings.croupier_tables else None),
+        settings={"game": GameSettings(tables=tables)} if tables else {},  # else $CROUPIER_TABLES, read by the game
         server_interceptors=server_interceptors,
         client_interceptors=client_interceptors,
         dead_letter_check_interval_s=settings.dead_letter_check_interval_s,

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from croupier_commission.adapters.memory import InMemoryCommissionUnitOfWorkFactory
+from croupier_commission.adapters.sql import sql_commission_unit_of_work_factory
 from croupier_commission.adapters.sql_schema import metadata
-from croupier_commission.application.use_cases import dealer_status
-from croupier_commission.entrypoints.consumers import round_events_handler
+from croupier_commission.application.use_cases import Commission
+from croupier_commission.entrypoints.consumers import round_events_subscriber
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.events import GENESIS_HASH, EventDraft, seal
 from croupier_platform.eventstore import SqlEventStore
@@ -50,23 +52,30 @@ def settled(round_id: str, stake: int, commission: int, by_player: bool | None =
     return event(round_id, "RoundSettled", payload, 5)
 
 
-@pytest.fixture
-def service(tmp_path: Path):  # noqa: ANN201
+@pytest.fixture(params=["memory", "sqlite"])
+def service(request: pytest.FixtureRequest, tmp_path: Path):  # noqa: ANN201
+    """The use cases' unit of work: the in-memory fake, or SQL (the same contract: test_repository_contract.py)."""
+    if request.param == "memory":
+        yield InMemoryCommissionUnitOfWorkFactory()
+        return
     engine = make_engine(f"sqlite:///{tmp_path / 'commission.db'}")
     create_schema(engine)
-    metadata.create_all(engine)
-    yield engine
+    create_schema(engine, metadata)
+    yield sql_commission_unit_of_work_factory(SqlEventStore(engine))
     engine.dispose()
 
 
-def status(engine, player: str, currency: str = "USD"):  # noqa: ANN001, ANN201
-    with engine.connect() as connection:
-        return dealer_status(connection, player, currency)
+def round_events_handler(uow_factory, wallet):  # noqa: ANN001, ANN201
+    return round_events_subscriber(Commission(uow_factory, wallet), uow_factory)
+
+
+def status(uow_factory, player: str, currency: str = "USD"):  # noqa: ANN001, ANN201
+    return Commission(uow_factory, FakeWallet()).dealer_status(player, currency)
 
 
 def test_points_and_commission_move_once_and_a_void_takes_them_back(service) -> None:  # noqa: ANN001
     wallet = FakeWallet()
-    handle = round_events_handler(SqlEventStore(service), wallet)
+    handle = round_events_handler(service, wallet)
     deliver = lambda e: asyncio.run(handle(e))  # noqa: E731
     # Bob earns 500 points as a player against the house, then deals $300 to Alice (the seed's example).
     deliver(opened("r0", "bob", None))
@@ -87,7 +96,7 @@ def test_points_and_commission_move_once_and_a_void_takes_them_back(service) -> 
 
 
 def test_points_never_go_below_zero_and_a_void_restores_exactly_what_was_taken(service) -> None:  # noqa: ANN001
-    handle = round_events_handler(SqlEventStore(service), FakeWallet())
+    handle = round_events_handler(service, FakeWallet())
     deliver = lambda e: asyncio.run(handle(e))  # noqa: E731
     deliver(opened("r0", "bob", None))
     deliver(settled("r0", 10_000, 0))  # 100 points
@@ -99,7 +108,7 @@ def test_points_never_go_below_zero_and_a_void_restores_exactly_what_was_taken(s
 
 
 def test_a_failed_charge_records_nothing_so_the_redelivery_does_it_all(service) -> None:  # noqa: ANN001
-    store = SqlEventStore(service)
+    store = service
     failing = round_events_handler(store, FakeWallet(failing=True))
     asyncio.run(round_events_handler(store, FakeWallet())(opened("r1", "alice", "bob")))
     once = settled("r1", 10_000, 175)
@@ -113,7 +122,7 @@ def test_a_failed_charge_records_nothing_so_the_redelivery_does_it_all(service) 
 
 def test_a_player_dealers_round_with_no_commission_still_releases_the_hold(service) -> None:  # noqa: ANN001
     wallet = FakeWallet()
-    handle = round_events_handler(SqlEventStore(service), wallet)
+    handle = round_events_handler(service, wallet)
     asyncio.run(handle(opened("r1", "alice", "bob")))
     asyncio.run(handle(settled("r1", 10_000, 0, by_player=True)))  # a table whose commission rate is 0
     asyncio.run(handle(opened("r2", "alice", None)))

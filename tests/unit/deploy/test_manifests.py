@@ -408,7 +408,7 @@ def test_the_call_graph_is_the_one_the_services_use() -> None:
     """DEPENDENCIES (which addresses `croupier serve SERVICE` opens channels to) is what the code reads."""
     for svc in SERVICES:
         source = " ".join(p.read_text() for p in (ROOT / "services" / svc / "src").rglob("*.py"))
-        used = set(re.findall(r"channels(?:\[|\.get\()\s*[\"'](\w+)[\"']", source))
+        used = set(re.findall(r"(?:channels(?:\[|\.get\()|channel_to\(\s*[\w.]*channels,)\s*[\"'](\w+)[\"']", source))
         assert used == set(DEPENDENCIES[svc]), svc
 
 

@@ -25,6 +25,7 @@ from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, se
 from croupier_platform.grpc_server import AuthInterceptor
 from croupier_platform.runtime import ServiceContext, iso, utc_now
 from croupier_shuffler.bootstrap import bootstrap as bootstrap_shuffler
+from croupier_shuffler.config import ShufflerSettings
 from tests.refusals import refused
 
 T = TypeVar("T")
@@ -93,8 +94,11 @@ async def running(tmp_path: Path) -> AsyncIterator[Harness]:
             channels=channels,
         )
 
-    modules = [bootstrap_shuffler(context("shuffler"), relay_poll_interval_s=0.05), bootstrap_dealer(context("dealer"))]
     server = grpc.aio.server(interceptors=[AuthInterceptor(authority)])
+    port = server.add_insecure_port("127.0.0.1:0")
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    channels["shuffler"] = channel
+    modules = [bootstrap_shuffler(context("shuffler"), ShufflerSettings(relay_poll_interval_s=0.05)), bootstrap_dealer(context("dealer"))]
     for module in modules:
         module.register(server)
         module.subscribe(bus)
@@ -104,10 +108,7 @@ async def running(tmp_path: Path) -> AsyncIterator[Harness]:
         reveals.append(envelope)
 
     bus.subscribe(SHOE_REVEALS, "test", collect)
-    port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    channels["shuffler"] = channel
     await bus.start()
     for module in modules:
         await module.start()

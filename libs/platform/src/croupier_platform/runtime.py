@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 import grpc
+from pydantic_settings import BaseSettings
 
 from .auth import TokenVerifier
 from .bus import Bus
@@ -58,3 +59,10 @@ class ServiceModule(Protocol):
         """Start background work: outbox relay, keeper."""
 
     async def stop(self) -> None: ...
+
+
+class Bootstrap(Protocol):
+    """Every service's `croupier_<svc>.bootstrap.bootstrap`: its module built from the context and its own
+    settings (`croupier_<svc>.config`'s BaseSettings; None: read from the environment)."""
+
+    def __call__(self, ctx: ServiceContext, settings: BaseSettings | None = None) -> ServiceModule: ...

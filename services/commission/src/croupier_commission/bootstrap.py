@@ -1,59 +1,59 @@
-"""The commission service's composition: its tables, its consumer, its servicer."""
+"""The commission service's composition root: build everything from a ServiceContext, nothing at import time."""
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
-from croupier_platform.bus import ROUND_EVENTS, Bus
+from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
-from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.grpc_client import channel_to
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
+from .adapters.sql import sql_commission_unit_of_work_factory
 from .adapters.sql_schema import metadata
 from .adapters.wallet_client import GrpcWallet
-from .application.use_cases import CONSUMER
-from .entrypoints.consumers import HANDLED, round_events_handler
+from .application.use_cases import CONSUMER, Commission
+from .config import CommissionSettings
+from .entrypoints.consumers import round_events_subscriber
 from .entrypoints.grpc_server import CommissionServicer
 
 
-@dataclass
 class CommissionModule:
-    store: SqlEventStore
-    servicer: CommissionServicer
-    wallet: GrpcWallet
-    handler: Callable[[EventEnvelope], Awaitable[bool]]
-    name: str = "commission"
+    """CommissionService and its ROUND_EVENTS consumer (satisfies ServiceModule); it calls the wallet's StakeService."""
 
-    @property
-    def service_names(self) -> list[str]:
-        return [internal_pb2.DESCRIPTOR.services_by_name["CommissionService"].full_name]
+    name = "commission"
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["CommissionService"].full_name]
+        self._engine = make_engine(ctx.database_url)
+        create_schema(self._engine)
+        create_schema(self._engine, metadata)
+        store = SqlEventStore(self._engine)
+        uow_factory = sql_commission_unit_of_work_factory(store)
+        wallet = GrpcWallet(channel_to(ctx.channels, "wallet", self.name), ctx.service_token, ctx.call_timeouts)
+        self.commission = Commission(uow_factory, wallet)
+        # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost event).
+        self._subscriber = round_events_subscriber(self.commission, uow_factory)
+        self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
-        internal_pb2_grpc.add_CommissionServiceServicer_to_server(self.servicer, server)
+        servicer = CommissionServicer(self.commission, self._subscriber, self._find_unapplied)
+        internal_pb2_grpc.add_CommissionServiceServicer_to_server(servicer, server)
 
     def subscribe(self, bus: Bus) -> None:
-        bus.subscribe(ROUND_EVENTS, "commission", self.handler, HANDLED)
+        self._subscriber.subscribe(bus)
 
     async def start(self) -> None:
-        return None
+        """Nothing runs in the background."""
 
     async def stop(self) -> None:
-        return None
+        self._engine.dispose()
 
 
-def bootstrap(ctx: ServiceContext) -> CommissionModule:
-    if "wallet" not in ctx.channels:
-        raise ValueError("the commission service needs a channel to the wallet in ServiceContext.channels")
-    engine = make_engine(ctx.database_url)
-    create_schema(engine)
-    metadata.create_all(engine)
-    wallet = GrpcWallet(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts)
-    store = SqlEventStore(engine)
-    handler = round_events_handler(store, wallet)  # the bus's and ApplyRoundEvent's (the reconciler's re-drive)
-    return CommissionModule(store=store, servicer=CommissionServicer(engine, handler, unapplied_finder(store, CONSUMER)), wallet=wallet, handler=handler)
+def bootstrap(ctx: ServiceContext, settings: CommissionSettings | None = None) -> CommissionModule:
+    """The one signature of every service's bootstrap; `settings` None: CommissionSettings from the environment."""
+    del settings  # none of its own yet
+    return CommissionModule(ctx)

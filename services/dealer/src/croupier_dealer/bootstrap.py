@@ -7,13 +7,14 @@ import grpc
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
+from croupier_platform.grpc_client import channel_to
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.repository import SqlDealerUnitOfWorkFactory
 from .adapters.shuffler_client import GrpcShoeOrders
 from .adapters.sql_schema import dealer_metadata
 from .application.use_cases import Dealer
-from .entrypoints import consumers
+from .config import DealerSettings
 from .entrypoints.grpc_server import DealerServicer
 
 
@@ -26,15 +27,14 @@ class DealerModule:
         self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["DealerService"].full_name]
         self._engine = make_engine(ctx.database_url)
         create_schema(self._engine, dealer_metadata)
-        self.dealer = Dealer(
-            SqlDealerUnitOfWorkFactory(self._engine), GrpcShoeOrders(ctx.channels, ctx.service_token, ctx.call_timeouts), ctx.clock
-        )
+        shuffler = GrpcShoeOrders(channel_to(ctx.channels, "shuffler", self.name), ctx.service_token, ctx.call_timeouts)
+        self.dealer = Dealer(SqlDealerUnitOfWorkFactory(self._engine), shuffler, ctx.clock)
 
     def register(self, server: grpc.aio.Server) -> None:
         internal_pb2_grpc.add_DealerServiceServicer_to_server(DealerServicer(self.dealer), server)
 
     def subscribe(self, bus: Bus) -> None:
-        consumers.subscribe(bus)
+        """The dealer consumes nothing: a round's cards are asked for over gRPC, in order."""
 
     async def start(self) -> None:
         """Nothing runs in the background."""
@@ -43,5 +43,7 @@ class DealerModule:
         self._engine.dispose()
 
 
-def bootstrap(ctx: ServiceContext) -> DealerModule:
+def bootstrap(ctx: ServiceContext, settings: DealerSettings | None = None) -> DealerModule:
+    """The one signature of every service's bootstrap; `settings` None: DealerSettings from the environment."""
+    del settings  # none of its own yet
     return DealerModule(ctx)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import grpc
 
 from croupier_platform.bus import Bus
@@ -115,17 +113,8 @@ class GameModule:
         self._engine.dispose()
 
 
-def bootstrap(
-    ctx: ServiceContext,
-    tables_file: Path | None = None,
-    *,
-    relay_poll_interval_s: float = config.RELAY_POLL_INTERVAL_S,
-    keeper_interval_s: float | None = None,
-    stuck_round_void_after_s: float | None = None,
-) -> GameModule:
-    """`tables_file` (else $CROUPIER_TABLES, else the shipped tables.toml) is the table catalogue;
-    the keeper's pace: the keyword arguments, else $CROUPIER_KEEPER_INTERVAL_S and
-    $CROUPIER_STUCK_ROUND_VOID_AFTER_S, else 1 s and 300 s; the reconciler's: config.ReconcilerSettings
-    ($CROUPIER_RECONCILER_INTERVAL_S, $CROUPIER_RECONCILE_AFTER_S, else 5 s and 30 s)."""
-    keeper = config.keeper_settings(keeper_interval_s, stuck_round_void_after_s)
-    return GameModule(ctx, Catalogue.from_toml(config.tables_file(tables_file)), relay_poll_interval_s, keeper)
+def bootstrap(ctx: ServiceContext, settings: config.GameSettings | None = None) -> GameModule:
+    """The one signature of every service's bootstrap; `settings` None: config.GameSettings from the environment."""
+    settings = settings or config.GameSettings()
+    catalogue = Catalogue.from_toml(config.tables_file(settings.tables))
+    return GameModule(ctx, catalogue, settings.relay_poll_interval_s, settings, settings, settings)

@@ -90,3 +90,11 @@ class WatchSettings(BaseSettings):
     watch_queue_size: int = Field(default=WATCH_QUEUE_SIZE, ge=1)
     watch_max_streams_per_player: int = Field(default=WATCH_MAX_STREAMS_PER_PLAYER, ge=1)
     presence_heartbeat_s: float = Field(default=PRESENCE_HEARTBEAT_S, gt=0)
+
+
+class GameSettings(KeeperSettings, ReconcilerSettings, WatchSettings):
+    """All the game's settings, what `bootstrap(ctx, settings)` takes: the above and $CROUPIER_TABLES (the
+    table catalogue; None: the one shipped with the service), $CROUPIER_RELAY_POLL_INTERVAL_S."""
+
+    tables: Path | None = None
+    relay_poll_interval_s: float = Field(default=RELAY_POLL_INTERVAL_S, gt=0)

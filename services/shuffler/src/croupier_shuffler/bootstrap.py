@@ -15,13 +15,12 @@ from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.repository import SqlShufflerUnitOfWorkFactory
+from .adapters.repository import sql_shuffler_unit_of_work_factory
 from .adapters.sql_schema import shuffler_metadata
 from .application.use_cases import CONSUMER, Shuffler
+from .config import ShufflerSettings
 from .entrypoints import consumers
 from .entrypoints.grpc_server import ShufflerServicer
-
-DEFAULT_RELAY_POLL_INTERVAL_S = 0.5
 
 
 class ShufflerModule:
@@ -35,7 +34,7 @@ class ShufflerModule:
         create_schema(self._engine)
         create_schema(self._engine, shuffler_metadata)
         store = SqlEventStore(self._engine)
-        self._uow_factory = SqlShufflerUnitOfWorkFactory(store)
+        self._uow_factory = sql_shuffler_unit_of_work_factory(store)
         self.shuffler = Shuffler(
             self._uow_factory,
             clock=ctx.clock,
@@ -46,14 +45,14 @@ class ShufflerModule:
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay")
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
-        self._on_round_event = consumers.round_event_handler(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
+        self._subscriber = consumers.round_events_subscriber(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
         self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
-        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler, self._on_round_event, self._find_unapplied), server)
+        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler, self._subscriber, self._find_unapplied), server)
 
     def subscribe(self, bus: Bus) -> None:
-        consumers.subscribe(bus, self._on_round_event)
+        self._subscriber.subscribe(bus)
 
     async def start(self) -> None:
         self._relay.start()
@@ -63,5 +62,6 @@ class ShufflerModule:
         self._engine.dispose()
 
 
-def bootstrap(ctx: ServiceContext, *, relay_poll_interval_s: float = DEFAULT_RELAY_POLL_INTERVAL_S) -> ShufflerModule:
-    return ShufflerModule(ctx, relay_poll_interval_s)
+def bootstrap(ctx: ServiceContext, settings: ShufflerSettings | None = None) -> ShufflerModule:
+    """The one signature of every service's bootstrap; `settings` None: ShufflerSettings from the environment."""
+    return ShufflerModule(ctx, (settings or ShufflerSettings()).relay_poll_interval_s)

@@ -18,7 +18,7 @@ from croupier_platform.runtime import ServiceContext
 from .adapters.repository import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.sql_schema import wallet_metadata
 from .application.use_cases import WalletApp
-from .config import LimitsSettings, ReservationSettings
+from .config import WalletSettings
 from .entrypoints import audit_server, grpc_server
 from .entrypoints.consumers import CONSUMER, RoundEventsConsumer
 
@@ -78,17 +78,18 @@ class WalletModule:
         return await self._relay.drain()
 
 
-def bootstrap(ctx: ServiceContext) -> WalletModule:
+def bootstrap(ctx: ServiceContext, settings: WalletSettings | None = None) -> WalletModule:
+    """The one signature of every service's bootstrap; `settings` None: WalletSettings from the environment
+    ($CROUPIER_LIMITS_COOLING_OFF_S, $CROUPIER_RESERVATION_TIMEOUT_S)."""
+    settings = settings or WalletSettings()
     engine = make_engine(ctx.database_url)
     create_schema(engine)  # events, outbox, tracking
     create_schema(engine, wallet_metadata)
     store = SqlEventStore(engine)
     uow_factory = SqlWalletUnitOfWorkFactory(store)
-    limits = LimitsSettings()  # $CROUPIER_LIMITS_COOLING_OFF_S
-    reservations = ReservationSettings()  # $CROUPIER_RESERVATION_TIMEOUT_S
     app = WalletApp(
-        uow_factory, ctx.clock, timedelta(seconds=limits.limits_cooling_off_s),
-        timedelta(seconds=reservations.reservation_timeout_s), ctx.metrics,
+        uow_factory, ctx.clock, timedelta(seconds=settings.limits_cooling_off_s),
+        timedelta(seconds=settings.reservation_timeout_s), ctx.metrics,
     )  # fmt: skip
     ctx.metrics.watch_outbox("wallet", store.outbox.backlog)
     ctx.metrics.watch_reservations(lambda: pending_reservations(engine))

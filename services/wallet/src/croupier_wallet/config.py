@@ -29,3 +29,7 @@ class ReservationSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
 
     reservation_timeout_s: float = Field(default=RESERVATION_TIMEOUT_S, gt=0)
+
+
+class WalletSettings(LimitsSettings, ReservationSettings):
+    """All the wallet's settings, what `bootstrap(ctx, settings)` takes."""

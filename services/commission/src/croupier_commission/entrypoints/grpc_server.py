@@ -5,23 +5,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from sqlalchemy import Engine
-
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument, PermissionDenied
 from croupier_platform.events import EventEnvelope
-from croupier_platform.grpc_server import handles_errors
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
-from ..application.use_cases import DealerStatus, dealer_status
+from ..application.use_cases import Commission
+from .errors import handles_errors
 
 
 class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
     def __init__(
-        self, engine: Engine, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]], find_unapplied: UnappliedFinder
+        self, commission: Commission, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]], find_unapplied: UnappliedFinder
     ) -> None:
-        self._engine = engine
+        self._commission = commission
         self._apply_round_event = apply_round_event  # the consumer's handler (entrypoints/consumers.py)
         self._find_unapplied = find_unapplied
 
@@ -48,12 +46,7 @@ class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
             )
         if not identity.may_act_for(request.player_id):
             raise PermissionDenied("a player may read only their own dealer status")
-
-        def read() -> DealerStatus:
-            with self._engine.connect() as connection:
-                return dealer_status(connection, request.player_id, request.currency)
-
-        status = await asyncio.to_thread(read)
+        status = await asyncio.to_thread(self._commission.dealer_status, request.player_id, request.currency)
         return internal_pb2.GetDealerStatusResponse(
             dealer_points=status.points,
             commission_paid_last_round=status.last_commission,

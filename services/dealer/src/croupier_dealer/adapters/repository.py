@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 from croupier_platform.db import insert_new, reading, transaction
 from croupier_platform.runtime import iso
 
-from ..application.ports import CutAlreadyStored
+from ..application.ports import CursorMoved, CutAlreadyStored
 from ..domain.dealing import CutShoe, Deal
 from .sql_schema import cuts_table, deals_table
 
@@ -60,7 +60,7 @@ class SqlCutRepository:
         )
         if result.rowcount != 1:
             # Unreachable while the row is locked for the deal; a guard against a lost update all the same.
-            raise RuntimeError(f"round {round_id!r}: the cursor moved from {from_position} meanwhile")
+            raise CursorMoved(f"round {round_id!r}: the cursor moved from {from_position} meanwhile; deal again")
 
 
 class SqlDealRepository:

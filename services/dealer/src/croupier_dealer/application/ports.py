@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
+
+from croupier_platform import unit_of_work
 
 from ..domain.dealing import CutShoe, Deal
 
 
 class CutAlreadyStored(Exception):
     """Another transaction cut this round first."""
+
+
+class CursorMoved(Exception):
+    """Another transaction dealt from the round meanwhile (a race the caller retries)."""
 
 
 class CutRepository(Protocol):
@@ -22,7 +27,7 @@ class CutRepository(Protocol):
         """Raises CutAlreadyStored when the round is taken."""
 
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
-        """Move the cursor; raises if it is no longer at `from_position`."""
+        """Move the cursor; CursorMoved if it is no longer at `from_position`."""
 
 
 class DealRepository(Protocol):
@@ -39,12 +44,7 @@ class DealerUnitOfWork(Protocol):
     def deals(self) -> DealRepository: ...
 
 
-class UnitOfWorkFactory(Protocol):
-    def __call__(self) -> AbstractContextManager[DealerUnitOfWork]:
-        """A unit of work that may write: committed when the block ends, undone when it raises."""
-
-    def reading(self) -> AbstractContextManager[DealerUnitOfWork]:
-        """A unit of work that only reads: a snapshot that neither waits for the writer nor holds it up."""
+UnitOfWorkFactory = unit_of_work.UnitOfWorkFactory[DealerUnitOfWork]
 
 
 class ShoeOrders(Protocol):

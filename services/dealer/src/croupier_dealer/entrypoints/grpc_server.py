@@ -1,4 +1,4 @@
-"""DealerService over gRPC: proto -> use case -> proto; errors map in `handles_errors`."""
+"""DealerService over gRPC: proto -> use case -> proto; errors map in entrypoints/errors.py."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
-from croupier_platform.grpc_server import handles_errors
 
 from ..application.use_cases import Dealer
+from .errors import handles_errors
 
 
 class DealerServicer(internal_pb2_grpc.DealerServiceServicer):

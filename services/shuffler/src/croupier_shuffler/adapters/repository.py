@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,7 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, Row, select, update
 
 from croupier_platform.db import insert_new
-from croupier_platform.eventstore import EventLog, SqlEventStore, SqlUnitOfWork
+from croupier_platform.eventstore import EventLog, SqlEventStore
+from croupier_platform.unit_of_work import JoinedUnitOfWorkFactory
 from croupier_platform.runtime import iso
 from croupier_platform.tracking import Tracking
 
@@ -84,22 +84,8 @@ class SqlShufflerUnitOfWork:
     tracking: Tracking
 
 
-class SqlShufflerUnitOfWorkFactory:
-    """Each unit of work is one transaction of the event store, with the shoe tables joined to it."""
-
-    def __init__(self, store: SqlEventStore) -> None:
-        self._store = store
-
-    @contextmanager
-    def __call__(self) -> Iterator[SqlShufflerUnitOfWork]:
-        with self._store.unit_of_work() as uow:
-            yield self._joined(uow)
-
-    @contextmanager
-    def reading(self) -> Iterator[SqlShufflerUnitOfWork]:
-        with self._store.reading() as uow:
-            yield self._joined(uow)
-
-    @staticmethod
-    def _joined(uow: SqlUnitOfWork) -> SqlShufflerUnitOfWork:
-        return SqlShufflerUnitOfWork(shoes=SqlShoeRepository(uow.connection), events=uow.events, tracking=uow.tracking)
+def sql_shuffler_unit_of_work_factory(store: SqlEventStore) -> JoinedUnitOfWorkFactory[SqlShufflerUnitOfWork]:
+    """Each unit of work is one transaction of the event store, with the shoe table joined to it."""
+    return JoinedUnitOfWorkFactory(
+        store, lambda uow: SqlShufflerUnitOfWork(shoes=SqlShoeRepository(uow.connection), events=uow.events, tracking=uow.tracking)
+    )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import Protocol
 
+from croupier_platform import unit_of_work
 from croupier_platform.eventstore import EventLog
 from croupier_platform.tracking import Tracking
 
@@ -44,9 +44,4 @@ class ShufflerUnitOfWork(Protocol):
     def tracking(self) -> Tracking: ...
 
 
-class UnitOfWorkFactory(Protocol):
-    def __call__(self) -> AbstractContextManager[ShufflerUnitOfWork]:
-        """A unit of work that may write: committed when the block ends, undone when it raises."""
-
-    def reading(self) -> AbstractContextManager[ShufflerUnitOfWork]:
-        """A unit of work that only reads: a snapshot that neither waits for the writer nor holds it up."""
+UnitOfWorkFactory = unit_of_work.UnitOfWorkFactory[ShufflerUnitOfWork]

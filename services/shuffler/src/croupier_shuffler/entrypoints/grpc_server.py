@@ -1,4 +1,4 @@
-"""ShufflerService over gRPC: proto -> use case -> proto; errors map in `handles_errors`."""
+"""ShufflerService over gRPC: proto -> use case -> proto; errors map in entrypoints/errors.py."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import grpc
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
 from croupier_platform.events import EventEnvelope
-from croupier_platform.grpc_server import handles_errors
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
 from ..application.use_cases import Shuffler
+from .errors import handles_errors
 
 AUDITOR_ROLES = ("operator", "service")
 

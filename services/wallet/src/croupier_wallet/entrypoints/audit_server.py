@@ -17,10 +17,10 @@ from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import wallet_pb2
 from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument
-from croupier_platform.grpc_server import handles_errors
 from croupier_platform.paging import PageSize, decode_page_token, is_str, page_of
 
 from ..adapters.ledger_audit import check_ledger, ledger_round_ids, round_ledgers, snapshot
+from .errors import handles_errors
 from .grpc_server import TRANSACTION_KIND, TRANSACTION_STATUS
 
 MAX_BATCH = 1_000

@@ -15,7 +15,6 @@ from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
-from croupier_platform.grpc_server import handles_errors
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 from croupier_platform.wire_enums import WireEnum
 from croupier_rules.tables import GAMES
@@ -27,7 +26,7 @@ from croupier_wallet.domain.limits import AMOUNT_LIMITS
 from croupier_wallet.domain.reports import LedgerFilter
 
 from .consumers import RoundEventsConsumer
-from .errors import translated
+from .errors import handles_errors
 
 
 GAME = WireEnum(common_pb2.Game.DESCRIPTOR, GAMES)  # the games the rules library defines
@@ -86,7 +85,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         self._app = app
 
     @handles_errors
-    @translated
     async def GetBalances(self, request: wallet_pb2.GetBalancesRequest, context: grpc.aio.ServicerContext):
         player_id = _player_named(current_identity(), request.player_id)
         views = await asyncio.to_thread(self._app.balances, player_id)
@@ -95,7 +93,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         )
 
     @handles_errors
-    @translated
     async def TopUpPlayMoney(self, request: wallet_pb2.TopUpPlayMoneyRequest, context: grpc.aio.ServicerContext):
         identity = current_identity()
         if identity.role != "player":
@@ -105,7 +102,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.TopUpPlayMoneyResponse(transaction=_transaction(view))
 
     @handles_errors
-    @translated
     async def Deposit(self, request: wallet_pb2.DepositRequest, context: grpc.aio.ServicerContext):
         current_identity().require_operator()
         amount, currency = _money(request.amount)
@@ -113,14 +109,12 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.DepositResponse(transaction=_transaction(view))
 
     @handles_errors
-    @translated
     async def ListTransactions(self, request: wallet_pb2.ListTransactionsRequest, context: grpc.aio.ServicerContext):
         player_id = _player_named(current_identity(), request.player_id)
         page = await asyncio.to_thread(self._app.transactions, player_id, request.page_size, request.page_token, request.limit)
         return wallet_pb2.ListTransactionsResponse(transactions=[_transaction(v) for v in page.items], next_page_token=page.next_page_token)
 
     @handles_errors
-    @translated
     async def SetLimits(self, request: wallet_pb2.SetLimitsRequest, context: grpc.aio.ServicerContext):
         identity = current_identity()
         player_id = _player_named(identity, request.player_id)
@@ -135,7 +129,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.SetLimitsResponse(limits=_limits(view))
 
     @handles_errors
-    @translated
     async def GetLimits(self, request: wallet_pb2.GetLimitsRequest, context: grpc.aio.ServicerContext):
         player_id = _player_named(current_identity(), request.player_id)
         view = await asyncio.to_thread(self._app.limits.get_limits, player_id)
@@ -161,14 +154,12 @@ class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
         self._app = app
 
     @handles_errors
-    @translated
     async def GetHouseResult(self, request: wallet_pb2.GetHouseResultRequest, context: grpc.aio.ServicerContext):
         current_identity().require_operator()
         report = await asyncio.to_thread(self._app.house_result, _filter(request.filter))
         return _report(report, wallet_pb2.GetHouseResultResponse, wallet_pb2.HouseResult)
 
     @handles_errors
-    @translated
     async def GetCommissionTotals(self, request: wallet_pb2.GetCommissionTotalsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_operator()
         report = await asyncio.to_thread(self._app.commission_totals, _filter(request.filter))
@@ -191,7 +182,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         self._find_unapplied = find_unapplied
 
     @handles_errors
-    @translated
     async def ReserveStakes(self, request: internal_pb2.ReserveStakesRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         amount, currency = _money(request.amount)
@@ -202,14 +192,12 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return _reservation(reservation, internal_pb2.ReserveStakesResponse)
 
     @handles_errors
-    @translated
     async def ListRoundTransactions(self, request: internal_pb2.ListRoundTransactionsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         player_id, views = await asyncio.to_thread(self._app.round_transactions, request.round_id)
         return internal_pb2.ListRoundTransactionsResponse(player_id=player_id, transactions=[_transaction(v) for v in views])
 
     @handles_errors
-    @translated
     async def ReserveDealerCover(self, request: internal_pb2.ReserveDealerCoverRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         cover, currency = _money(request.cover)
@@ -220,14 +208,12 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return _reservation(reservation, internal_pb2.ReserveDealerCoverResponse)
 
     @handles_errors
-    @translated
     async def ReleaseStakes(self, request: internal_pb2.ReleaseStakesRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         released = await asyncio.to_thread(self._app.release_stakes, request.transaction_id, request.round_id)
         return internal_pb2.ReleaseStakesResponse(released=released)
 
     @handles_errors
-    @translated
     async def ChargeCommission(self, request: internal_pb2.ChargeCommissionRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         view = await asyncio.to_thread(self._app.charge_commission, request.round_id, request.amount)
@@ -236,7 +222,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.ChargeCommissionResponse(charged=True, transaction=_transaction(view))
 
     @handles_errors
-    @translated
     async def ApplyRoundEvent(self, request: internal_pb2.StakeServiceApplyRoundEventRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         envelope = envelope_from_json(request.envelope_json)
@@ -244,7 +229,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.StakeServiceApplyRoundEventResponse(applied=applied)
 
     @handles_errors
-    @translated
     async def FindUnappliedRoundEvents(
         self, request: internal_pb2.StakeServiceFindUnappliedRoundEventsRequest, context: grpc.aio.ServicerContext
     ):
@@ -253,7 +237,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.StakeServiceFindUnappliedRoundEventsResponse(event_ids=unapplied)
 
     @handles_errors
-    @translated
     async def ListExpiredReservations(self, request: internal_pb2.ListExpiredReservationsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         page = await asyncio.to_thread(self._app.expired_reservations, request.page_size, request.page_token, request.limit)
@@ -264,7 +247,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         ], next_page_token=page.next_page_token)  # fmt: skip
 
     @handles_errors
-    @translated
     async def ReleaseOrphanRound(self, request: internal_pb2.ReleaseOrphanRoundRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         released = await asyncio.to_thread(self._app.release_orphan_round, request.round_id)

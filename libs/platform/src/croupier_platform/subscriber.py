@@ -1,0 +1,80 @@
+"""The one way a service consumes a topic (the service template's inbound side from the bus).
+
+A `Subscriber` names its topic, its consumer (the bus's group and the tracking rows' name) and the
+event types it acts on, and gives the use case that applies one event inside a unit of work. Each
+event is applied once (tracking.handle_once: the tracking row commits with the effects); a failure
+raises, so the bus retries the message and dead-letters it at last. The same object, awaited, is what
+the service's ApplyRoundEvent runs when the game's reconciler re-drives an event the bus lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Collection
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager
+from typing import Generic
+
+from .bus import Bus
+from .events import EventEnvelope
+from .tracking import UnitOfWorkT, handle_once
+
+logger = logging.getLogger(__name__)
+
+
+class Subscriber(Generic[UnitOfWorkT]):
+    """`apply(uow, envelope)` runs synchronously in a worker thread (`executor`, else the loop's default),
+    the caller's contextvars (its trace span) carried along. `before(envelope)`, when given, runs first
+    on the event loop, outside the transaction: a call to another service that must succeed (it is
+    retried with the message, so it must be idempotent). `on_commit()` is told after an event's
+    effects committed (a service wakes its outbox relay)."""
+
+    def __init__(
+        self,
+        topic: str,
+        consumer: str,
+        event_types: Collection[str],
+        uow_factory: Callable[[], AbstractContextManager[UnitOfWorkT]],
+        apply: Callable[[UnitOfWorkT, EventEnvelope], None],
+        *,
+        before: Callable[[EventEnvelope], Awaitable[object]] | None = None,
+        on_commit: Callable[[], None] | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.topic = topic
+        self.consumer = consumer
+        self.event_types = frozenset(event_types)
+        self._handle = handle_once(uow_factory, consumer, apply)
+        self._before = before
+        self._on_commit = on_commit
+        self._executor = executor
+
+    def subscribe(self, bus: Bus) -> None:
+        bus.subscribe(self.topic, self.consumer, self.on_event, self.event_types)
+
+    async def on_event(self, envelope: EventEnvelope) -> None:
+        """The bus's handler (the bus wants no answer)."""
+        await self(envelope)
+
+    def handle(self, envelope: EventEnvelope) -> bool:
+        """`__call__` without the thread hop, for a caller already off the event loop (tests, a CLI);
+        a subscriber with a `before` step has none (that step is async)."""
+        if self._before is not None:
+            raise TypeError(f"{self.consumer}'s subscriber calls another service first: await it instead")
+        return envelope.event_type in self.event_types and self._handle(envelope)
+
+    async def __call__(self, envelope: EventEnvelope) -> bool:
+        """Apply one event once: True when this call applied it, False for a duplicate or a type not handled."""
+        if envelope.event_type not in self.event_types:
+            return False  # no tracking row needed: nothing happens, whatever the delivery count
+        if self._before is not None:
+            await self._before(envelope)
+        context = contextvars.copy_context()
+        applied = await asyncio.get_running_loop().run_in_executor(self._executor, context.run, self._handle, envelope)
+        if not applied:
+            logger.info("event %s (%s) already handled by %s", envelope.event_id, envelope.event_type, self.consumer)
+        elif self._on_commit is not None:
+            self._on_commit()
+        return applied

@@ -1,0 +1,84 @@
+"""The commission service's repositories and unit of work in memory: the fakes of unit tests, held to
+the same contract as adapters/sql.py (tests/unit/commission/test_repository_contract.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from croupier_platform.tracking import InMemoryTracking
+
+from ..domain.rounds import DealerStatus, P2pRound
+
+
+@dataclass
+class _State:
+    rounds: dict[str, P2pRound] = field(default_factory=dict)
+    statuses: dict[tuple[str, str], DealerStatus] = field(default_factory=dict)
+    tracking: dict[tuple[str, str], None] = field(default_factory=dict)
+
+    def copy(self) -> _State:
+        return _State(dict(self.rounds), dict(self.statuses), dict(self.tracking))
+
+
+class InMemoryP2pRounds:
+    def __init__(self, rounds: dict[str, P2pRound]) -> None:
+        self._rounds = rounds
+
+    def get(self, round_id: str) -> P2pRound | None:
+        return self._rounds.get(round_id)
+
+    def add(self, round_: P2pRound) -> None:
+        if round_.round_id in self._rounds:
+            raise ValueError(f"round {round_.round_id} is already recorded")  # SQL: the primary key refuses it
+        self._rounds[round_.round_id] = round_
+
+    def save(self, round_: P2pRound) -> None:
+        if round_.round_id in self._rounds:  # SQL: an UPDATE of no row
+            self._rounds[round_.round_id] = round_
+
+
+class InMemoryDealerStatuses:
+    def __init__(self, statuses: dict[tuple[str, str], DealerStatus]) -> None:
+        self._statuses = statuses
+
+    def get(self, player_id: str, currency: str) -> DealerStatus | None:
+        return self._statuses.get((player_id, currency))
+
+    def save(self, status: DealerStatus) -> None:
+        self._statuses[(status.player_id, status.currency)] = status
+
+
+@dataclass(frozen=True)
+class InMemoryCommissionUnitOfWork:
+    rounds: InMemoryP2pRounds
+    statuses: InMemoryDealerStatuses
+    tracking: InMemoryTracking
+
+
+class InMemoryCommissionUnitOfWorkFactory:
+    """One unit of work at a time; it works on a copy of the state, kept only when the block ends normally."""
+
+    def __init__(self) -> None:
+        self._state = _State()
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def __call__(self) -> Iterator[InMemoryCommissionUnitOfWork]:
+        with self._lock:
+            draft = self._state.copy()
+            yield self._unit(draft)
+            self._state = draft
+
+    @contextmanager
+    def reading(self) -> Iterator[InMemoryCommissionUnitOfWork]:
+        with self._lock:
+            yield self._unit(self._state.copy())
+
+    @staticmethod
+    def _unit(state: _State) -> InMemoryCommissionUnitOfWork:
+        return InMemoryCommissionUnitOfWork(
+            InMemoryP2pRounds(state.rounds), InMemoryDealerStatuses(state.statuses), InMemoryTracking(state.tracking)
+        )
