@@ -37,6 +37,10 @@ class Identity:
         if self.role != "service":
             raise PermissionDenied("this is an internal call for Croupier services only", metadata={"required_role": "service"})
 
+    def require_player(self, why: str = "this call is for players only") -> None:
+        if self.role != "player":
+            raise PermissionDenied(why, metadata={"required_role": "player"})
+
     def may_act_for(self, player_id: str) -> bool:
         return self.role in ("operator", "service") or self.subject == player_id
 

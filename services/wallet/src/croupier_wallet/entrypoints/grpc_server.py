@@ -95,8 +95,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     @handles_errors
     async def TopUpPlayMoney(self, request: wallet_pb2.TopUpPlayMoneyRequest, context: grpc.aio.ServicerContext):
         identity = current_identity()
-        if identity.role != "player":
-            raise PermissionDenied("play money is topped up by the player it is for; operators credit players with Deposit")
+        identity.require_player("play money is topped up by the player it is for; operators credit players with Deposit")
         amount, currency = _money(request.amount)
         view = await asyncio.to_thread(self._app.top_up, identity.subject, amount, currency, request.transaction_id)
         return wallet_pb2.TopUpPlayMoneyResponse(transaction=_transaction(view))
