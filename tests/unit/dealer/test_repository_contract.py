@@ -1,0 +1,93 @@
+"""The dealer's unit of work (application/ports.py): one contract, run against the in-memory fake
+(adapters/memory.py) and SQL (adapters/repository.py; SQLite here, PostgreSQL in tests/integration/dealer)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from croupier_dealer.adapters.memory import InMemoryDealerUnitOfWorkFactory
+from croupier_dealer.adapters.repository import SqlDealerUnitOfWorkFactory
+from croupier_dealer.adapters.sql_schema import dealer_metadata
+from croupier_dealer.application.ports import CursorMoved, CutAlreadyStored, UnitOfWorkFactory
+from croupier_dealer.domain.dealing import CutShoe, Deal
+from croupier_platform.db import create_schema, make_engine
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+SHOE = CutShoe(
+    round_id="r1", shoe_id="00000000-0000-4000-8000-000000000001", commitment="ab" * 32, cut_seed="seed",
+    offset=7, cards=("Ac", "Td", "2h", "Ks"),
+)  # fmt: skip
+
+
+class Boom(Exception):
+    pass
+
+
+class DealerStoreContract(ABC):
+    @abstractmethod
+    @pytest.fixture
+    def uow_factory(self) -> Iterator[UnitOfWorkFactory]: ...
+
+    def test_a_cut_reads_back_as_it_was_added(self, uow_factory: UnitOfWorkFactory) -> None:
+        with uow_factory() as uow:
+            assert uow.cuts.get("r1") is None
+            uow.cuts.add(SHOE, AT)
+        with uow_factory.reading() as uow:
+            assert uow.cuts.get("r1") == SHOE
+        with uow_factory() as uow:
+            assert uow.cuts.get("r1", for_update=True) == SHOE
+
+    def test_a_round_is_cut_once(self, uow_factory: UnitOfWorkFactory) -> None:
+        with uow_factory() as uow:
+            uow.cuts.add(SHOE, AT)
+        with pytest.raises(CutAlreadyStored), uow_factory() as uow:
+            uow.cuts.add(SHOE, AT)
+
+    def test_the_cursor_advances_only_from_where_it_stands(self, uow_factory: UnitOfWorkFactory) -> None:
+        with uow_factory() as uow:
+            uow.cuts.add(SHOE, AT)
+            uow.cuts.advance("r1", 0, 2)
+        with pytest.raises(CursorMoved), uow_factory() as uow:
+            uow.cuts.advance("r1", 0, 3)
+        with uow_factory.reading() as uow:
+            cut = uow.cuts.get("r1")
+            assert cut is not None and cut.next_position == 2
+
+    def test_a_deal_is_found_by_where_it_began(self, uow_factory: UnitOfWorkFactory) -> None:
+        deal = Deal("r1", 0, ("Ac", "Td"))
+        with uow_factory() as uow:
+            uow.cuts.add(SHOE, AT)
+            uow.deals.add(deal, AT)
+        with uow_factory.reading() as uow:
+            assert uow.deals.starting_at("r1", 0) == deal
+            assert uow.deals.starting_at("r1", 2) is None
+        with pytest.raises(Exception), uow_factory() as uow:  # noqa: B017 - SQL: IntegrityError; memory: ValueError
+            uow.deals.add(Deal("r1", 0, ("2h",)), AT)
+
+    def test_a_unit_of_work_that_raises_leaves_nothing_behind(self, uow_factory: UnitOfWorkFactory) -> None:
+        with pytest.raises(Boom), uow_factory() as uow:
+            uow.cuts.add(SHOE, AT)
+            uow.deals.add(Deal("r1", 0, ("Ac",)), AT)
+            raise Boom
+        with uow_factory.reading() as uow:
+            assert uow.cuts.get("r1") is None and uow.deals.starting_at("r1", 0) is None
+
+
+class TestInMemory(DealerStoreContract):
+    @pytest.fixture
+    def uow_factory(self) -> Iterator[UnitOfWorkFactory]:
+        yield InMemoryDealerUnitOfWorkFactory()
+
+
+class TestSqlite(DealerStoreContract):
+    @pytest.fixture
+    def uow_factory(self, tmp_path: Path) -> Iterator[UnitOfWorkFactory]:
+        engine = make_engine(f"sqlite:///{tmp_path / 'dealer.db'}")
+        create_schema(engine, dealer_metadata)
+        yield SqlDealerUnitOfWorkFactory(engine)
+        engine.dispose()
