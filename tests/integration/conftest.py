@@ -56,3 +56,14 @@ def kafka_bootstrap_servers() -> str:
         "(or set KAFKA_BOOTSTRAP_SERVERS= to empty to skip these tests)",
         pytrace=False,
     )
+
+
+def emptied_engine(url: str, schema: str, service: str):  # noqa: ANN201 - an Engine
+    """An engine on `service`'s migrated schema (migrated_schema) with every one of its tables emptied."""
+    from croupier_platform.migrate import schema_engine, service_metadata
+
+    engine = schema_engine(url, schema)
+    tables = ", ".join(t.name for metadata in service_metadata(service) for t in metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY"))
+    return engine

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from croupier_commission.adapters.memory import InMemoryCommissionUnitOfWorkFactory
+from croupier_commission.adapters.memory import in_memory_unit_of_work_factory
 from croupier_commission.adapters.sql import sql_commission_unit_of_work_factory
 from croupier_commission.adapters.sql_schema import metadata
 from croupier_commission.application.use_cases import Commission
@@ -56,7 +56,7 @@ def settled(round_id: str, stake: int, commission: int, by_player: bool | None =
 def service(request: pytest.FixtureRequest, tmp_path: Path):  # noqa: ANN201
     """The use cases' unit of work: the in-memory fake, or SQL (the same contract: test_repository_contract.py)."""
     if request.param == "memory":
-        yield InMemoryCommissionUnitOfWorkFactory()
+        yield in_memory_unit_of_work_factory()
         return
     engine = make_engine(f"sqlite:///{tmp_path / 'commission.db'}")
     create_schema(engine)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from croupier_commission.adapters.memory import InMemoryCommissionUnitOfWorkFactory
+from croupier_commission.adapters.memory import in_memory_unit_of_work_factory
 from croupier_commission.adapters.sql import sql_commission_unit_of_work_factory
 from croupier_commission.adapters.sql_schema import metadata
 from croupier_commission.application.ports import UnitOfWorkFactory
@@ -85,7 +85,7 @@ class CommissionStoreContract(ABC):
 class TestInMemory(CommissionStoreContract):
     @pytest.fixture
     def uow_factory(self) -> Iterator[UnitOfWorkFactory]:
-        yield InMemoryCommissionUnitOfWorkFactory()
+        yield in_memory_unit_of_work_factory()
 
 
 class TestSqlite(CommissionStoreContract):

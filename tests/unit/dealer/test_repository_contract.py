@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from croupier_dealer.adapters.memory import InMemoryDealerUnitOfWorkFactory
+from croupier_dealer.adapters.memory import in_memory_unit_of_work_factory
 from croupier_dealer.adapters.repository import SqlDealerUnitOfWorkFactory
 from croupier_dealer.adapters.sql_schema import dealer_metadata
 from croupier_dealer.application.ports import CursorMoved, CutAlreadyStored, UnitOfWorkFactory
@@ -81,7 +81,7 @@ class DealerStoreContract(ABC):
 class TestInMemory(DealerStoreContract):
     @pytest.fixture
     def uow_factory(self) -> Iterator[UnitOfWorkFactory]:
-        yield InMemoryDealerUnitOfWorkFactory()
+        yield in_memory_unit_of_work_factory()
 
 
 class TestSqlite(DealerStoreContract):

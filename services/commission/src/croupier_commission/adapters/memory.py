@@ -3,12 +3,10 @@ the same contract as adapters/sql.py (tests/unit/commission/test_repository_cont
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from croupier_platform.tracking import InMemoryTracking
+from croupier_platform.unit_of_work import InMemoryUnitOfWorkFactory
 
 from ..domain.rounds import DealerStatus, P2pRound
 
@@ -58,27 +56,11 @@ class InMemoryCommissionUnitOfWork:
     tracking: InMemoryTracking
 
 
-class InMemoryCommissionUnitOfWorkFactory:
-    """One unit of work at a time; it works on a copy of the state, kept only when the block ends normally."""
+def in_memory_unit_of_work_factory() -> InMemoryUnitOfWorkFactory[_State, InMemoryCommissionUnitOfWork]:
+    return InMemoryUnitOfWorkFactory(_State(), _State.copy, _unit)
 
-    def __init__(self) -> None:
-        self._state = _State()
-        self._lock = threading.RLock()
 
-    @contextmanager
-    def __call__(self) -> Iterator[InMemoryCommissionUnitOfWork]:
-        with self._lock:
-            draft = self._state.copy()
-            yield self._unit(draft)
-            self._state = draft
-
-    @contextmanager
-    def reading(self) -> Iterator[InMemoryCommissionUnitOfWork]:
-        with self._lock:
-            yield self._unit(self._state.copy())
-
-    @staticmethod
-    def _unit(state: _State) -> InMemoryCommissionUnitOfWork:
-        return InMemoryCommissionUnitOfWork(
-            InMemoryP2pRounds(state.rounds), InMemoryDealerStatuses(state.statuses), InMemoryTracking(state.tracking)
-        )
+def _unit(state: _State) -> InMemoryCommissionUnitOfWork:
+    return InMemoryCommissionUnitOfWork(
+        InMemoryP2pRounds(state.rounds), InMemoryDealerStatuses(state.statuses), InMemoryTracking(state.tracking)
+    )

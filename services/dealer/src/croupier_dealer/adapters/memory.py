@@ -3,11 +3,10 @@ contract as adapters/repository.py (tests/unit/dealer/test_repository_contract.p
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+
+from croupier_platform.unit_of_work import InMemoryUnitOfWorkFactory
 
 from ..application.ports import CursorMoved, CutAlreadyStored
 from ..domain.dealing import CutShoe, Deal
@@ -61,25 +60,9 @@ class InMemoryDealerUnitOfWork:
     deals: InMemoryDealRepository
 
 
-class InMemoryDealerUnitOfWorkFactory:
-    """One unit of work at a time; it works on a copy of the state, kept only when the block ends normally."""
+def in_memory_unit_of_work_factory() -> InMemoryUnitOfWorkFactory[_State, InMemoryDealerUnitOfWork]:
+    return InMemoryUnitOfWorkFactory(_State(), _State.copy, _unit)
 
-    def __init__(self) -> None:
-        self._state = _State()
-        self._lock = threading.RLock()
 
-    @contextmanager
-    def __call__(self) -> Iterator[InMemoryDealerUnitOfWork]:
-        with self._lock:
-            draft = self._state.copy()
-            yield self._unit(draft)
-            self._state = draft
-
-    @contextmanager
-    def reading(self) -> Iterator[InMemoryDealerUnitOfWork]:
-        with self._lock:
-            yield self._unit(self._state.copy())
-
-    @staticmethod
-    def _unit(state: _State) -> InMemoryDealerUnitOfWork:
-        return InMemoryDealerUnitOfWork(InMemoryCutRepository(state.cuts), InMemoryDealRepository(state.deals))
+def _unit(state: _State) -> InMemoryDealerUnitOfWork:
+    return InMemoryDealerUnitOfWork(InMemoryCutRepository(state.cuts), InMemoryDealRepository(state.deals))
