@@ -23,7 +23,7 @@ def lossy_casino(tmp_path, monkeypatch):
     monkeypatch.setenv("CROUPIER_RECONCILER_INTERVAL_S", "0.2")
     monkeypatch.setenv("CROUPIER_RECONCILE_AFTER_S", "1")
     lost: list[str] = []
-    deliver = RoundEventsConsumer.on_round_event
+    deliver = RoundEventsConsumer.on_event
 
     async def losing(self, envelope):  # noqa: ANN001, ANN202
         if envelope.event_type == "RoundSettled" and not lost:
@@ -31,7 +31,7 @@ def lossy_casino(tmp_path, monkeypatch):
             return
         await deliver(self, envelope)
 
-    monkeypatch.setattr(RoundEventsConsumer, "on_round_event", losing)
+    monkeypatch.setattr(RoundEventsConsumer, "on_event", losing)
     casino = start_embedded(tmp_path)
     casino.lost = lost  # type: ignore[attr-defined]
     yield casino

@@ -60,10 +60,10 @@ class Subscriber(Generic[UnitOfWorkT]):
 
     def handle(self, envelope: EventEnvelope) -> bool:
         """`__call__` without the thread hop, for a caller already off the event loop (tests, a CLI);
-        a subscriber with a `before` step has none (that step is async)."""
+        a subscriber with a `before` step has none (that step is async), and `on_commit` is not told."""
         if self._before is not None:
             raise TypeError(f"{self.consumer}'s subscriber calls another service first: await it instead")
-        return envelope.event_type in self.event_types and self._handle(envelope)
+        return envelope.event_type in self.event_types and self._apply_once(envelope)
 
     async def __call__(self, envelope: EventEnvelope) -> bool:
         """Apply one event once: True when this call applied it, False for a duplicate or a type not handled."""
@@ -72,9 +72,13 @@ class Subscriber(Generic[UnitOfWorkT]):
         if self._before is not None:
             await self._before(envelope)
         context = contextvars.copy_context()
-        applied = await asyncio.get_running_loop().run_in_executor(self._executor, context.run, self._handle, envelope)
+        applied = await asyncio.get_running_loop().run_in_executor(self._executor, context.run, self._apply_once, envelope)
+        if applied and self._on_commit is not None:
+            self._on_commit()
+        return applied
+
+    def _apply_once(self, envelope: EventEnvelope) -> bool:
+        applied = self._handle(envelope)
         if not applied:
             logger.info("event %s (%s) already handled by %s", envelope.event_id, envelope.event_type, self.consumer)
-        elif self._on_commit is not None:
-            self._on_commit()
         return applied
