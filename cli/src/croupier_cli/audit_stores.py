@@ -24,7 +24,7 @@ from croupier_game.application.ports import LedgerCheck, LedgerEntry, RevealedSh
 from croupier_game.application.round_check import LagBound
 from croupier_platform.db import make_engine
 from croupier_platform.settings import database_url_for
-from croupier_shuffler.adapters.repository import SqlShoeRepository
+from croupier_shuffler.adapters.sql import SqlShoeRepository
 from croupier_wallet.adapters.ledger_audit import check_ledger, ledger_round_ids, round_ledgers, snapshot
 
 AUDITED = ("game", "shuffler", "wallet")

@@ -62,7 +62,7 @@ def run_use_case(data: Path | None, database_url: str | None, use_case: Callable
     """`use_case(app)` on a WalletApp over the store; a refused request (a bad filter) exits 2."""
     from croupier_platform.errors import InvalidArgument
     from croupier_platform.eventstore import SqlEventStore
-    from croupier_wallet.adapters.repository import SqlWalletUnitOfWorkFactory
+    from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
     from croupier_wallet.application.use_cases import WalletApp
     from croupier_wallet.domain.errors import LedgerError
 

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from croupier_dealer.adapters.repository import SqlDealerUnitOfWorkFactory
+from croupier_dealer.adapters.sql import SqlDealerUnitOfWorkFactory
 from croupier_dealer.application.ports import UnitOfWorkFactory
 from tests.integration.conftest import emptied_engine, migrated_schema
 from tests.unit.dealer.test_repository_contract import DealerStoreContract

@@ -1,5 +1,5 @@
 """The dealer's unit of work (application/ports.py): one contract, run against the in-memory fake
-(adapters/memory.py) and SQL (adapters/repository.py; SQLite here, PostgreSQL in tests/integration/dealer)."""
+(adapters/memory.py) and SQL (adapters/sql.py; SQLite here, PostgreSQL in tests/integration/dealer)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from croupier_dealer.adapters.memory import in_memory_unit_of_work_factory
-from croupier_dealer.adapters.repository import SqlDealerUnitOfWorkFactory
+from croupier_dealer.adapters.sql import SqlDealerUnitOfWorkFactory
 from croupier_dealer.adapters.sql_schema import dealer_metadata
 from croupier_dealer.application.ports import CursorMoved, CutAlreadyStored, UnitOfWorkFactory
 from croupier_dealer.domain.dealing import CutShoe, Deal

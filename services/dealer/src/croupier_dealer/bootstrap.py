@@ -10,7 +10,7 @@ from croupier_platform.db import create_schema, make_engine
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.repository import SqlDealerUnitOfWorkFactory
+from .adapters.sql import SqlDealerUnitOfWorkFactory
 from .adapters.shuffler_client import GrpcShoeOrders
 from .adapters.sql_schema import dealer_metadata
 from .application.use_cases import Dealer

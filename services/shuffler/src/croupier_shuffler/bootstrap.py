@@ -15,7 +15,7 @@ from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.repository import sql_shuffler_unit_of_work_factory
+from .adapters.sql import sql_shuffler_unit_of_work_factory
 from .adapters.sql_schema import shuffler_metadata
 from .application.use_cases import CONSUMER, Shuffler
 from .config import ShufflerSettings

@@ -15,7 +15,7 @@ from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
-from .adapters.repository import SqlWalletUnitOfWorkFactory, pending_reservations
+from .adapters.sql import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.sql_schema import wallet_metadata
 from .application.use_cases import WalletApp
 from .config import WalletSettings

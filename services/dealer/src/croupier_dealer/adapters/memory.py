@@ -1,5 +1,5 @@
 """The dealer's repositories and unit of work in memory: the fakes of unit tests, held to the same
-contract as adapters/repository.py (tests/unit/dealer/test_repository_contract.py)."""
+contract as adapters/sql.py (tests/unit/dealer/test_repository_contract.py)."""
 
 from __future__ import annotations
 
