@@ -123,7 +123,6 @@ class ServiceSettings(ProcessSettings):
     wallet_service_addr: str | None = None
     game_service_addr: str | None = None
     commission_service_addr: str | None = None
-    croupier_tables: str | None = None
     # Namespaces the topics on a shared broker (each test run its own); empty in production.
     kafka_topic_prefix: str = ""
     # A consumer waits out a transient failure (database or peer down) with a backoff up to this,
