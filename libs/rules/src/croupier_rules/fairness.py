@@ -29,8 +29,8 @@ def commitment(salt: bytes, cards: Sequence[str]) -> str:
 def cut_offset(commitment_hex: str, cut_seed: str, size: int) -> int:
     if not cut_seed:
         return 0
-    digest = hashlib.sha256(f"{commitment_hex}:{cut_seed}".encode()).digest()
-    return int.from_bytes(digest, "big") % size
+    digest = hashlib.sha256(f"{commitment_hex}:{cut_seed}".encode()).hexdigest()
+    return int(digest, 16) % size  # the digest as a big-endian number
 
 
 def cut_shoe(cards: Sequence[str], offset: int) -> list[str]:
@@ -53,17 +53,14 @@ def check_shoe(cards: Sequence[str], decks: int) -> list[str]:
     if len(cards) == DECK_SIZE * decks and dict.__eq__(Counter(cards), _proper_counts(decks)):
         return []  # the usual case, counted at C speed; anything else is looked at card by card
     problems = []
-    counts: dict[int, int] = {}
+    counts: Counter[int] = Counter()
     for position, text in enumerate(cards):
         try:
-            code = parse_card(text)
+            counts[parse_card(text)] += 1
         except InvalidInput as exc:
             problems.append(f"position {position}: {exc}")
-            continue
-        counts[code] = counts.get(code, 0) + 1
-    if len(cards) != 52 * decks:
-        problems.append(f"the shoe holds {len(cards)} cards, a {decks}-deck shoe holds {52 * decks}")
-    wrong = [code for code in range(52) if counts.get(code, 0) != decks]
-    if wrong and not problems:
+    if len(cards) != DECK_SIZE * decks:
+        problems.append(f"the shoe holds {len(cards)} cards, a {decks}-deck shoe holds {DECK_SIZE * decks}")
+    if not problems and any(counts[code] != decks for code in range(DECK_SIZE)):
         problems.append(f"the shoe does not hold each card exactly {decks} time(s)")
     return problems
