@@ -37,6 +37,7 @@ PHASE_TEXT = {
     "voided": "voided",
 }
 PHASES: tuple[str, ...] = tuple(PHASE_TEXT)
+OVER_PHASES = ("settled", "voided")  # a round in one of these takes no more commands
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ class RoundState:
 
     @property
     def is_over(self) -> bool:
-        return self.phase in ("settled", "voided")
+        return self.phase in OVER_PHASES
 
     def card(self, hand: str, index: int = 0) -> str:
         return self.hands[hand][index]

@@ -19,19 +19,18 @@ Pure: no I/O, no clock; the standard library and the rules library only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import fairness
-from .deciders import decider_for
+from .decider import OVER_PHASES
 from .errors import RuleError
 from .events import EVENT_TYPES, RoundEvent, event_from_dict
-from .replay import command_for
+from .round_checker import Finding, RevealedShoe, check_card, check_commitment, check_cut, check_shoe, rerun
 from .tables import TableConfig, table_for
 
 CHECKS = ("commitment", "shoe", "cut", "cards", "settlement")
-OVER_PHASES = ("settled", "voided")
 
 
 class NotRevealed(RuleError):
@@ -156,6 +155,22 @@ def _table(view: Mapping[str, Any], steps: Sequence[_Step]) -> TableConfig:
     return table_for(game, {k: v for k, v in table.items() if k != "game"})
 
 
+@dataclass(frozen=True)
+class _Recorded:
+    """The cut the ShoeCommitted step recorded (a round_checker.RecordedShoe)."""
+
+    commitment: str
+    cut_seed: str
+    cut_offset: int
+
+
+def _first(findings: Iterator[Finding]) -> None:
+    """The verifier stops a check at its first finding."""
+    found = next(findings, None)
+    if found is not None:
+        raise _Failed(found.reason)
+
+
 def _short(digest: str) -> str:
     return digest[:16] + "…" if len(digest) > 16 else digest
 
@@ -182,28 +197,14 @@ def _check_commitment(
     shoe_id = str(_payload(step).get("shoe_id", ""))
     if view.get("shoe_id") and view["shoe_id"] != shoe_id:
         raise _Failed(f"the view shows shoe {view['shoe_id']}, but step v{step.version} ShoeCommitted recorded shoe {shoe_id}")
-    try:
-        salt = bytes.fromhex(salt_hex)
-        recomputed = fairness.commitment(salt, shoe)
-    except (ValueError, UnicodeError) as exc:
-        raise _Failed(f"the revealed salt/shoe cannot be hashed: {exc}") from None
-    if recomputed != committed:
-        raise _Failed(
-            f"SHA-256(revealed salt ‖ revealed shoe) is {recomputed}, but the commitment recorded before the first "
-            f"card is {committed}: the revealed shoe is not the committed one"
-        )
+    _first(check_commitment(committed, RevealedShoe(shoe_id, committed, salt_hex, tuple(shoe))))
     before = ", the one the seat showed before the bets" if committed_before is not None else ""
     return f"SHA-256(salt ‖ shoe) = {_short(committed)}{before}, recorded at v{step.version} before the first card"
 
 
 def _check_shoe(steps: Sequence[_Step], table: TableConfig, shoe: list[str]) -> str:
-    problems = fairness.check_shoe(shoe, table.decks)
-    if problems:
-        raise _Failed(f"the revealed shoe is not a proper {table.decks}-deck shoe: {problems[0]}")
     committed = _payload(_one(steps, "ShoeCommitted"))
-    size = _int(committed.get("size"), len(shoe))
-    if size != len(shoe):
-        raise _Failed(f"the commitment recorded a {size}-card shoe, the revealed shoe holds {len(shoe)}")
+    _first(check_shoe(_int(committed.get("size"), len(shoe)), shoe, table.decks))
     return f"{len(shoe)} cards, each of the 52 exactly {table.decks} time(s)"
 
 
@@ -214,31 +215,22 @@ def _check_cut(view: Mapping[str, Any], steps: Sequence[_Step], shoe: list[str],
         raise _Failed(f"the player's cut seed is {cut_seed!r}, but the round recorded cut seed {recorded_seed!r}")
     if not shoe:
         raise _Failed("the revealed shoe is empty: there is nothing to cut")
-    offset = fairness.cut_offset(str(committed.get("commitment", "")), cut_seed, len(shoe))
-    recorded = _int(committed.get("cut_offset"))
+    recorded = _Recorded(str(committed.get("commitment", "")), recorded_seed, _int(committed.get("cut_offset")))
     shown = _int(view.get("cut_offset"))
-    if recorded != offset or shown != offset:
-        raise _Failed(
-            f"SHA-256(commitment \":\" {cut_seed!r}) mod {len(shoe)} is {offset}, but the round "
-            f"{'recorded' if recorded != offset else 'shows'} cut offset {recorded if recorded != offset else shown}"
-        )
+    _first(check_cut(recorded, len(shoe)))
+    offset = recorded.cut_offset
+    if shown != offset:
+        raise _Failed(f"SHA-256(commitment \":\" {cut_seed!r}) mod {len(shoe)} is {offset}, but the round shows cut offset {shown}")
     how = "no cut seed: the shoe starts at 0" if not cut_seed else f"SHA-256(commitment \":\" {cut_seed!r}) mod {len(shoe)}"
     return f"cut offset {offset} = {how}", offset
 
 
-def _check_cards(view: Mapping[str, Any], steps: Sequence[_Step], cut: list[str]) -> str:
+def _check_cards(view: Mapping[str, Any], steps: Sequence[_Step], shoe: list[str], offset: int) -> str:
     cards = _view_cards(view)
     for index, c in enumerate(cards):
         if not c.card or c.position < 0:
             raise _Failed(f"card #{index} ({c.hand}) is still hidden in the view")
-        if c.position != index:
-            raise _Failed(
-                f"card #{index} {c.card} ({c.hand}) is at position {c.position}, but the next card of the shoe is "
-                f"position {index}: a card was skipped, reordered or dealt twice"
-            )
-        expected = cut[index] if index < len(cut) else None
-        if c.card != expected:
-            raise _Failed(f"position {index} of the cut shoe is {expected}, but {c.card} ({c.hand}) was dealt")
+        _first(check_card(index, c, shoe, offset))
     recorded = _step_cards(steps)
     if len(recorded) != len(cards):
         raise _Failed(f"the view shows {len(cards)} cards, its CardsDealt steps deal {len(recorded)}")
@@ -259,25 +251,9 @@ def _check_settlement(view: Mapping[str, Any], steps: Sequence[_Step], table: Ta
                 recorded.append((step.version, event_from_dict(_payload(step))))
             except ValueError as exc:
                 raise _Failed(f"step v{step.version} {step.event_type} does not read: {str(exc)[:200]}") from None
-    decider = decider_for(table.game)
-    state = decider.initial_state(table)
-    index = 0
-    while index < len(recorded):
-        version, event = recorded[index]
-        command = command_for(event)
-        if command is None:
-            raise _Failed(f"step v{version} {event.event_type} is recorded where the rules expected a bet, a deal or a decision")
-        try:
-            state, produced = decider.execute(state, command)
-        except RuleError as exc:
-            raise _Failed(f"step v{version}: the rules refuse the recorded {type(command).__name__} ({exc})") from None
-        for offset, expected in enumerate(produced):
-            if index + offset >= len(recorded):
-                raise _Failed(f"after step v{version} the rules give {expected.event_type}, which the round does not show")
-            at, event_at = recorded[index + offset]
-            if event_at != expected:
-                raise _Failed(f"step v{at} {event_at.event_type} differs from what the rules give: {_compact(expected)}")
-        index += max(1, len(produced))
+    checked = rerun(table, recorded)
+    _first(iter(checked.findings))
+    state = checked.state
     if state.phase != view.get("phase", state.phase):
         raise _Failed(f"the rules leave the round {state.phase}, the view says {view.get('phase')}")
     shown = {}
@@ -294,20 +270,20 @@ def _check_settlement(view: Mapping[str, Any], steps: Sequence[_Step], table: Ta
         return f"void: every stake ({refunds}) returned"
     if state.settlement is None:
         raise _Failed(f"the rules leave the round {state.phase}: it is not settled")
-    rerun = {name: (r.stake, r.returned) for name, r in state.settlement.results.items()}
-    for name in sorted(set(rerun) | set(shown)):
+    settled = {name: (r.stake, r.returned) for name, r in state.settlement.results.items()}
+    for name in sorted(set(settled) | set(shown)):
         if name not in shown:
-            raise _Failed(f"the rules settle bet {name} (stake {rerun[name][0]}, returned {rerun[name][1]}), the view shows no result for it")
-        if name not in rerun:
+            raise _Failed(f"the rules settle bet {name} (stake {settled[name][0]}, returned {settled[name][1]}), the view shows no result for it")
+        if name not in settled:
             raise _Failed(f"the view shows a result for bet {name}, which the rules do not settle")
-        if shown[name] != rerun[name]:
+        if shown[name] != settled[name]:
             raise _Failed(
                 f"bet {name}: the view shows stake {shown[name][0]}, returned {shown[name][1]}; "
-                f"the rules give stake {rerun[name][0]}, returned {rerun[name][1]}"
+                f"the rules give stake {settled[name][0]}, returned {settled[name][1]}"
             )
     totals: list[tuple[str, int, int]] = [
-        ("total_staked", _int(view.get("total_staked")), sum(s for s, _ in rerun.values())),
-        ("total_returned", _int(view.get("total_returned")), sum(r for _, r in rerun.values())),
+        ("total_staked", _int(view.get("total_staked")), sum(s for s, _ in settled.values())),
+        ("total_returned", _int(view.get("total_returned")), sum(r for _, r in settled.values())),
         ("commission", _int(view.get("commission")), state.settlement.commission),
         ("dealer_net", _int(view.get("dealer_net")), state.settlement.dealer_net or 0),
     ]
@@ -315,11 +291,7 @@ def _check_settlement(view: Mapping[str, Any], steps: Sequence[_Step], table: Ta
         if seen != expected:
             raise _Failed(f"the view shows {name} {seen}, the rules give {expected}")
     staked, back = totals[0][2], totals[1][2]
-    return f"the rules reproduce every step and the settlement of {len(rerun)} bet(s): staked {staked}, returned {back}"
-
-
-def _compact(event: RoundEvent) -> str:
-    return json.dumps(event.model_dump(mode="json", exclude={"schema_version"}), sort_keys=True)[:300]
+    return f"the rules reproduce every step and the settlement of {len(settled)} bet(s): staked {staked}, returned {back}"
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -373,7 +345,7 @@ def verify_round(view: Mapping[str, Any], cut_seed: str | None = None, committed
         committed = _payload(_one(steps, "ShoeCommitted"))
         # The cut the commitment and the seed give, whatever the round claims (the cut check names a claim).
         offset = offsets[0] if offsets else fairness.cut_offset(str(committed.get("commitment", "")), seed, len(shoe))
-        return _check_cards(view, steps, fairness.cut_shoe(shoe, offset))
+        return _check_cards(view, steps, shoe, offset)
 
     checks = (
         _run("commitment", lambda: _check_commitment(view, steps, shoe, salt_hex, committed_before)),

@@ -13,6 +13,7 @@ from croupier_platform.errors import FailedPrecondition
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import EventLog
 from croupier_platform.outbox import Outbox
+from croupier_rules.round_checker import RevealedShoe
 
 from ..domain.seat import Seat
 
@@ -148,14 +149,6 @@ class CommittedShoe:
     shoe_id: str
     commitment: str
     size: int
-
-
-@dataclass(frozen=True)
-class RevealedShoe:
-    shoe_id: str
-    commitment: str
-    salt_hex: str
-    cards: tuple[str, ...]
 
 
 @dataclass(frozen=True)

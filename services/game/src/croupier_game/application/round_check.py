@@ -29,17 +29,15 @@ from functools import lru_cache
 from typing import Any
 
 from croupier_platform.events import EventRecord, ViolationKind, record_envelope, verify_records
-from croupier_rules import fairness
-from croupier_rules.decider import RoundState
-from croupier_rules.deciders import decider_for
+from croupier_rules.decider import OVER_PHASES, RoundState
 from croupier_rules.errors import RuleError
 from croupier_rules.events import EVENT_TYPES, BetsPlaced, CardsDealt, DecisionMade, RoundEvent, event_from_json
-from croupier_rules.replay import command_for
+from croupier_rules.round_checker import RevealedShoe, check_card, check_commitment, check_cut, check_shoe, cut_of, rerun
 from croupier_rules.tables import TableConfig
 
-from ..domain.round import OVER_PHASES, ROUND_OPENED, SHOE_COMMITTED, RoundOpened, ShoeCommitted, table_from_json
+from ..domain.round import ROUND_OPENED, SHOE_COMMITTED, RoundOpened, ShoeCommitted, table_from_json
 from ..domain.timeline import describe_step
-from .ports import LedgerEntry, RevealedShoe, RoundRow
+from .ports import LedgerEntry, RoundRow
 
 NOT_APPLIED = "wallet has not applied the {what} yet"
 NOT_CHARGED = "commission not charged yet: the wallet still holds the dealer's commission hold"
@@ -107,10 +105,6 @@ class Replay:
         body = {"round_id": self.round_id, "ok": self.ok, "disagreements": self.disagreements,
                 "notes": self.notes, "timeline": self.timeline, **self.report}  # fmt: skip
         return json.dumps(body, indent=2, sort_keys=False, default=str)
-
-
-def _compact(event: RoundEvent) -> str:
-    return json.dumps(event.model_dump(mode="json", exclude={"schema_version"}), sort_keys=True)
 
 
 @lru_cache(maxsize=256)
@@ -313,26 +307,17 @@ class RoundCheck:
         if revealed.commitment and revealed.commitment != shoe.commitment:
             self.say(version, f"the shuffler holds commitment {revealed.commitment} for shoe {shoe.shoe_id}, "
                               f"the round recorded {shoe.commitment}")  # fmt: skip
-        try:
-            recomputed = fairness.commitment(bytes.fromhex(revealed.salt_hex), revealed.cards)
-        except (ValueError, RuleError) as exc:
-            recomputed = f"(not computable: {exc})"
-        if recomputed != shoe.commitment:
-            self.say(version, f"SHA-256 of the revealed salt and shoe is {recomputed}, the recorded commitment is {shoe.commitment}")
-        for problem in fairness.check_shoe(revealed.cards, decks):
-            self.say(version, f"the revealed shoe is not a proper {decks}-deck shoe: {problem}")
         size = len(revealed.cards)
-        if shoe.size != size:
-            self.say(version, f"recorded size {shoe.size}, the revealed shoe holds {size} cards")
-        offset = fairness.cut_offset(shoe.commitment, shoe.cut_seed, size) if size else 0
-        if offset != shoe.cut_offset:
-            self.say(version, f"recorded cut offset {shoe.cut_offset}, but the commitment and cut seed "
-                              f"{shoe.cut_seed!r} give {offset}")  # fmt: skip
+        wrong_cut = list(check_cut(shoe, size))
+        for finding in (*check_commitment(shoe.commitment, revealed), *check_shoe(shoe.size, revealed.cards, decks), *wrong_cut):
+            self.say(version, finding.problem)
+        offset = cut_of(shoe, size) if wrong_cut else shoe.cut_offset  # the cut the commitment and seed give
         self.checks["shoe"] = "ok" if len(self.replay.findings) == before else "failed"
         return (tuple(revealed.cards), offset)
 
     def _check_cards(self, cut: tuple[tuple[str, ...], int] | None) -> None:
         dealt: list[dict[str, Any]] = []
+        shoe, offset = cut if cut is not None else (None, 0)
         position = 0
         problems = 0
         for version, event in self.rules:
@@ -341,59 +326,20 @@ class RoundCheck:
             for card in event.cards:
                 if self.detailed:
                     dealt.append({"version": version, **card.model_dump(mode="json")})
-                if card.position != position:
+                for finding in check_card(position, card, shoe, offset):
                     problems += 1
-                    self.say(version, f"{card.card} ({card.hand}) recorded at position {card.position}, "
-                                      f"but the next card of the shoe is position {position}")  # fmt: skip
-                if cut is not None:
-                    expected = fairness.card_at(cut[0], cut[1], position)
-                    if expected != card.card:
-                        problems += 1
-                        self.say(version, f"position {position} of the cut shoe is {expected}, but {card.card} ({card.hand}) was dealt")
+                    self.say(version, finding.problem)
                 position += 1
         if self.detailed:
             self.replay.report["cards"] = dealt
         self.checks["cards"] = ("ok" if not problems else f"{problems} problem(s)") if cut is not None else "not checked"
 
     def _rerun(self, table: TableConfig) -> RoundState:
-        assert self.opened is not None
-        rules = self.rules
-        decider = decider_for(self.opened[1].game)
-        state = decider.initial_state(table)
-        problems = 0
-        index = 0
-        while index < len(rules):
-            version, event = rules[index]
-            command = command_for(event)
-            if command is None:
-                problems += 1
-                self.say(version, "recorded where the rules expected a command's first event")
-                index += 1
-                continue
-            try:
-                state, produced = decider.execute(state, command)
-            except RuleError as exc:
-                problems += 1
-                self.say(version, f"the rules refuse the recorded {type(command).__name__} ({exc})")
-                try:
-                    state = decider.evolve(state, event)
-                except RuleError:
-                    pass
-                index += 1
-                continue
-            for offset, expected in enumerate(produced):
-                if index + offset >= len(rules):
-                    problems += 1
-                    self.say(version + offset, f"missing: the rules give {expected.event_type} {_compact(expected)}, "
-                                               "which is not recorded")  # fmt: skip
-                    continue
-                at, recorded = rules[index + offset]
-                if recorded != expected:
-                    problems += 1
-                    self.say(at, f"recorded {_compact(recorded)}, the rules give {_compact(expected)}")
-            index += max(1, len(produced))
-        self.checks["rules"] = "ok" if not problems else f"{problems} problem(s)"
-        return state
+        checked = rerun(table, self.rules)
+        for finding in checked.findings:
+            self.say(finding.version, finding.problem)
+        self.checks["rules"] = "ok" if not checked.findings else f"{len(checked.findings)} problem(s)"
+        return checked.state
 
     def _check_ledger(self, state: RoundState, entries: list[LedgerEntry]) -> None:
         """The player's transfers (`_check_player`) and, at war-p2p with a player-dealer, the dealer's

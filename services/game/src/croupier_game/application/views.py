@@ -8,7 +8,7 @@ from collections import OrderedDict
 from croupier_platform.auth import Identity
 
 from ..domain.round import Round
-from ..domain.visibility import Reveal, RoundView, round_view
+from ..domain.visibility import RevealedShoe, RoundView, round_view
 from .ports import Shuffler
 
 REVEAL_CACHE_SIZE = 1_000
@@ -17,12 +17,12 @@ REVEAL_CACHE_SIZE = 1_000
 class RoundViews:
     def __init__(self, shuffler: Shuffler) -> None:
         self._shuffler = shuffler
-        self._reveals: OrderedDict[str, Reveal] = OrderedDict()  # a revealed shoe never changes
+        self._reveals: OrderedDict[str, RevealedShoe] = OrderedDict()  # a revealed shoe never changes
 
     async def view(self, actor: Identity, round_: Round) -> RoundView:
         return round_view(round_, viewer=actor.subject, operator=actor.role == "operator", reveal=await self.reveal(round_))
 
-    async def reveal(self, round_: Round) -> Reveal | None:
+    async def reveal(self, round_: Round) -> RevealedShoe | None:
         """The revealed shoe of a finished round, or None (not over, or not revealed yet)."""
         if not round_.is_over or round_.shoe is None:
             return None
@@ -32,7 +32,7 @@ class RoundViews:
         revealed = await self._shuffler.reveal_shoe(shoe_id)
         if revealed is None:
             return None
-        reveal = Reveal(shoe_id=shoe_id, commitment=revealed.commitment, salt_hex=revealed.salt_hex, cards=revealed.cards)
+        reveal = RevealedShoe(shoe_id=shoe_id, commitment=revealed.commitment, salt_hex=revealed.salt_hex, cards=revealed.cards)
         self._reveals[shoe_id] = reveal
         while len(self._reveals) > REVEAL_CACHE_SIZE:
             self._reveals.popitem(last=False)

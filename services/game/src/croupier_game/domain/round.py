@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import NewEvent
-from croupier_rules.decider import Decider, RoundState
+from croupier_rules.decider import OVER_PHASES, Decider, RoundState
 from croupier_rules.deciders import decider_for
 from croupier_rules.events import EVENT_TYPES, CardsDealt, DealtCard, RoundEvent, event_from_dict
 from croupier_rules.tables import TableConfig, table_for
@@ -26,7 +26,6 @@ STREAM_TYPE = "round"
 ROUND_OPENED = "RoundOpened"
 SHOE_COMMITTED = "ShoeCommitted"
 SCHEMA_VERSION = 1
-OVER_PHASES = ("settled", "voided")
 
 # The envelope's causation_id of what the keeper appended (a decision left past the table's
 # timeout, a void of a round that could not finish); the rules events themselves stay as a

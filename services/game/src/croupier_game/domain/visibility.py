@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from croupier_platform.events import EventEnvelope, canonical_json
+from croupier_rules.round_checker import RevealedShoe
 
 from .round import ROUND_OPENED, Round
 
@@ -43,14 +44,6 @@ class StepView:
     event_type: str
     occurred_at: str
     payload_json: str
-
-
-@dataclass(frozen=True)
-class Reveal:
-    shoe_id: str
-    commitment: str
-    salt_hex: str
-    cards: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -116,7 +109,7 @@ def side_of(round_: Round, viewer: str, operator: bool) -> str:
     return "dealer" if viewer == round_.opened.dealer_player_id and viewer != round_.player_id else "player"
 
 
-def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: Reveal | None = None) -> RoundView:
+def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: RevealedShoe | None = None) -> RoundView:
     show_all = sees_everything(round_, operator)
     side = side_of(round_, viewer, operator)
     opened = round_.opened
