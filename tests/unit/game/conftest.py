@@ -92,7 +92,7 @@ def build(store: Any, *, clock: Any = None, tables_file: Path | None = None, que
     feeds.append(feed)
     presence = Presence(book, clock, heartbeat_s=0.05)
     watching = WatchUseCases(book, views, seats, catalogue, dealers, feed, presence, max_streams_per_player=4)
-    audit = AuditUseCases(book, wallet, shoes=shuffler)
+    audit = AuditUseCases(book, shoes=shuffler, ledger=wallet)
     game = Game(store, shuffler, dealer, wallet, seats, play, dealers, audit, commits, points, book, feed, presence, watching)
     for who in ("alice", "bob"):
         wallet.fund(who, 1_000_000, "USD")

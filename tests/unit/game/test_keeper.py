@@ -132,7 +132,7 @@ def service(
     dealers = DealerQualification(world.wallet, points)
     seats = SeatUseCases(book, catalogue, world.shuffler, world.wallet, dealers, world.clock)
     play = PlayUseCases(book, RoundViews(world.shuffler), catalogue, world.shuffler, world.dealer, world.wallet, dealers, world.clock)
-    audit = AuditUseCases(book, world.wallet, shoes=world.shuffler)
+    audit = AuditUseCases(book, shoes=world.shuffler, ledger=world.wallet)
     keeper = Keeper(book, seats, play, audit, world.clock, interval_s=0.01, stuck_after_s=stuck_after_s, leadership=leadership)
     return Service(store, world, book, seats, play, audit, keeper)
 

@@ -14,8 +14,6 @@ from .errors import InvalidInput
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
 DECK_SIZE = 52
-RANK_NAMES = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "Jack", "Queen", "King", "Ace")
-SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
 
 Card = int
 
@@ -60,19 +58,6 @@ def card_text(card: Card) -> str:
     if not 0 <= card < DECK_SIZE:
         raise InvalidInput(f"card code {card} is out of range 0..51")
     return RANKS[rank_of(card)] + SUITS[suit_of(card)]
-
-
-def cards_text(cards: Iterable[Card]) -> list[str]:
-    return [card_text(c) for c in cards]
-
-
-def card_name(card: Card) -> str:
-    return f"{RANK_NAMES[rank_of(card)]} of {SUIT_NAMES[suit_of(card)]}"
-
-
-def shoe_counts(decks: int) -> list[int]:
-    """Copies of each card code in a fresh shoe of ``decks`` decks."""
-    return [decks] * DECK_SIZE
 
 
 def fresh_shoe(decks: int) -> tuple[Card, ...]:

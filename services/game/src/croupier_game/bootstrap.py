@@ -69,7 +69,7 @@ class GameModule:
             max_streams_per_player=watch.watch_max_streams_per_player,
         )  # fmt: skip
         self.audit = AuditUseCases(
-            book, stakes, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts),
+            book, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts),
             ledger=GrpcLedgerArchive(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts),
         )  # fmt: skip
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).

@@ -17,7 +17,7 @@ from croupier_platform.errors import InvalidArgument, NotFound
 from ..domain.round import Round
 from .full_audit import DEFAULT_PAGE, LAG_BOUND_S, AuditProgress, check_one, run_audit
 from .round_check import LagBound
-from .ports import LedgerArchive, ShoeArchive, Wallet
+from .ports import LedgerArchive, ShoeArchive
 from .round_check import NOT_APPLIED, Replay
 from .rounds import RoundBook, retrying
 
@@ -35,15 +35,10 @@ class VoidResult:
 
 
 class AuditUseCases:
-    def __init__(
-        self, book: RoundBook, stakes: Wallet, *, shoes: ShoeArchive, ledger: LedgerArchive | None = None
-    ) -> None:
+    def __init__(self, book: RoundBook, *, shoes: ShoeArchive, ledger: LedgerArchive) -> None:
         self._book = book
-        self._stakes = stakes
-        # The audit's read side: the shuffler's and the wallet's archives (the wallet's by default the client
-        # given, which then implements it as well, as the unit tests' fake does).
-        self._shoes = shoes
-        self._ledger: LedgerArchive = ledger or stakes  # type: ignore[assignment]
+        self._shoes = shoes  # the audit's read side: the shuffler's and the wallet's archives
+        self._ledger = ledger
 
     async def void_round(self, actor: Identity, round_id: str, reason: str) -> VoidResult:
         actor.require_operator()

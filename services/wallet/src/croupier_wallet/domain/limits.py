@@ -40,7 +40,6 @@ MAX_STAKE = "max_stake"
 DAILY_WAGER = "daily_wager"
 DAILY_LOSS = "daily_loss"
 AMOUNT_LIMITS = (MAX_STAKE, DAILY_WAGER, DAILY_LOSS)
-LIMIT_TEXT = {MAX_STAKE: "maximum single stake", DAILY_WAGER: "daily wager limit", DAILY_LOSS: "daily loss limit"}
 
 
 class InvalidLimits(InvalidTransfer):
