@@ -56,7 +56,7 @@ from croupier_platform.runtime import iso
 from croupier_rules import fairness
 from croupier_rules.cards import card_text, fresh_shoe
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
-from croupier_rules.deciders import decider_for
+from croupier_rules.game_registry import decider_for
 from croupier_rules.events import DecisionMade, RoundEvent
 from croupier_shuffler.adapters.sql import SqlShoeRepository
 from croupier_shuffler.adapters.sql_schema import shuffler_metadata

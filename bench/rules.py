@@ -12,7 +12,7 @@ import json
 import time
 
 from croupier_rules.odds import odds_for
-from croupier_rules.tables import GAMES
+from croupier_rules.table_config import GAMES
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ mutmut 3 names a mutant after its import path below ./, src/ or source/, and the
 `croupier_rules` from libs/rules/src. So mutmut runs in build/mutation, where src/, tests/, docs/,
 scripts/, examples/ and pyproject.toml (its [tool.mutmut] section) are links into the repository;
 it copies and mutates them into build/mutation/mutants/ and never writes to the tree itself.
-MODULE is a module of croupier_rules (games, decider, money, fairness, or games.dueling, ...).
+MODULE is a module of croupier_rules (games, round_decider, money, fairness, round_checker, or games.dueling, ...).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import pytest
 
 from croupier.v1 import audit_pb2, table_pb2
 from croupier_rules.commands import Deal, Decide, PlaceBets
-from croupier_rules.deciders import decider_for
+from croupier_rules.game_registry import decider_for
 from croupier_rules.events import event_from_dict
-from croupier_rules.tables import table_for
+from croupier_rules.table_config import table_for
 from tests.conftest import CROUPIER
 from tests.refusals import refusal_of
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.prompt import Prompt
 
 from croupier.v1 import common_pb2, table_pb2, wallet_pb2
-from croupier_rules.tables import GAMES
+from croupier_rules.table_config import GAMES
 from croupier_rules.verify import verify_round
 
 from .amounts import bet_problem, chip_unit, format_amount, parse_amount

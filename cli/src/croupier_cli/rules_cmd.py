@@ -15,7 +15,7 @@ from rich.table import Table
 from croupier_rules.errors import RuleError
 from croupier_rules.odds import odds_for
 from croupier_rules.scenario import run_lines
-from croupier_rules.tables import GAMES
+from croupier_rules.table_config import GAMES
 
 rules_app = typer.Typer(help="Play scenarios through the rules library.", no_args_is_help=True)
 console = Console()

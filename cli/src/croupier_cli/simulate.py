@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from croupier_rules.cards import card_text, fresh_shoe
 from croupier_rules.commands import Deal, Decide, PlaceBets
-from croupier_rules.decider import RoundState
-from croupier_rules.deciders import decider_for
-from croupier_rules.tables import BetLimit, table_for
+from croupier_rules.round_decider import RoundState
+from croupier_rules.game_registry import decider_for
+from croupier_rules.table_config import BetLimit, table_for
 
 STAKE = 10_000
 PAIRED_BET = {"ante": ("raise", "battle"), "player": ("player_war",), "dealer": ("dealer_war",)}

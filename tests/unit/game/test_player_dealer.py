@@ -7,7 +7,7 @@ import pytest
 
 from croupier_platform.errors import FailedPrecondition, InvalidArgument
 from croupier_rules.games.war_p2p import dealer_cover, largest_commission, largest_covered_ante
-from croupier_rules.tables import table_for
+from croupier_rules.table_config import table_for
 from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, Game

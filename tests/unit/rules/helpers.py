@@ -1,6 +1,6 @@
 from croupier_rules.commands import Deal, Decide, PlaceBets
-from croupier_rules.deciders import decider_for
-from croupier_rules.tables import table_for
+from croupier_rules.game_registry import decider_for
+from croupier_rules.table_config import table_for
 
 
 def play(game, bets, cards, decisions=(), table=None):

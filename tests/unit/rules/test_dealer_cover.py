@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from croupier_rules.games.war_p2p import dealer_cover, largest_commission, largest_covered_ante
-from croupier_rules.tables import table_for
+from croupier_rules.table_config import table_for
 
 TABLE_III = table_for("war-p2p", {"table_type": "III", "dealer": "player"})
 

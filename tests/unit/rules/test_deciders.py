@@ -5,11 +5,11 @@ from fractions import Fraction
 import pytest
 
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
-from croupier_rules.deciders import decider_for
+from croupier_rules.game_registry import decider_for
 from croupier_rules.errors import RuleError
 from croupier_rules.events import event_from_dict
 from croupier_rules.money import part_returned, percent_half_up
-from croupier_rules.tables import table_for
+from croupier_rules.table_config import table_for
 from tests.refusals import raises_reason
 
 from .helpers import play, returned

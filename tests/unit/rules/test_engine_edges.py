@@ -7,10 +7,10 @@ import pytest
 
 from croupier_rules import fairness
 from croupier_rules.commands import Deal, Decide, PlaceBets
-from croupier_rules.deciders import decider_for
+from croupier_rules.game_registry import decider_for
 from croupier_rules.errors import RuleError
 from croupier_rules.money import part_returned, percent_half_up
-from croupier_rules.tables import table_for
+from croupier_rules.table_config import table_for
 from tests.refusals import raises_reason
 
 from .helpers import play, returned
@@ -284,7 +284,7 @@ def test_an_unknown_command_or_event_is_refused_by_name():
 
 def test_a_decider_built_directly_runs_its_game():
     # decider_for caches its deciders; this builds one, as a replay tool or a new game would
-    from croupier_rules.decider import Decider
+    from croupier_rules.round_decider import Decider
     from croupier_rules.games.battle_royale import BattleRoyale
 
     decider = Decider(BattleRoyale())

@@ -22,7 +22,7 @@ import pytest
 from croupier_rules import _native
 from croupier_rules.hand_eval import rank_reference
 from croupier_rules.odds import holdem as holdem_odds_module
-from croupier_rules.tables import table_for
+from croupier_rules.table_config import table_for
 
 pytestmark = pytest.mark.slow
 

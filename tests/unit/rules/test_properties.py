@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from croupier_rules.cards import card_text, fresh_shoe
 from croupier_rules.commands import Deal, Decide, PlaceBets, VoidRound
-from croupier_rules.deciders import decider_for
+from croupier_rules.game_registry import decider_for
 from croupier_rules.errors import RuleError
-from croupier_rules.tables import GAMES, table_for
+from croupier_rules.table_config import GAMES, table_for
 
 # The most a bet can return per unit staked on it, from the paytables of RULES.md.
 MAX_RETURN = {

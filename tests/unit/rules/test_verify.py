@@ -16,8 +16,8 @@ import pytest
 from croupier_rules import fairness
 from croupier_rules.cards import card_text, fresh_shoe
 from croupier_rules.commands import Deal, Decide, PlaceBets
-from croupier_rules.deciders import decider_for
-from croupier_rules.tables import table_for
+from croupier_rules.game_registry import decider_for
+from croupier_rules.table_config import table_for
 from croupier_rules.verify import CHECKS, NotRevealed, verify_round
 
 SALT = bytes(range(32))

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from . import fairness
-from .decider import RoundState
-from .deciders import decider_for
+from .round_decider import RoundState
+from .game_registry import decider_for
 from .errors import RuleError
 from .events import RoundEvent
 from .replay import command_for
-from .tables import TableConfig
+from .table_config import TableConfig
 
 
 @dataclass(frozen=True)

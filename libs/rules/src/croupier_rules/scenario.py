@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .commands import Deal, Decide, PlaceBets
-from .deciders import decider_for
+from .game_registry import decider_for
 from .errors import RuleError
-from .tables import table_for
+from .table_config import table_for
 
 SCENARIO_KEYS = {"id", "game", "bets", "cards", "decisions", "table"}
 

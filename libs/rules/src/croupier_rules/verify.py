@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fairness
-from .decider import OVER_PHASES
+from .round_decider import OVER_PHASES
 from .errors import RuleError
 from .events import EVENT_TYPES, RoundEvent, event_from_dict
 from .round_checker import Finding, RevealedShoe, check_card, check_commitment, check_cut, check_shoe, rerun
-from .tables import TableConfig, table_for
+from .table_config import TableConfig, table_for
 
 CHECKS = ("commitment", "shoe", "cut", "cards", "settlement")
 

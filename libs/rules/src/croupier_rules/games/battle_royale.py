@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..decider import RoundState, Slot
+from ..round_decider import RoundState, Slot
 from ..events import BetResult
-from ..tables import BattleRoyaleTable, TableConfig
+from ..table_config import BattleRoyaleTable, TableConfig
 from .war_family import FIRST_DEAL, OneBetWar, burn_then_one_each, result
 
 

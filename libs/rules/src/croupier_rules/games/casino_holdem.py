@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..cards import RANKS, parse_cards
-from ..decider import Game, RoundState, Slot
+from ..round_decider import Game, RoundState, Slot
 from ..events import BetResult, DecisionMade, DecisionRequired, RoundSettled
 from ..hand_eval import CATEGORY_NAMES, category, is_royal, rank
-from ..tables import CasinoHoldemTable, TableConfig
+from ..table_config import CasinoHoldemTable, TableConfig
 from .war_family import result
 
 PAIR, STRAIGHT, FLUSH, FULL_HOUSE, QUADS, STRAIGHT_FLUSH = 1, 4, 5, 6, 7, 8

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..decider import RoundState, Slot
+from ..round_decider import RoundState, Slot
 from ..events import BetResult, RoundSettled
-from ..tables import CasinoWarTable, TableConfig
+from ..table_config import CasinoWarTable, TableConfig
 from .war_family import FIRST_DEAL, OneBetWar, burn_then_one_each, compare, result
 
 

@@ -8,10 +8,10 @@ war with an equal amount; after the war the higher side's bet wins one original 
 from __future__ import annotations
 
 from ..cards import parse_card, rank_of, suit_of
-from ..decider import Game, RoundState, Slot
+from ..round_decider import Game, RoundState, Slot
 from ..events import BetResult, DecisionMade, DecisionRequired, RoundSettled
 from ..money import part_returned
-from ..tables import DuelingTable, TableConfig
+from ..table_config import DuelingTable, TableConfig
 from .war_family import FIRST_DEAL, burn_then_one_each, compare, result
 
 SIDES = ("player", "dealer")

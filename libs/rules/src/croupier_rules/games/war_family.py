@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import abstractmethod
 
 from ..cards import parse_card, rank_of
-from ..decider import Game, RoundState, Slot
+from ..round_decider import Game, RoundState, Slot
 from ..events import BetResult, DecisionMade, DecisionRequired, RoundSettled
 from ..money import part_returned
 

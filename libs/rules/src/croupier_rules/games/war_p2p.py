@@ -6,10 +6,10 @@ against the dealer in the round (Ante + Raise), win or lose.
 
 from __future__ import annotations
 
-from ..decider import RoundState, Slot
+from ..round_decider import RoundState, Slot
 from ..events import BetResult, RoundSettled
 from ..money import percent_half_up
-from ..tables import TableConfig, WarP2PTable
+from ..table_config import TableConfig, WarP2PTable
 from .war_family import FIRST_DEAL, OneBetWar, result
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tables import check_game
+from ..table_config import check_game
 from .report import OddsReport
 
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from .. import _native
 from ..errors import InvalidInput
-from ..tables import CasinoHoldemTable, table_for
+from ..table_config import CasinoHoldemTable, table_for
 from .report import BetAnalysis, OddsReport, Outcome
 
 # Ante-table tiers in the native kernel's order (tier index = position), named as in CasinoHoldemTable.ante_pays.

@@ -15,10 +15,10 @@ from fractions import Fraction
 
 from ..cards import RANKS, SUITS
 from ..commands import Deal, Decide, PlaceBets
-from ..decider import Decider, RoundState
-from ..deciders import decider_for
+from ..round_decider import Decider, RoundState
+from ..game_registry import decider_for
 from ..events import RoundSettled
-from ..tables import BetLimit, TableConfig, table_for
+from ..table_config import BetLimit, TableConfig, table_for
 from .report import BetAnalysis, OddsReport, outcomes_from
 
 STAKE = 1_000_000  # large and round, so every fraction of a stake (surrender, commission) is exact

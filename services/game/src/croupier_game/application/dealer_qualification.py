@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from croupier_platform.errors import FailedPrecondition
 from croupier_rules.games.war_p2p import largest_covered_ante
-from croupier_rules.tables import TableConfig, WarP2PTable
+from croupier_rules.table_config import TableConfig, WarP2PTable
 
 from ..domain.catalogue import TableEntry
 from .ports import DealerPoints, Wallet

@@ -19,11 +19,11 @@ from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, 
 from croupier_platform.runtime import Clock, iso
 from croupier_platform.tracing import round_span
 from croupier_rules.commands import Deal, Decide
-from croupier_rules.decider import PHASE_TEXT
+from croupier_rules.round_decider import PHASE_TEXT
 from croupier_rules.errors import RuleError
 from croupier_rules.events import BetsPlaced, CardsDealt, DecisionMade, RoundEvent
 from croupier_rules.games.war_p2p import largest_commission
-from croupier_rules.tables import WarP2PTable
+from croupier_rules.table_config import WarP2PTable
 
 from ..domain.catalogue import Catalogue
 from ..domain.idempotency import already_decided, check_key, next_step_is, request_fingerprint

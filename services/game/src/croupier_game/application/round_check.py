@@ -29,11 +29,11 @@ from functools import lru_cache
 from typing import Any
 
 from croupier_platform.events import EventRecord, ViolationKind, record_envelope, verify_records
-from croupier_rules.decider import OVER_PHASES, RoundState
+from croupier_rules.round_decider import OVER_PHASES, RoundState
 from croupier_rules.errors import RuleError
 from croupier_rules.events import EVENT_TYPES, BetsPlaced, CardsDealt, DecisionMade, RoundEvent, event_from_json
 from croupier_rules.round_checker import RevealedShoe, check_card, check_commitment, check_cut, check_shoe, cut_of, rerun
-from croupier_rules.tables import TableConfig
+from croupier_rules.table_config import TableConfig
 
 from ..domain.round import ROUND_OPENED, SHOE_COMMITTED, RoundOpened, ShoeCommitted, table_from_json
 from ..domain.timeline import describe_step

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from croupier_platform.errors import NotFound
-from croupier_rules.deciders import decider_for
+from croupier_rules.game_registry import decider_for
 from croupier_rules.errors import InvalidInput
-from croupier_rules.tables import GAMES, TableConfig, table_for
+from croupier_rules.table_config import GAMES, TableConfig, table_for
 
 ENTRY_KEYS = {"table_id", "game", "currency", "table"}
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.eventstore import NewEvent
 from croupier_rules.commands import PlaceBets, VoidRound
-from croupier_rules.decider import RoundState
-from croupier_rules.deciders import decider_for
+from croupier_rules.round_decider import RoundState
+from croupier_rules.game_registry import decider_for
 from croupier_rules.events import BetsPlaced
-from croupier_rules.tables import TableConfig, WarP2PTable
+from croupier_rules.table_config import TableConfig, WarP2PTable
 
 from .catalogue import TableEntry
 from .transactions import bets_stake_id

@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import NewEvent
-from croupier_rules.decider import OVER_PHASES, Decider, RoundState
-from croupier_rules.deciders import decider_for
+from croupier_rules.round_decider import OVER_PHASES, Decider, RoundState
+from croupier_rules.game_registry import decider_for
 from croupier_rules.events import EVENT_TYPES, CardsDealt, DealtCard, RoundEvent, event_from_dict
-from croupier_rules.tables import TableConfig, table_for
+from croupier_rules.table_config import TableConfig, table_for
 
 STREAM_TYPE = "round"
 ROUND_OPENED = "RoundOpened"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import cache
 from importlib import import_module
 
-from .decider import Decider
-from .tables import check_game
+from .round_decider import Decider
+from .table_config import check_game
 
 _GAMES = {
     "casino-war": ("casino_war", "CasinoWar"),

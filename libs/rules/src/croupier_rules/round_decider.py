@@ -26,7 +26,7 @@ from .events import (
     RoundSettled,
     RoundVoided,
 )
-from .tables import TableConfig
+from .table_config import TableConfig
 
 PHASE_TEXT = {
     "betting": "waiting for bets",
