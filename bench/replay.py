@@ -109,14 +109,14 @@ def bets_for(rng: random.Random, entry: TableEntry) -> dict[str, int]:
 def play(rng: random.Random, entry: TableEntry, cut: list[str]) -> list[list[RoundEvent]]:
     """The round's rules events, one list per command (PlaceBets first), from the cut shoe."""
     decider = decider_for(entry.game)
-    state, events = decider.execute(decider.initial_state(entry.config), PlaceBets(bets=bets_for(rng, entry)))
+    state, events = decider.decide(decider.initial_state(entry.config), PlaceBets(bets=bets_for(rng, entry)))
     steps = [events]
     position = 0
     void_at = rng.randrange(4) if rng.random() < VOID_SHARE else None
     while True:
         if void_at is not None and (void_at == len(steps) or state.is_over):
             if state.phase != "voided":
-                state, events = decider.execute(state, VoidRound(reason="bench: shoe malfunction"))
+                state, events = decider.decide(state, VoidRound(reason="bench: shoe malfunction"))
                 steps.append(events)
             return steps
         if state.is_over:
@@ -128,7 +128,7 @@ def play(rng: random.Random, entry: TableEntry, cut: list[str]) -> list[list[Rou
             position += count
         else:
             command = Decide(choice=rng.choice(state.options), bet=state.pending[0])
-        state, events = decider.execute(state, command)
+        state, events = decider.decide(state, command)
         steps.append(events)
 
 

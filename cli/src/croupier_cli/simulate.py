@@ -92,7 +92,7 @@ def simulate(
     choice = choice or DEFAULT_CHOICE[game]
     rng = random.Random(seed)
     shoe = fresh_shoe(table.decks)
-    opened = decider.execute(decider.initial_state(table), PlaceBets(bets={b: STAKE for b in bets}))[0]
+    opened = decider.decide(decider.initial_state(table), PlaceBets(bets={b: STAKE for b in bets}))[0]
     result = SimulationResult(game=game, rounds=rounds, seed=seed, choice=choice, tallies={b: Tally() for b in bets})
     for done in range(1, rounds + 1):
         state = _play_round(decider, opened, iter(rng.sample(shoe, 16)), choice)
@@ -112,7 +112,7 @@ def _play_round(decider, state: RoundState, cards: Iterator[int], choice: str) -
     while not state.is_over:
         if state.phase == "dealing":
             needed = decider.cards_needed(state)
-            state = decider.execute(state, Deal(cards=tuple(card_text(next(cards)) for _ in range(needed))))[0]
+            state = decider.decide(state, Deal(cards=tuple(card_text(next(cards)) for _ in range(needed))))[0]
         else:
-            state = decider.execute(state, Decide(choice=choice, bet=state.pending[0]))[0]
+            state = decider.decide(state, Decide(choice=choice, bet=state.pending[0]))[0]
     return state

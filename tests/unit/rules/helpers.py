@@ -10,17 +10,17 @@ def play(game, bets, cards, decisions=(), table=None):
     events = []
     answers = list(decisions)
     cards = list(cards)
-    state, new = decider.execute(state, PlaceBets(bets=bets))
+    state, new = decider.decide(state, PlaceBets(bets=bets))
     events += new
     while not state.is_over:
         if state.phase == "dealing":
             need = decider.cards_needed(state)
-            state, new = decider.execute(state, Deal(cards=tuple(cards[:need])))
+            state, new = decider.decide(state, Deal(cards=tuple(cards[:need])))
             cards = cards[need:]
         else:
             choice = answers.pop(0)
             bet, choice = choice if isinstance(choice, tuple) else (None, choice)
-            state, new = decider.execute(state, Decide(choice=choice, bet=bet))
+            state, new = decider.decide(state, Decide(choice=choice, bet=bet))
         events += new
     return state, events
 

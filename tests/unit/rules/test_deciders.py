@@ -85,7 +85,7 @@ def test_bets_are_refused_under_and_over_the_limits_and_off_chip():
 
 def test_a_deal_must_bring_exactly_the_cards_due_and_no_card_more_often_than_the_shoe_holds():
     decider = decider_for("casino-holdem")
-    state = decider.execute(decider.initial_state(table_for("casino-holdem")), PlaceBets(bets={"ante": 500}))[0]
+    state = decider.decide(decider.initial_state(table_for("casino-holdem")), PlaceBets(bets={"ante": 500}))[0]
     with raises_reason("INVALID_FIELD", RuleError, match="needs exactly 7 cards"):
         decider.decide(state, Deal(cards=("Ac", "Kd")))
     with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="dealt more often than a 1-deck shoe"):
@@ -158,8 +158,8 @@ def test_dueling_each_bet_decides_on_its_own_and_both_win_a_tied_war():
 def test_dueling_needs_the_bet_named_when_two_decisions_are_pending():
     decider = decider_for("dueling-for-dollars")
     state = decider.initial_state(table_for("dueling-for-dollars"))
-    state = decider.execute(state, PlaceBets(bets={"player": 1000, "dealer": 1000}))[0]
-    state = decider.execute(state, Deal(cards=("4c", "4d")))[0]
+    state = decider.decide(state, PlaceBets(bets={"player": 1000, "dealer": 1000}))[0]
+    state = decider.decide(state, Deal(cards=("4c", "4d")))[0]
     assert state.phase == "deciding" and state.pending == ("player", "dealer")
     with raises_reason("INVALID_FIELD", RuleError, match="say which bet decides"):
         decider.decide(state, Decide(choice="war"))
@@ -233,12 +233,12 @@ def test_holdem_dealer_cards_are_dealt_face_down():
 @pytest.mark.parametrize("after", [0, 1, 2])
 def test_void_returns_every_stake_in_any_state(after):
     decider = decider_for("casino-war")
-    state = decider.execute(decider.initial_state(table_for("casino-war")), PlaceBets(bets={"ante": 500, "tie": 200}))[0]
+    state = decider.decide(decider.initial_state(table_for("casino-war")), PlaceBets(bets={"ante": 500, "tie": 200}))[0]
     if after >= 1:
-        state = decider.execute(state, Deal(cards=("7c", "7d")))[0]
+        state = decider.decide(state, Deal(cards=("7c", "7d")))[0]
     if after >= 2:
-        state = decider.execute(state, Decide(choice="raise"))[0]
-    (voided,) = decider.decide(state, VoidRound(reason="card reader fault"))
+        state = decider.decide(state, Decide(choice="raise"))[0]
+    (voided,) = decider.decide(state, VoidRound(reason="card reader fault")).events
     assert voided.refunds == dict(state.bets)
     state = decider.evolve(state, voided)
     with raises_reason("WRONG_PHASE", RuleError, match="already voided"):

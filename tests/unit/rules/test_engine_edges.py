@@ -18,7 +18,7 @@ from .helpers import play, returned
 
 def place(game, bets, table=None):
     decider = decider_for(game)
-    return decider.execute(decider.initial_state(table_for(game, table)), PlaceBets(bets=bets))
+    return decider.decide(decider.initial_state(table_for(game, table)), PlaceBets(bets=bets))
 
 
 # -- bet limits -----------------------------------------------------------------------------------
@@ -73,12 +73,12 @@ def test_a_card_dealt_in_an_earlier_stage_counts_against_the_shoe():
     # one deck: the Ac dealt to the player before the flop cannot come again on the river
     decider = decider_for("casino-holdem")
     state, _ = place("casino-holdem", {"ante": 1000})
-    state, _ = decider.execute(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
-    state, _ = decider.execute(state, Decide(choice="call"))
+    state, _ = decider.decide(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
+    state, _ = decider.decide(state, Decide(choice="call"))
     with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="card Ac dealt more often than a 1-deck shoe holds it"):
         decider.decide(state, Deal(cards=("4d", "Ac")))
     # a card not yet dealt is fine
-    assert decider.execute(state, Deal(cards=("4d", "As")))[0].is_over
+    assert decider.decide(state, Deal(cards=("4d", "As")))[0].is_over
 
 
 def test_a_war_may_deal_a_card_as_often_as_the_shoe_holds_it_and_no_more():
@@ -88,8 +88,8 @@ def test_a_war_may_deal_a_card_as_often_as_the_shoe_holds_it_and_no_more():
     assert returned(state) == {"ante": 1000, "raise": 500}
     decider = decider_for("casino-war")
     state, _ = place("casino-war", {"ante": 500}, table)
-    state, _ = decider.execute(state, Deal(cards=("9c", "9c")))
-    state, _ = decider.execute(state, Decide(choice="raise"))
+    state, _ = decider.decide(state, Deal(cards=("9c", "9c")))
+    state, _ = decider.decide(state, Decide(choice="raise"))
     with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="card 9c dealt more often than a 2-deck shoe"):
         decider.decide(state, Deal(cards=("2c", "3c", "4c", "9c", "8d")))
 
@@ -188,17 +188,17 @@ def test_a_deal_records_the_shoe_positions_it_is_given_and_needs_one_per_card():
     state, _ = place("casino-war", {"ante": 500})
     with raises_reason("INVALID_FIELD", RuleError, match="a position is needed for every dealt card"):
         decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10,)))
-    dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10, 11)))
+    dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d"), positions=(10, 11))).events
     assert [c.position for c in dealt.cards] == [10, 11]
-    dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d")))
+    dealt, _ = decider.decide(state, Deal(cards=("Kc", "2d"))).events
     assert [c.position for c in dealt.cards] == [None, None]
 
 
 def test_a_war_deal_of_the_wrong_size_says_what_the_war_needs():
     decider = decider_for("casino-war")
     state, _ = place("casino-war", {"ante": 500})
-    state, _ = decider.execute(state, Deal(cards=("9c", "9d")))
-    state, _ = decider.execute(state, Decide(choice="raise"))
+    state, _ = decider.decide(state, Deal(cards=("9c", "9d")))
+    state, _ = decider.decide(state, Decide(choice="raise"))
     assert decider.cards_needed(state) == 5
     with raises_reason("INVALID_FIELD", RuleError, match=r"^the war deal needs exactly 5 cards \(3 burned then 2 dealt\), got 2$"):
         decider.decide(state, Deal(cards=("Kc", "2d")))
@@ -209,11 +209,11 @@ def test_a_war_deal_of_the_wrong_size_says_what_the_war_needs():
 def test_a_decision_is_read_without_case_or_spaces_and_names_a_pending_bet():
     decider = decider_for("dueling-for-dollars")
     state, _ = place("dueling-for-dollars", {"player": 1000, "combo": 100})
-    state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
+    state, _ = decider.decide(state, Deal(cards=("4c", "4d")))
     assert decider.cards_needed(state) == 0
     with raises_reason("WRONG_PHASE", RuleError, match="bet 'combo' has no decision pending; waiting: player"):
         decider.decide(state, Decide(choice="war", bet="combo"))
-    (made, settled) = decider.decide(state, Decide(choice="  Surrender "))
+    (made, settled) = decider.decide(state, Decide(choice="  Surrender ")).events
     assert (made.bet, made.choice) == ("player", "surrender")
     assert settled.results["player"].returned == 500
 
@@ -225,7 +225,7 @@ def test_a_void_needs_a_reason_and_records_it_trimmed():
     state, _ = place("casino-war", {"ante": 500})
     with raises_reason("INVALID_FIELD", RuleError, match="a void needs a reason"):
         decider.decide(state, VoidRound(reason="   "))
-    (voided,) = decider.decide(state, VoidRound(reason="  card reader fault "))
+    (voided,) = decider.decide(state, VoidRound(reason="  card reader fault ")).events
     assert voided.reason == "card reader fault" and voided.refunds == {"ante": 500}
 
 
@@ -249,27 +249,27 @@ def test_the_state_through_a_war_round_phase_by_phase():
     assert decider.name == "casino-war"
     state, _ = place("casino-war", {"ante": 500, "tie": 100})
     assert (state.phase, state.stage, state.total_staked, state.is_over) == ("dealing", "initial", 600, False)
-    state, _ = decider.execute(state, Deal(cards=("9c", "9d")))
+    state, _ = decider.decide(state, Deal(cards=("9c", "9d")))
     assert (state.phase, state.pending, state.options) == ("deciding", ("ante",), ("raise", "surrender"))
-    state, _ = decider.execute(state, Decide(choice="raise"))
+    state, _ = decider.decide(state, Decide(choice="raise"))
     assert (state.phase, state.stage, state.pending, state.options) == ("dealing", "war", (), ())
     assert dict(state.bets) == {"ante": 500, "tie": 100, "raise": 500} and state.total_staked == 1100
     assert dict(state.decisions) == {"ante": "raise"}
-    state, _ = decider.execute(state, Deal(cards=("2c", "3c", "4c", "Kc", "2d")))
+    state, _ = decider.decide(state, Deal(cards=("2c", "3c", "4c", "Kc", "2d")))
     assert (state.phase, state.pending, state.options, state.is_over) == ("settled", (), (), True)
 
 
 def test_settling_or_voiding_a_round_clears_what_was_pending():
     decider = decider_for("dueling-for-dollars")
     state, _ = place("dueling-for-dollars", {"player": 1000, "dealer": 1000})
-    state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
-    state, _ = decider.execute(state, Decide(choice="surrender", bet="player"))
+    state, _ = decider.decide(state, Deal(cards=("4c", "4d")))
+    state, _ = decider.decide(state, Decide(choice="surrender", bet="player"))
     assert (state.phase, state.pending, state.options) == ("deciding", ("dealer",), ("war", "surrender"))
     from croupier_rules.commands import VoidRound
 
-    voided, _ = decider.execute(state, VoidRound(reason="power cut"))
+    voided, _ = decider.decide(state, VoidRound(reason="power cut"))
     assert (voided.phase, voided.pending, voided.options, voided.is_over) == ("voided", (), (), True)
-    settled, _ = decider.execute(state, Decide(choice="surrender", bet="dealer"))
+    settled, _ = decider.decide(state, Decide(choice="surrender", bet="dealer"))
     assert (settled.phase, settled.pending, settled.options) == ("settled", (), ())
 
 
@@ -277,7 +277,7 @@ def test_an_unknown_command_or_event_is_refused_by_name():
     decider = decider_for("casino-war")
     state = decider.initial_state(table_for("casino-war"))
     with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="^unknown command object$"):
-        decider.execute(state, object())
+        decider.decide(state, object())
     with raises_reason("ACTION_NOT_ALLOWED", RuleError, match="^unknown event object$"):
         decider.evolve(state, object())
 
@@ -289,15 +289,15 @@ def test_a_decider_built_directly_runs_its_game():
 
     decider = Decider(BattleRoyale())
     assert decider.name == "battle-royale"
-    state, events = decider.execute(decider.initial_state(table_for("battle-royale")), PlaceBets(bets={"ante": 500}))
-    state, events = decider.execute(state, Deal(cards=("Kc", "2d")))
+    state, events = decider.decide(decider.initial_state(table_for("battle-royale")), PlaceBets(bets={"ante": 500}))
+    state, events = decider.decide(state, Deal(cards=("Kc", "2d")))
     assert events[-1].results["ante"].returned == 1000
 
 
 def test_a_wrong_decision_says_what_is_allowed_now():
     decider = decider_for("dueling-for-dollars")
     state, _ = place("dueling-for-dollars", {"player": 1000, "dealer": 1000})
-    state, _ = decider.execute(state, Deal(cards=("4c", "4d")))
+    state, _ = decider.decide(state, Deal(cards=("4c", "4d")))
     with raises_reason("INVALID_FIELD", RuleError, match=r"^unknown decision 'double'; allowed now: war, surrender$"):
         decider.decide(state, Decide(choice="double"))
     with raises_reason("INVALID_FIELD", RuleError, match=r"^say which bet decides: player, dealer are waiting \(options: war, surrender\)$"):
@@ -309,7 +309,7 @@ def test_bets_and_cards_out_of_turn_say_where_the_round_is():
     state, _ = place("casino-war", {"ante": 500})
     with raises_reason("WRONG_PHASE", RuleError, match="^bets are only taken before the deal; this round is waiting for cards$"):
         decider.decide(state, PlaceBets(bets={"ante": 500}))
-    state, _ = decider.execute(state, Deal(cards=("Kc", "2d")))
+    state, _ = decider.decide(state, Deal(cards=("Kc", "2d")))
     with raises_reason("WRONG_PHASE", RuleError, match="^no cards are due now; this round is settled$"):
         decider.decide(state, Deal(cards=("Kc", "2d")))
 
@@ -321,10 +321,10 @@ def test_folding_records_the_adjusted_bets_the_dealt_phase_and_the_void():
     table = table_for("casino-holdem")
     state, _ = place("casino-holdem", {"ante": 50100})
     assert dict(state.adjusted_from) == {"ante": 50100}
-    state, events = decider.execute(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
+    state, events = decider.decide(state, Deal(cards=("Ac", "Kd", "2c", "3c", "7h", "8h", "9s")))
     dealt = decider.fold(table, [*place("casino-holdem", {"ante": 50100})[1], events[0]])
     assert (dealt.phase, dealt.hands["player"]) == ("dealt", ("Ac", "Kd"))
-    (voided,) = decider.decide(state, VoidRound(reason="jam"))
+    (voided,) = decider.decide(state, VoidRound(reason="jam")).events
     state = decider.evolve(state, voided)
     assert state.void == voided and state.void.refunds == {"ante": 50000}
 
@@ -346,7 +346,7 @@ def test_void_refusals_are_worded_exactly():
     state, _ = place("casino-war", {"ante": 500})
     with raises_reason("INVALID_FIELD", RuleError, match="^a void needs a reason$"):
         decider.decide(state, VoidRound(reason=""))
-    state, _ = decider.execute(state, VoidRound(reason="jam"))
+    state, _ = decider.decide(state, VoidRound(reason="jam"))
     with raises_reason("WRONG_PHASE", RuleError, match="^this round is already voided$"):
         decider.decide(state, VoidRound(reason="jam"))
 

@@ -68,7 +68,7 @@ def drive(game, table, cards, bets, noise):
                 continue
         before = state
         try:
-            state, new = decider.execute(state, step)
+            state, new = decider.decide(state, step)
         except RuleError as error:
             assert state == before  # an illegal command changes nothing
             assert str(error)
@@ -115,7 +115,7 @@ def test_a_void_returns_exactly_what_was_staked(session):
     for _, _, outcome, _ in drive(game, table, cards, bets, noise):
         if isinstance(outcome, RuleError) or outcome.phase == "voided":
             continue
-        (voided,) = decider.decide(outcome, VoidRound(reason="malfunction"))
+        (voided,) = decider.decide(outcome, VoidRound(reason="malfunction")).events
         assert sum(voided.refunds.values()) == sum(outcome.bets.values())
 
 
@@ -126,15 +126,15 @@ def test_every_decision_outside_a_decision_is_a_rule_error(game, choice, when):
     state = decider.initial_state(table_for(game))
     if when == "settled":
         bet = {"dueling-for-dollars": "player"}.get(game, "ante")
-        state = decider.execute(state, PlaceBets(bets={bet: 500}))[0]
+        state = decider.decide(state, PlaceBets(bets={bet: 500}))[0]
         shoe = ["Kc", "2d", "3d", "4d", "5d", "7d", "8d", "9d", "Th", "Jh", "Qh", "Ah"]
         while not state.is_over:
             if state.phase == "dealing":
                 need = decider.cards_needed(state)
-                state = decider.execute(state, Deal(cards=tuple(shoe[:need])))[0]
+                state = decider.decide(state, Deal(cards=tuple(shoe[:need])))[0]
                 shoe = shoe[need:]
             else:
-                state = decider.execute(state, Decide(choice=state.options[0], bet=state.pending[0]))[0]
+                state = decider.decide(state, Decide(choice=state.options[0], bet=state.pending[0]))[0]
     try:
         decider.decide(state, Decide(choice=choice))
     except RuleError as error:

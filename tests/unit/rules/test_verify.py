@@ -50,7 +50,7 @@ def build_round(game: str = "casino-war", cut_seed: str = "lucky", seed: int = 7
     offset = fairness.cut_offset(commitment, cut_seed, len(shoe))
     cut = fairness.cut_shoe(shoe, offset)
     state = decider.initial_state(table)
-    state, placed = decider.execute(state, PlaceBets(bets=BETS[game]))
+    state, placed = decider.decide(state, PlaceBets(bets=BETS[game]))
     events = list(placed)
     steps = [
         step(1, "RoundOpened", {"round_id": "r-1", "table_id": f"{game}-play", "seat_id": "s-1", "player_id": "p-1",
@@ -70,7 +70,7 @@ def build_round(game: str = "casino-war", cut_seed: str = "lucky", seed: int = 7
             bet = state.pending[0]
             choice = choose(state, bet) if choose else state.options[0]
             command = Decide(choice=choice, bet=bet)
-        state, new = decider.execute(state, command)
+        state, new = decider.decide(state, command)
         events += new
         for event in new:
             steps.append(step(len(steps) + 1, event.event_type, event.model_dump(mode="json")))

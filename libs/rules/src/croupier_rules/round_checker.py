@@ -162,7 +162,7 @@ def rerun(table: TableConfig, events: Sequence[tuple[int, RoundEvent]]) -> Rerun
             index += 1
             continue
         try:
-            state, produced = decider.execute(state, command)
+            state, produced = decider.decide(state, command)
         except RuleError as exc:
             refused = f"the rules refuse the recorded {type(command).__name__} ({exc})"
             findings.append(Finding("rules", version, refused, f"step v{version}: {refused}"))

@@ -1,4 +1,4 @@
-"""One decider per game: ``decide(state, command) -> events`` and ``evolve(state, event) -> state``.
+"""One decider per game: ``decide(state, command) -> (state, events)`` and ``evolve(state, event) -> state``.
 
 The same two functions run a live table, rebuild a round from its log and drive the exact
 odds, so they are deterministic: cards arrive as data in ``Deal`` commands, never drawn here.
@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from .cards import card_text, parse_card
 from .commands import Command, Deal, Decide, PlaceBets, VoidRound
@@ -73,6 +74,13 @@ class RoundState:
 
 
 Slot = tuple[str, bool]  # (hand, face_up)
+
+
+class Decision(NamedTuple):
+    """What a command decides: the state after it and the events it gives."""
+
+    state: RoundState
+    events: list[RoundEvent]
 
 
 class Game(ABC):
@@ -138,11 +146,9 @@ class Decider:
 
     # -- decide -------------------------------------------------------------------------
 
-    def decide(self, state: RoundState, command: Command) -> list[RoundEvent]:
-        return self.execute(state, command)[1]
-
-    def execute(self, state: RoundState, command: Command) -> tuple[RoundState, list[RoundEvent]]:
-        """``decide`` and the state those events fold to, without folding them twice."""
+    def decide(self, state: RoundState, command: Command) -> Decision:
+        """The events `command` gives in `state`, and the state they evolve it to (evolved once, as decided:
+        a deal's settlement is decided on the state the cards evolved)."""
         events: list[RoundEvent] = []
 
         def emit(event: RoundEvent) -> None:
@@ -165,7 +171,7 @@ class Decider:
                 emit(self.game.settle(state))
         else:
             raise RuleError(f"unknown command {type(command).__name__}")
-        return state, events
+        return Decision(state, events)
 
     def _place_bets(self, state: RoundState, command: PlaceBets) -> BetsPlaced:
         if state.phase != "betting":

@@ -48,7 +48,7 @@ def run_scenario(scenario: dict[str, Any]) -> dict[str, Any]:
 
     def apply(command: Any) -> None:
         nonlocal state
-        state = decider.execute(state, command)[0]
+        state = decider.decide(state, command)[0]
 
     for name, amount in scenario["bets"].items():
         if isinstance(amount, bool) or not isinstance(amount, int):

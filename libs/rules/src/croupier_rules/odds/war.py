@@ -36,7 +36,7 @@ def _analysis_table(game: str, decks: int, overrides: dict | None) -> TableConfi
 
 
 def _play(decider: Decider, state: RoundState, command) -> RoundState:
-    return decider.execute(state, command)[0]
+    return decider.decide(state, command)[0]
 
 
 class _Shoe:

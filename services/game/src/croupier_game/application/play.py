@@ -299,7 +299,7 @@ class PlayUseCases:
 
     async def _decide(self, round_: Round, choice: str, bet: str, causation_id: str | None = None) -> Round:
         round_id = round_.round_id
-        _, events = round_.decider.execute(round_.state, Decide(choice=choice, bet=bet or None))
+        _, events = round_.decider.decide(round_.state, Decide(choice=choice, bet=bet or None))
         stakes_id, added = decision_stakes(round_, events)
         if stakes_id is not None:
             others = [o for o in round_.state.options if o != choice.strip().lower()]
@@ -335,7 +335,7 @@ class PlayUseCases:
         assert round_.shoe is not None
         count = round_.decider.cards_needed(round_.state)
         cards, positions = await self._dealer.deal_cards(round_.shoe.shoe_id, round_.round_id, count, round_.cards_dealt)
-        _, events = round_.decider.execute(round_.state, Deal(cards=tuple(cards), positions=tuple(positions)))
+        _, events = round_.decider.decide(round_.state, Deal(cards=tuple(cards), positions=tuple(positions)))
         return await self._book.append(round_, events, causation_id=causation_id)
 
     async def _release_unclaimed(self, round_id: str, stakes_id: str) -> None:

@@ -147,7 +147,7 @@ class RoundBook:
         """Void the round (every stake returned, any payout taken back); a void round is left as it is."""
         if round_.state.void is not None:
             return round_
-        _, events = round_.decider.execute(round_.state, VoidRound(reason=reason))
+        _, events = round_.decider.decide(round_.state, VoidRound(reason=reason))
         return await self.append(round_, events, causation_id=causation_id)
 
 

@@ -91,7 +91,7 @@ def take_bets(entry: TableEntry, player_id: str, seat: Seat, dealer: Seat | None
     """The rules' verdict on the bets at the seat's next round (RuleError when they refuse them)."""
     table = dealt_by_player(entry.config) if dealer is not None else entry.config
     decider = decider_for(entry.game)
-    state, events = decider.execute(decider.initial_state(table), PlaceBets(bets=bets))
+    state, events = decider.decide(decider.initial_state(table), PlaceBets(bets=bets))
     placed = events[0]
     assert isinstance(placed, BetsPlaced)
     return Opening(entry, table, player_id, seat, dealer, state, placed, fingerprint)

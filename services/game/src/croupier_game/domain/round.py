@@ -125,10 +125,7 @@ class Round:
             raise BrokenRound(round_id, envelopes[0].version, "the stream has no RoundOpened event")
         try:
             table = table_from_json(opened.game, opened.table)
-            decider = decider_for(opened.game)
-            state = decider.initial_state(table)
-            for version, event in rules:
-                state = decider.evolve(state, event)
+            state = decider_for(opened.game).fold(table, (event for _, event in rules))
         except ValueError as exc:
             raise BrokenRound(round_id, envelopes[-1].version, f"does not fold: {exc}") from None
         return cls(
