@@ -6,7 +6,8 @@ and version against the stream's head (the projection is written in the same tra
 append, so a head below it means the last events were deleted, which the chain alone cannot show).
 `finish(revealed, entries)` completes it with what the shuffler reveals and the wallet holds:
 the revealed shoe against its commitment, the cut, every dealt card the next of the cut shoe, the
-rules re-run on the recorded commands, and the wallet's transfers for the round (each stake once,
+rules re-run on the recorded commands (the rules library's `round_checker`, the checks a player's
+`croupier verify` runs; here every finding is kept), and the wallet's transfers for the round (each stake once,
 one payout, the player's net equal to the settlement, a void leaving the player at 0; with a
 player-dealer also the dealer's: one cover of the ante, the commission charged once and the dealer's
 net as RoundSettled says, a void leaving the dealer at 0 and the house nothing).
