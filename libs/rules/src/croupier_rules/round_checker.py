@@ -169,17 +169,15 @@ def rerun(table: TableConfig, events: Sequence[tuple[int, RoundEvent]]) -> Rerun
             state = decider.evolve(state, event)
             index += 1
             continue
-        for offset, expected in enumerate(produced):
-            if index + offset >= len(events):
-                findings.append(Finding("rules", version + offset, f"missing: the rules give {expected.event_type} "
+        for at, expected in enumerate(produced, start=index):
+            if at >= len(events):  # the log ends before what the command gives
+                findings.append(Finding("rules", version + at - index, f"missing: the rules give {expected.event_type} "
                                         f"{compact(expected)}, which is not recorded",
                                         f"after step v{version} the rules give {expected.event_type}, which the round "
                                         "does not show"))  # fmt: skip
-                continue
-            at, recorded = events[index + offset]
-            if recorded != expected:
-                findings.append(Finding("rules", at, f"recorded {compact(recorded)}, the rules give {compact(expected)}",
-                                        f"step v{at} {recorded.event_type} differs from what the rules give: "
+            elif (recorded := events[at][1]) != expected:
+                findings.append(Finding("rules", events[at][0], f"recorded {compact(recorded)}, the rules give {compact(expected)}",
+                                        f"step v{events[at][0]} {recorded.event_type} differs from what the rules give: "
                                         f"{compact(expected)[:300]}"))  # fmt: skip
         index += max(1, len(produced))
     return Rerun(state, findings)
