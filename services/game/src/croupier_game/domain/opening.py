@@ -83,7 +83,7 @@ class Opening:
 
     def voided(self, reason: str, at: str) -> list[NewEvent]:
         """The void that closes the round as soon as it opens (every stake returned)."""
-        _, voided = decider_for(self.entry.game).execute(self.state, VoidRound(reason=reason))
+        _, voided = decider_for(self.entry.game).decide(self.state, VoidRound(reason=reason))
         return [rules_event(event, at, self.round_id) for event in voided]
 
 
