@@ -10,9 +10,9 @@ from croupier_game.entrypoints.grpc_server import CHOICE, GAME, ROUND_PHASE, SEA
 from croupier_platform.errors import InvalidArgument
 from tests.refusals import raises_reason
 from croupier_platform.wire_enums import WireEnum
-from croupier_rules.decider import PHASES
-from croupier_rules.deciders import all_choices
-from croupier_rules.tables import GAMES
+from croupier_rules.round_decider import PHASES
+from croupier_rules.game_registry import all_choices
+from croupier_rules.table_config import GAMES
 from croupier_wallet.domain.ledger import Kind, Status
 from croupier_wallet.entrypoints.grpc_server import GAME as WALLET_GAME
 from croupier_wallet.entrypoints.grpc_server import TRANSACTION_KIND, TRANSACTION_STATUS

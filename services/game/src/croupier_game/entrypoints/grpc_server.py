@@ -12,9 +12,9 @@ from croupier_platform.errors import InvalidArgument, register_refusal_rule
 from croupier_platform.grpc_server import handles_errors, handles_stream_errors
 from croupier_platform.tracing import round_span
 from croupier_platform.wire_enums import WireEnum
-from croupier_rules.decider import PHASES
-from croupier_rules.deciders import all_choices
-from croupier_rules.tables import GAMES
+from croupier_rules.round_decider import PHASES
+from croupier_rules.game_registry import all_choices
+from croupier_rules.table_config import GAMES
 
 from ..application.audit import AuditUseCases
 from ..application.play import PlayUseCases

@@ -17,7 +17,7 @@ from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 from croupier_platform.wire_enums import WireEnum
-from croupier_rules.tables import GAMES
+from croupier_rules.table_config import GAMES
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
 from croupier_wallet.application.use_cases import TransactionView, WalletApp
