@@ -11,7 +11,12 @@ from typing import Any
 import grpc
 import pytest
 
-from croupier_platform.errors import DOMAIN, Reason, Refusal, peer_refusal, refusal_for
+from croupier_game.entrypoints.refusals import rule_refusal
+from croupier_platform.errors import DOMAIN, Reason, Refusal, peer_refusal, refusal_for, register_refusal_rule
+
+# The rules library's errors are mapped by the game's entrypoints, which register the mapping when the
+# game's servicers are built; a test of the rules or the game's use cases builds none, so register it here.
+register_refusal_rule(rule_refusal)
 
 
 def refusal_of(error: grpc.RpcError) -> Refusal:
