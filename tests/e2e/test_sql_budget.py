@@ -215,7 +215,7 @@ class HostThread(ServerThread):
         from croupier_cli.hosting import Host
         from croupier_platform.auth import Tokens
         from croupier_platform.bus import InProcessBus
-        from croupier_platform.settings import SERVICES
+        from croupier_cli.deployment import SERVICES
 
         self.server = Host(services=SERVICES, listen="127.0.0.1:0", authority=Tokens(dev=authority), bus=InProcessBus(),
                            database_url_for=database_url_for)
@@ -227,7 +227,8 @@ class HostThread(ServerThread):
 def test_a_round_on_postgresql_stays_within_its_statement_budget():
     from croupier_platform.auth import TokenAuthority
     from croupier_platform.migrate import migrate
-    from croupier_platform.settings import SERVICES, database_url_for
+    from croupier_cli.deployment import SERVICES
+    from croupier_platform.settings import database_url_for
 
     from tests.integration.conftest import DEFAULT_DATABASE_URL
 

@@ -11,10 +11,10 @@ from croupier_game.config import GameSettings
 from croupier_platform.auth import OperatorKeys, TokenAuthority, Tokens, load_or_create_secret
 from croupier_platform.bus import InProcessBus
 from croupier_platform.runtime import utc_now
-from croupier_platform.settings import SERVICES
 from croupier_platform.tls import ClientTls, ServerTls
 from croupier_platform.web_gateway import HttpServer, web_app
 
+from .deployment import SERVICES
 from .hosting import Host
 
 

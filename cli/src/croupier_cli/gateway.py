@@ -12,6 +12,7 @@ import grpc
 from croupier_platform.tls import ClientTls, client_channel
 from croupier_platform.web_gateway import HttpServer, web_app
 
+from .deployment import PUBLIC_SERVICE_HOSTS
 from .hosting import CLIENT_CHANNEL_OPTIONS, run_until_signal
 
 
@@ -29,7 +30,7 @@ class Gateway:
 
     async def start(self) -> None:
         self._channels = {name: client_channel(address, self.tls, options=CLIENT_CHANNEL_OPTIONS) for name, address in self.addresses.items()}
-        app = web_app(lambda name: self._channels[name], cors_origins=self.cors_origins, health_check=True)
+        app = web_app(lambda name: self._channels[PUBLIC_SERVICE_HOSTS[name]], cors_origins=self.cors_origins, health_check=True)
         self._http = HttpServer(app, self.listen)
         await self._http.start()
         self.port = self._http.port

@@ -18,12 +18,14 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from croupier_platform.settings import service_address_variable
 from croupier_platform.tls import ClientTls, client_channel
+
+from .deployment import SERVICES
 
 ROOT = Path(__file__).resolve().parents[3]
 CROUPIER = str(Path(sys.executable).parent / "croupier")
 
-SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
 
 
 def infra_env() -> dict[str, str]:
@@ -136,7 +138,7 @@ class ServiceProcesses:
             env |= {"JWKS_URL": identity.jwks_url, "JWT_ISSUER": identity.issuer, "JWT_AUDIENCE": identity.audience,
                     "TLS_CA_FILE": str(identity.ca_file)}
             called = internal_ports
-        env |= {f"{svc.upper()}_SERVICE_ADDR": every_replica(called[svc]) for svc in SERVICES}
+        env |= {service_address_variable(svc): every_replica(called[svc]) for svc in SERVICES}
         migrated = subprocess.run([CROUPIER, "migrate", "--database-url", url], env=env, capture_output=True, text=True, timeout=300)
         if migrated.returncode:
             drop_database(infra["DATABASE_URL"], name)

@@ -15,9 +15,10 @@ from rich.console import Console
 from croupier_platform.deadlines import CallTimeouts
 from croupier_platform.logs import configure_logging
 from croupier_platform.runtime import utc_now
-from croupier_platform.settings import DEPENDENCIES, SERVICES, ProcessSettings
+from croupier_platform.settings import ProcessSettings
 from croupier_platform.web_gateway import parse_origins
 
+from .deployment import DEPENDENCIES, PUBLIC_SERVICE_HOSTS, SERVICES
 from .embedded import EmbeddedServer, secret_path
 
 console = Console(stderr=True)
@@ -97,9 +98,11 @@ def gateway_host(listen: str | None):
     from .gateway import Gateway
 
     settings = settings_or_exit(GatewaySettings, GATEWAY)
+    hosts = sorted(set(PUBLIC_SERVICE_HOSTS.values()))
+    exit_if_missing(settings.missing_addresses(hosts), GATEWAY, "the services hosting the public ones")
     return Gateway(
         listen=listen or f"{settings.listen_host}:{settings.port}",
-        addresses={"game": settings.game_service_addr, "wallet": settings.wallet_service_addr},
+        addresses={host: settings.address_of(host) for host in hosts},  # type: ignore[misc]
         cors_origins=parse_origins(settings.cors_origins),
         tls=ClientTls(ca=settings.ca()) if settings.tls_ca_file else None,
     )
@@ -121,10 +124,7 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
     from croupier_platform.settings import ServiceSettings, database_url_for
 
     settings = settings_or_exit(ServiceSettings, service)
-    missing = settings.missing_addresses(service)
-    if missing:
-        console.print(f"[red]cannot start {service}: set {', '.join(missing)} (host:port of the services it calls)[/red]")
-        raise typer.Exit(2)
+    exit_if_missing(settings.missing_addresses(DEPENDENCIES[service]), service, "the services it calls")
     from croupier_game.config import GameSettings
 
     from .hosting import Host
@@ -154,6 +154,12 @@ def distributed_host(service: str, listen: str | None, tables: Path | None):
         metrics_port=settings.metrics_port,
         broker_probe=KafkaProbe(settings.kafka_bootstrap_servers),
     )
+
+
+def exit_if_missing(variables: list[str], what: str, whose: str) -> None:
+    if variables:
+        console.print(f"[red]cannot start {what}: set {', '.join(variables)} (host:port of {whose})[/red]")
+        raise typer.Exit(2)
 
 
 @contextmanager

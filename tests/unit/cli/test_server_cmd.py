@@ -117,3 +117,18 @@ def test_serve_names_a_jwks_it_cannot_read(runner: CliRunner, environment: pytes
     result = runner.invoke(app, ["serve", "--data", str(tmp_path / "data"), "--listen", "127.0.0.1:0"])
     assert result.exit_code == 2
     assert "cannot start croupier" in result.output and "missing.json" in result.output
+
+
+def test_serve_names_the_addresses_a_service_or_the_gateway_lacks(runner: CliRunner, environment: pytest.MonkeyPatch) -> None:
+    environment.setenv("CROUPIER_DEV_MODE", "true")
+    environment.setenv("CROUPIER_TOKEN_SECRET", SECRET.hex())
+    for svc in ("SHUFFLER", "DEALER", "WALLET", "COMMISSION", "GAME"):
+        environment.delenv(f"{svc}_SERVICE_ADDR", raising=False)
+    environment.setenv("SHUFFLER_SERVICE_ADDR", "127.0.0.1:1")
+    environment.setenv("WALLET_SERVICE_ADDR", "")  # empty: unset
+    result = runner.invoke(app, ["serve", "game"])
+    assert result.exit_code == 2
+    assert "cannot start game: set DEALER_SERVICE_ADDR, WALLET_SERVICE_ADDR, COMMISSION_SERVICE_ADDR" in " ".join(result.output.split())
+    result = runner.invoke(app, ["serve", "gateway"])
+    assert result.exit_code == 2
+    assert "cannot start gateway: set GAME_SERVICE_ADDR, WALLET_SERVICE_ADDR" in " ".join(result.output.split())

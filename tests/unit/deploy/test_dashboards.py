@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from croupier_platform.metrics import PROMETHEUS_SERIES
-from croupier_platform.settings import SERVICES
+from croupier_cli.deployment import SERVICES
 
 ROOT = Path(__file__).resolve().parents[3]
 COMPOSE = ROOT / "docker-compose.yml"

@@ -18,8 +18,8 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from croupier_cli.deployment import DEPENDENCIES, PUBLIC_SERVICE_HOSTS
 from croupier_platform.grpc_server import LIVENESS_HEALTH
-from croupier_platform.settings import DEPENDENCIES
 
 ROOT = Path(__file__).resolve().parents[3]
 K8S = ROOT / "infra" / "k8s"
@@ -32,7 +32,7 @@ SERVICES = ("shuffler", "dealer", "game", "wallet", "commission")
 GATEWAY = "gateway"
 HTTP_PORT = 8080
 AUTOSCALED = ("game", "wallet")
-TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.commission-events", "croupier.shoe-reveals", "croupier.seat-events")
+TOPICS = ("croupier.round-events", "croupier.ledger-events", "croupier.shoe-reveals", "croupier.seat-events")
 GRPC_PORT = 50051
 INTERNAL_PORT = 50052  # the services call each other here, over mTLS
 HEALTH_PORT = 50053  # plaintext grpc.health.v1 for the kubelet's probes
@@ -755,14 +755,12 @@ def test_the_build_context_is_an_allow_list_without_local_build_output() -> None
 
 
 def test_compose_exposes_the_browser_gateway_forwarding_to_the_public_services(compose: dict[str, Any]) -> None:
-    from croupier_platform.web_gateway import HOSTING_SERVICE
-
     gateway = compose["services"]["gateway"]
     assert gateway["command"] == ["gateway"] and gateway["image"] == compose["services"]["game"]["image"]
     assert gateway["ports"] == ["127.0.0.1:8080:8080"] and gateway["environment"]["PORT"] == "8080"
     env = gateway["environment"]
-    assert {f"{host.upper()}_SERVICE_ADDR" for host in HOSTING_SERVICE.values()} == {k for k in env if k.endswith("_SERVICE_ADDR")}
-    for host in set(HOSTING_SERVICE.values()):
+    assert {f"{host.upper()}_SERVICE_ADDR" for host in PUBLIC_SERVICE_HOSTS.values()} == {k for k in env if k.endswith("_SERVICE_ADDR")}
+    for host in set(PUBLIC_SERVICE_HOSTS.values()):
         assert env[f"{host.upper()}_SERVICE_ADDR"] == f"{host}:{GRPC_PORT}"
         assert gateway["depends_on"][host]["condition"] == "service_healthy"
     assert "CROUPIER_TOKEN_SECRET" not in env and "DATABASE_URL" not in env, "it forwards; the services authenticate"
@@ -771,8 +769,6 @@ def test_compose_exposes_the_browser_gateway_forwarding_to_the_public_services(c
 
 
 def test_the_gateway_serves_http_from_the_one_image_and_forwards_to_the_public_services_hosts() -> None:
-    from croupier_platform.web_gateway import HOSTING_SERVICE
-
     deployment = objects("Deployment")[GATEWAY]
     spec = deployment["spec"]["template"]["spec"]
     (container,) = spec["containers"]
@@ -783,7 +779,7 @@ def test_the_gateway_serves_http_from_the_one_image_and_forwards_to_the_public_s
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PORT"] == str(HTTP_PORT) and env["OTEL_SERVICE_NAME"] == "croupier-gateway"
     assert container["envFrom"] == [{"configMapRef": {"name": "croupier-config"}}], "no Secret in its environment"
-    for host in set(HOSTING_SERVICE.values()):
+    for host in set(PUBLIC_SERVICE_HOSTS.values()):
         assert env[f"{host.upper()}_SERVICE_ADDR"] == f"{host}:{GRPC_PORT}", "the host's public port, not the ConfigMap's internal one"
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}, probe
@@ -793,12 +789,10 @@ def test_the_gateway_serves_http_from_the_one_image_and_forwards_to_the_public_s
 
 
 def test_the_gateway_takes_http_from_the_ingress_namespace_only_and_reaches_only_game_and_wallet() -> None:
-    from croupier_platform.web_gateway import HOSTING_SERVICE
-
     assert allowed(GATEWAY, "Ingress") == [({"namespaceSelector": {"matchLabels": INGRESS_NAMESPACE_LABEL}}, {"http"})]
     assert grpc_peers(GATEWAY, "Egress") == set()  # not a service: never the internal (mTLS) port
-    assert public_peers(GATEWAY, "Egress") == set(HOSTING_SERVICE.values())
-    for host in set(HOSTING_SERVICE.values()):
+    assert public_peers(GATEWAY, "Egress") == set(PUBLIC_SERVICE_HOSTS.values())
+    for host in set(PUBLIC_SERVICE_HOSTS.values()):
         assert public_peers(host, "Ingress") == {GATEWAY}, host
 
 

@@ -10,7 +10,7 @@ from connectrpc.request import Headers, RequestContext
 from google.protobuf.any_pb2 import Any
 from google.rpc import error_details_pb2, status_pb2
 
-from croupier_platform.web_gateway import HOSTING_SERVICE, _metadata, connect_error, public_services
+from croupier_platform.web_gateway import _metadata, connect_error
 
 
 def rpc_error(code: grpc.StatusCode, message: str, trailing=()) -> grpc.aio.AioRpcError:
@@ -45,8 +45,3 @@ def test_the_token_and_trace_context_travel_nothing_else() -> None:
     headers = Headers({"authorization": "Bearer t", "traceparent": "00-abc-def-01", "cookie": "secret=1", "content-type": "application/json"})
     ctx = RequestContext(method=None, http_method="POST", request_headers=headers)  # type: ignore[arg-type]
     assert _metadata(ctx) == (("authorization", "Bearer t"), ("traceparent", "00-abc-def-01"))
-
-
-def test_only_the_public_services_are_bridged_each_to_its_host() -> None:
-    names = {s.full_name for s in public_services()}
-    assert names == {f"croupier.v1.{name}" for name in HOSTING_SERVICE}

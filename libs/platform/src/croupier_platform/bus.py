@@ -25,14 +25,12 @@ from croupier_platform.logs import RateLimitedLog
 
 ROUND_EVENTS = "croupier.round-events"
 LEDGER_EVENTS = "croupier.ledger-events"
-COMMISSION_EVENTS = "croupier.commission-events"
 SHOE_REVEALS = "croupier.shoe-reveals"
 SEAT_EVENTS = "croupier.seat-events"
 
 TOPIC_BY_STREAM_TYPE = {
     "round": ROUND_EVENTS,
     "ledger": LEDGER_EVENTS,
-    "commission": COMMISSION_EVENTS,
     "shoe": SHOE_REVEALS,
     "seat": SEAT_EVENTS,
 }

@@ -48,7 +48,6 @@ from opentelemetry import propagate, trace
 from pydantic import ValidationError
 
 from croupier_platform.bus import (
-    COMMISSION_EVENTS,
     DEFAULT_MAX_ATTEMPTS,
     LEDGER_EVENTS,
     RETRY_LOG_INTERVAL_S,
@@ -75,7 +74,7 @@ from croupier_platform.faults import transient_cause
 from croupier_platform.logs import RateLimitedLog
 
 DEFAULT_PARTITIONS = 4
-KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, COMMISSION_EVENTS, SHOE_REVEALS, SEAT_EVENTS)
+KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, SHOE_REVEALS, SEAT_EVENTS)
 
 # Headers on every message: enough to route, filter or inspect it without decoding the value
 # (with EVENT_ID_HEADER and EVENT_TYPE_HEADER; a dead letter adds the DLQ_* ones).

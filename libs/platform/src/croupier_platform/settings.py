@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .auth import OperatorKeys, jwks_source
 from .deadlines import DEADLINE_FLOOR_S, DEFAULT_INTERNAL_CALL_TIMEOUT_S
 from .tls import ClientTls, ServerTls, read_pem
 
-SERVICES = ("shuffler", "dealer", "wallet", "commission", "game")
-# Which services each one calls over gRPC.
-DEPENDENCIES: dict[str, tuple[str, ...]] = {
-    "shuffler": (),
-    "dealer": ("shuffler",),
-    "wallet": (),
-    "commission": ("wallet",),
-    "game": ("shuffler", "dealer", "wallet", "commission"),
-}
-
-
+SERVICE_ADDRESS_SUFFIX = "_SERVICE_ADDR"
 DEFAULT_HEALTH_CHECK_INTERVAL_S = 5.0
 DEFAULT_OUTBOX_STUCK_AFTER_S = 60.0
 
@@ -102,7 +94,31 @@ class ProcessSettings(BaseSettings):
         return ClientTls(ca=self.ca(), certificate_chain=served.certificate_chain, private_key=served.private_key)
 
 
-class ServiceSettings(ProcessSettings):
+def service_address_variable(service: str) -> str:
+    """The variable holding HOST:PORT of the service named `service`: {SERVICE}_SERVICE_ADDR."""
+    return f"{service.upper()}{SERVICE_ADDRESS_SUFFIX}"
+
+
+class CallerSettings(ProcessSettings):
+    """A process calling other services over gRPC: each one's address from {SERVICE}_SERVICE_ADDR,
+    read with the rest of the settings; which services it calls is its caller's to say."""
+
+    _addresses: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._addresses = {name.upper(): value for name, value in os.environ.items()
+                           if name.upper().endswith(SERVICE_ADDRESS_SUFFIX) and value}  # fmt: skip
+
+    def address_of(self, service: str) -> str | None:
+        """HOST:PORT of `service`; None when its variable is unset or empty."""
+        return self._addresses.get(service_address_variable(service))
+
+    def missing_addresses(self, services: Iterable[str]) -> list[str]:
+        """The variables of `services` that hold no address."""
+        return [service_address_variable(s) for s in services if not self.address_of(s)]
+
+
+class ServiceSettings(CallerSettings):
     """One service in distributed mode: `croupier serve SERVICE`.
 
     Production: the operator's JWKS for callers' tokens and mTLS between services (INTERNAL_PORT,
@@ -118,11 +134,6 @@ class ServiceSettings(ProcessSettings):
     kafka_bootstrap_servers: str
     croupier_token_secret: SecretStr | None = None
     croupier_dev_mode: bool = False
-    shuffler_service_addr: str | None = None
-    dealer_service_addr: str | None = None
-    wallet_service_addr: str | None = None
-    game_service_addr: str | None = None
-    commission_service_addr: str | None = None
     # Namespaces the topics on a shared broker (each test run its own); empty in production.
     kafka_topic_prefix: str = ""
     # A consumer waits out a transient failure (database or peer down) with a backoff up to this,
@@ -182,21 +193,13 @@ class ServiceSettings(ProcessSettings):
         served, ca = self.server_tls(), self.ca()
         return served.requiring_clients_of(ca) if served and ca and self.internal_port else None
 
-    def address_of(self, service: str) -> str | None:
-        return getattr(self, f"{service}_service_addr")
 
-    def missing_addresses(self, service: str) -> list[str]:
-        return [f"{d.upper()}_SERVICE_ADDR" for d in DEPENDENCIES[service] if not self.address_of(d)]
-
-
-class GatewaySettings(ProcessSettings):
-    """The browser gateway in distributed mode: `croupier serve gateway` (HTTP, Connect)."""
+class GatewaySettings(CallerSettings):
+    """The browser gateway in distributed mode: `croupier serve gateway` (HTTP, Connect); the hosts of
+    the public services at their {SERVICE}_SERVICE_ADDR."""
 
     port: int = Field(default=8080, ge=0, le=65535)
     listen_host: str = "0.0.0.0"
-    # The processes hosting the public services: game (TableService, AuditService), wallet (WalletService, LedgerService).
-    game_service_addr: str
-    wallet_service_addr: str
 
 
 def database_url_for(url: str, service: str) -> str:

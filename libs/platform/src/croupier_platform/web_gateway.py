@@ -47,8 +47,6 @@ from starlette.staticfiles import StaticFiles
 # commission, ledger audit) are never exposed. Looked up by name, so a service added to these
 # files is served without a change here.
 PUBLIC_PROTO_FILES = ("croupier/v1/table.proto", "croupier/v1/wallet.proto", "croupier/v1/audit.proto")
-# Which process hosts each public service (distributed mode routes by this).
-HOSTING_SERVICE = {"TableService": "game", "AuditService": "game", "WalletService": "wallet", "LedgerService": "wallet"}
 # Request headers passed on to the gRPC call: the credentials and the W3C trace context.
 FORWARDED_HEADERS = ("authorization", "traceparent", "tracestate", "baggage")
 # What a browser on another origin needs to speak Connect (when CORS is on).
@@ -167,10 +165,11 @@ READ_MAX_BYTES = 1 << 20
 
 
 def connect_routes(channel_for: Callable[[str], grpc.aio.Channel]) -> list[BaseRoute]:
-    """A Mount per public service, its calls forwarded to `channel_for(hosting service name)`."""
+    """A Mount per public service, its calls forwarded to `channel_for(its name)`, e.g. "TableService"
+    (the caller knows which process hosts it)."""
     _refuse_malformed_requests()
     return [
-        Mount(f"/{service.full_name}", app=ConnectBridge(service, channel_for(HOSTING_SERVICE[service.name]), READ_MAX_BYTES))
+        Mount(f"/{service.full_name}", app=ConnectBridge(service, channel_for(service.name), READ_MAX_BYTES))
         for service in public_services()
     ]
 
