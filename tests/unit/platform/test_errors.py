@@ -19,8 +19,7 @@ from croupier_platform.errors import (
     DOMAIN, INTERNAL_REFUSAL, Conflict, FailedPrecondition, InvalidArgument, NotFound, Reason, Refusal, ServiceError,
     Unavailable, grpc_status, peer_refusal, refusal_for, relayed,
 )  # fmt: skip
-from croupier_game.entrypoints.refusals import rule_refusal
-from croupier_platform.errors import register_refusal_rule
+from croupier_game.entrypoints.errors import handles_errors as game_errors
 from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_rules.errors import InvalidInput, RuleError
 from tests.conftest import ROOT
@@ -44,8 +43,7 @@ from tests.conftest import ROOT
     ],
 )
 def test_each_kind_of_error_maps_to_its_status_and_reason(error, code, reason, metadata, fields) -> None:
-    register_refusal_rule(rule_refusal)  # as the game's servicers do: the rules' errors are the game's to map
-    refusal = refusal_for(error)
+    refusal = refusal_for(game_errors.translate(error))  # as the game's servicers do: the rules' errors are the game's to map
 
     assert refusal is not None
     assert (refusal.code, refusal.reason, dict(refusal.metadata), dict(refusal.fields)) == (code, reason, metadata, fields)

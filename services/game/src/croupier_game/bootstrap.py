@@ -6,6 +6,7 @@ import grpc
 
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
+from croupier_platform.grpc_client import channel_to
 from croupier_platform.leadership import OutboxLeadership
 from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
@@ -39,23 +40,23 @@ class GameModule:
         reconciler: config.ReconcilerSettings | None = None, watch: config.WatchSettings | None = None,
     ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
-        missing = [name for name in ("shuffler", "dealer", "wallet", "commission") if name not in ctx.channels]
-        if missing:
-            raise ValueError(f"the game service needs channels to {', '.join(missing)} in ServiceContext.channels")
+        shuffler_channel, wallet_channel, dealer_channel, commission_channel = (
+            channel_to(ctx.channels, peer, self.name) for peer in ("shuffler", "wallet", "dealer", "commission")
+        )
         self._engine = make_engine(ctx.database_url)
         create_schema(self._engine)
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay")
-        shuffler = GrpcShuffler(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts)
-        stakes = GrpcStakes(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts)
+        shuffler = GrpcShuffler(shuffler_channel, ctx.service_token, ctx.call_timeouts)
+        stakes = GrpcStakes(wallet_channel, ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         book = RoundBook(store, ctx.clock, wake_log_readers=self._wake_log_readers, metrics=ctx.metrics)
         views = RoundViews(shuffler)
         self.catalogue = catalogue
-        points = GrpcDealerPoints(ctx.channels["commission"], ctx.service_token, ctx.call_timeouts)
+        points = GrpcDealerPoints(commission_channel, ctx.service_token, ctx.call_timeouts)
         dealers = DealerQualification(stakes, points)
-        dealer = GrpcDealer(ctx.channels["dealer"], ctx.service_token, ctx.call_timeouts)
+        dealer = GrpcDealer(dealer_channel, ctx.service_token, ctx.call_timeouts)
         self.seats = SeatUseCases(book, catalogue, shuffler, stakes, dealers, ctx.clock)
         self.play = PlayUseCases(book, views, catalogue, shuffler, dealer, stakes, dealers, ctx.clock)
         # Live streams: one tail of the log feeds every watcher of this replica; open WatchSeat streams
@@ -69,8 +70,8 @@ class GameModule:
             max_streams_per_player=watch.watch_max_streams_per_player,
         )  # fmt: skip
         self.audit = AuditUseCases(
-            book, shoes=GrpcShoeArchive(ctx.channels["shuffler"], ctx.service_token, ctx.call_timeouts),
-            ledger=GrpcLedgerArchive(ctx.channels["wallet"], ctx.service_token, ctx.call_timeouts),
+            book, shoes=GrpcShoeArchive(shuffler_channel, ctx.service_token, ctx.call_timeouts),
+            ledger=GrpcLedgerArchive(wallet_channel, ctx.service_token, ctx.call_timeouts),
         )  # fmt: skip
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
         self.keeper = Keeper(

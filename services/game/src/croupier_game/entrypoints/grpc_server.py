@@ -1,4 +1,4 @@
-"""Thin servicers: proto in, use case, proto out. Errors leave as statuses through handles_errors."""
+"""Thin servicers: proto in, use case, proto out. Errors map in entrypoints/errors.py."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import grpc
 
 from croupier.v1 import audit_pb2, audit_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from croupier_platform.auth import current_identity
-from croupier_platform.errors import InvalidArgument, register_refusal_rule
-from croupier_platform.grpc_server import handles_errors, handles_stream_errors
+from croupier_platform.errors import InvalidArgument
 from croupier_platform.tracing import round_span
 from croupier_platform.wire_enums import WireEnum
 from croupier_rules.round_decider import PHASES
@@ -23,7 +22,7 @@ from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.seat import SEAT_ROLES
 from ..domain.visibility import RoundView
-from .refusals import rule_refusal
+from .errors import handles_errors
 
 
 # The enums whose values the rules library defines, and the seat roles the game's own.
@@ -211,12 +210,12 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         page = await self._play.list_rounds(current_identity(), request.page_size, request.page_token, request.limit)
         return table_pb2.ListRoundsResponse(rounds=[round_message(v) for v in page.items], next_page_token=page.next_page_token)
 
-    @handles_stream_errors
+    @handles_errors.stream
     async def WatchSeat(self, request, context):  # noqa: ANN001, ANN201, N802
         async for notice in self._watching.watch_seat(current_identity(), request.seat_id, request.after_position):
             yield seat_notice_message(notice)
 
-    @handles_stream_errors
+    @handles_errors.stream
     async def WatchRound(self, request, context):  # noqa: ANN001, ANN201, N802
         async for notice in self._watching.watch_round(current_identity(), request.round_id, request.after_position):
             yield table_pb2.WatchRoundResponse(position=notice.position, round_update=update_message(notice.update))
@@ -241,7 +240,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
             round_id=result.round_id, voided_now=result.voided_now, refunds=result.refunds, reason=result.reason
         )
 
-    @handles_stream_errors
+    @handles_errors.stream
     async def AuditAll(self, request, context):  # noqa: ANN001, ANN201, N802
         async for step in self._audit.audit_all(current_identity(), request.page_size):
             yield audit_pb2.AuditAllResponse(
@@ -257,7 +256,6 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
 
 
 def register(server: grpc.aio.Server, seats: SeatUseCases, play: PlayUseCases, audit: AuditUseCases, watching: WatchUseCases) -> None:
-    register_refusal_rule(rule_refusal)
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(seats, play, watching), server)
     audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditServicer(audit), server)
 
