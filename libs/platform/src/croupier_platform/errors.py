@@ -129,8 +129,8 @@ class Refusal:
 INTERNAL_REFUSAL = Refusal(grpc.StatusCode.INTERNAL, "internal error; the operation was not applied", "INTERNAL")
 
 
-# How refusal_for learns the errors of code that knows no gRPC (the rules library's, the event
-# store's conflict): a rule returns the refusal for an error it knows, None for any other.
+# How refusal_for learns the errors of code that knows no gRPC (the event store's conflict; a service's
+# own errors map in its entrypoints/errors.py): a rule returns the refusal for an error it knows, None for any other.
 RefusalRule = Callable[[Exception], "Refusal | None"]
 _refusal_rules: list[RefusalRule] = []
 
