@@ -40,9 +40,10 @@ class GameModule:
         reconciler: config.ReconcilerSettings | None = None, watch: config.WatchSettings | None = None,
     ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
-        shuffler_channel, wallet_channel, dealer_channel, commission_channel = (
-            channel_to(ctx.channels, peer, self.name) for peer in ("shuffler", "wallet", "dealer", "commission")
-        )
+        shuffler_channel = channel_to(ctx.channels, "shuffler", self.name)
+        wallet_channel = channel_to(ctx.channels, "wallet", self.name)
+        dealer_channel = channel_to(ctx.channels, "dealer", self.name)
+        commission_channel = channel_to(ctx.channels, "commission", self.name)
         self._engine = make_engine(ctx.database_url)
         create_schema(self._engine)
         create_schema(self._engine, game_metadata)
