@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
@@ -252,6 +253,7 @@ def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Await
     """Map domain errors to their status in one place; a bug becomes INTERNAL without a stack trace.
     The call's deadline bounds the internal calls it makes (croupier_platform.deadlines)."""
 
+    @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             with inbound_deadline(context.time_remaining()):
@@ -261,15 +263,13 @@ def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Await
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
             await abort_with(context, exc, method.__qualname__)
 
-    wrapper.__name__ = method.__name__
-    wrapper.__qualname__ = method.__qualname__
-    wrapper.__doc__ = method.__doc__
     return wrapper
 
 
 def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
     """handles_errors for a server-streaming method (an async generator): the same mapping, mid-stream too."""
 
+    @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
             with inbound_deadline(context.time_remaining()):
@@ -280,9 +280,6 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
             await abort_with(context, exc, method.__qualname__)
 
-    wrapper.__name__ = method.__name__
-    wrapper.__qualname__ = method.__qualname__
-    wrapper.__doc__ = method.__doc__
     return wrapper
 
 
