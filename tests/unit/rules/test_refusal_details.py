@@ -72,6 +72,28 @@ CASES = [
 ]
 
 
+def _limits(game, bet):
+    return table_for(game).limits[bet]
+
+
+def test_a_bet_off_the_table_limits_names_the_bet_its_amount_and_the_limits():
+    low, high = _limits("casino-war", "ante").min, _limits("casino-war", "ante").max
+    assert table_for("casino-war").over_limit == "refuse"
+    for amount, reason in ((high + 100, "BET_ABOVE_TABLE_MAX"), (low - 1, "BET_BELOW_TABLE_MIN")):
+        with pytest.raises(InvalidInput) as refused:
+            decider_for("casino-war").decide(_fresh("casino-war"), PlaceBets(bets={"ante": amount}))
+        assert (refused.value.reason, refused.value.field, refused.value.metadata) == (
+            reason, "bets.ante", {"bet": "ante", "amount": str(amount), "table_min": str(low), "table_max": str(high)}
+        )
+
+
+def test_a_bet_off_the_chips_names_the_bet():
+    low = _limits("casino-war", "ante").min
+    with pytest.raises(InvalidInput, match="not a whole number of chips") as refused:
+        decider_for("casino-war").decide(_fresh("casino-war"), PlaceBets(bets={"ante": low + 50}))
+    assert refused.value.field == "bets.ante"
+
+
 @pytest.mark.parametrize("name, game, state, command, error, field, metadata", CASES, ids=[c[0] for c in CASES])
 def test_each_refusal_names_its_field_and_phase(name, game, state, command, error, field, metadata):
     with pytest.raises(error) as refused:
