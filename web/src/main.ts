@@ -314,6 +314,9 @@ async function roundMoved(): Promise<void> {
   if (!isOver(state.round)) return;
   await Promise.all([refreshBalance(), refreshSeat(), refreshHistory()]);
   await verifyWhenRevealed(state.round!.roundId);
+  // The dealer points and the commission reach the seat from other services a moment after the
+  // round, as the shoe's reveal does: show the seat again once the reveal is in.
+  await refreshSeat();
 }
 
 function cardEl(c: { card: string; hand: string; faceUp: boolean; position: number }): HTMLElement {
