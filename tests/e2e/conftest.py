@@ -32,9 +32,24 @@ class ServerThread:
         return self.server.port
 
     def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=60)
+        stopping = asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop)
+        try:
+            stopping.result(timeout=60)
+        except TimeoutError:
+            _dump_stuck(self._loop)
+            raise
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+
+def _dump_stuck(loop: asyncio.AbstractEventLoop) -> None:
+    """What a server that does not stop is waiting on: its loop's tasks and every thread's stack."""
+    import faulthandler
+    import sys
+
+    for task in asyncio.all_tasks(loop):
+        task.print_stack(file=sys.stderr)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
 
 
 @dataclass

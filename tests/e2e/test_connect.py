@@ -16,6 +16,7 @@ import pytest
 
 from croupier.v1 import table_pb2
 from croupier_cli.embedded import authority_for
+from croupier_game.config import WATCH_MAX_STREAMS_PER_PLAYER
 
 from .conftest import ServerThread
 
@@ -173,24 +174,49 @@ def test_the_dev_login_mints_a_players_token(web) -> None:
     assert status == 400 and "player name" in json.loads(body)["message"]
 
 
-def test_a_live_watch_seat_stream_over_connect(web) -> None:
-    """WatchSeat over Connect, as the web table reads it: the seat as it is first, with a position to resume from."""
+def open_seat_stream(web, bearer: str, seat_id: str):
+    """A WatchSeat stream over Connect, as the web table opens it: the connection and the first message
+    (the seat as it is, or the error that refused the stream)."""
     import http.client
 
-    base, authority = web
-    bearer = token(authority)
+    host, port = web[0].removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.request("POST", "/croupier.v1.TableService/WatchSeat", envelope(0, json.dumps({"seat_id": seat_id}).encode()),
+                       {"content-type": "application/connect+json", "authorization": f"Bearer {bearer}"})  # fmt: skip
+    response = connection.getresponse()
+    assert response.status == 200 and response.headers["content-type"] == "application/connect+json"
+    flags, size = struct.unpack(">BI", response.read(5))  # the stream stays open: read one message
+    return connection, flags, json.loads(response.read(size))
+
+
+def test_a_live_watch_seat_stream_over_connect(web) -> None:
+    """WatchSeat over Connect, as the web table reads it: the seat as it is first, with a position to resume from."""
+    bearer = token(web[1])
     status, joined = call_json(web, "croupier.v1.TableService/JoinTable", {"table_id": "casino-war-play"}, bearer)
     assert status == 200
-    host, port = base.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection, flags, first = open_seat_stream(web, bearer, joined["seatId"])
     try:
-        connection.request("POST", "/croupier.v1.TableService/WatchSeat", envelope(0, json.dumps({"seat_id": joined["seatId"]}).encode()),
-                           {"content-type": "application/connect+json", "authorization": f"Bearer {bearer}"})  # fmt: skip
-        response = connection.getresponse()
-        assert response.status == 200 and response.headers["content-type"] == "application/connect+json"
-        flags, size = struct.unpack(">BI", response.read(5))  # the stream stays open: read one message
-        first = json.loads(response.read(size))
         assert flags == 0 and first["position"]
         assert first["seatChanged"]["change"] == "current" and first["seatChanged"]["status"]["seatId"] == joined["seatId"]
     finally:
-        connection.close()  # the browser going away ends the gRPC stream behind it
+        connection.close()
+
+
+def test_a_browser_that_goes_away_ends_its_stream_at_once(web) -> None:
+    """Closing the page ends the gRPC stream behind it even on a quiet seat (no next message to fail on):
+    a player who opened and closed as many streams as allowed may open one more."""
+    bearer = token(web[1])
+    status, joined = call_json(web, "croupier.v1.TableService/JoinTable", {"table_id": "casino-war-play"}, bearer)
+    assert status == 200
+    for _ in range(WATCH_MAX_STREAMS_PER_PLAYER):
+        connection, flags, first = open_seat_stream(web, bearer, joined["seatId"])
+        connection.close()
+        assert flags == 0 and first["seatChanged"]["change"] == "current"
+    for _attempt in range(100):  # the server hears of the last close a moment later
+        connection, flags, first = open_seat_stream(web, bearer, joined["seatId"])
+        connection.close()
+        if flags == 0:
+            break
+        assert first["error"]["code"] == "resource_exhausted", first
+        time.sleep(0.1)
+    assert flags == 0 and first["seatChanged"]["change"] == "current", "the closed streams still count against the player"

@@ -15,7 +15,7 @@ from croupier_platform.tls import ClientTls, ServerTls
 from croupier_platform.web_gateway import HttpServer, web_app
 
 from .deployment import SERVICES
-from .hosting import Host
+from .hosting import PART_STOP_S, Host, stop_within
 
 
 def secret_path(data_dir: Path) -> Path:
@@ -95,5 +95,5 @@ class EmbeddedServer(Host):
 
     async def stop(self) -> None:
         if self.http is not None:
-            await self.http.stop()  # before the gRPC server its calls go to
+            await stop_within("the HTTP server", self.http.stop(), PART_STOP_S)  # before the gRPC server its calls go to
         await super().stop()

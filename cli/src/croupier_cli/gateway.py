@@ -13,7 +13,7 @@ from croupier_platform.tls import ClientTls, client_channel
 from croupier_platform.web_gateway import HttpServer, web_app
 
 from .deployment import PUBLIC_SERVICE_HOSTS
-from .hosting import CLIENT_CHANNEL_OPTIONS, run_until_signal
+from .hosting import CLIENT_CHANNEL_OPTIONS, PART_STOP_S, run_until_signal, stop_within
 
 
 @dataclass
@@ -37,9 +37,9 @@ class Gateway:
 
     async def stop(self) -> None:
         if self._http is not None:
-            await self._http.stop()
+            await stop_within("the HTTP server", self._http.stop(), PART_STOP_S)
         for channel in self._channels.values():
-            await channel.close()
+            await stop_within("a channel", channel.close(), PART_STOP_S)
 
     async def serve_until_signal(self, on_ready=None) -> None:
         await run_until_signal(self, on_ready)

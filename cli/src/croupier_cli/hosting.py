@@ -7,8 +7,9 @@ distributed mode hosts one per process with Kafka and PostgreSQL. Same code, oth
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
@@ -37,10 +38,15 @@ from croupier_platform.runtime import Bootstrap, ServiceContext, ServiceModule, 
 from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S
 from croupier_platform.tls import ClientTls, ServerTls, client_channel
 
+logger = logging.getLogger(__name__)
+
 # Dev mode only (embedded, local stacks): the services' token from the dev secret, for the process's
 # life. With mTLS the client certificate names the service and no token is minted.
 SERVICE_TOKEN_LIFETIME_S = 10 * 365 * 24 * 3600
 GRACE_S = 5.0
+# The bounds of a stop: a service's (its loops get 10 s each to end a pass) and any other part's.
+MODULE_STOP_S = 30.0
+PART_STOP_S = 10.0
 DEFAULT_DEAD_LETTER_CHECK_INTERVAL_S = 30.0
 # Every channel to a service, in one place. round_robin: the Kubernetes Services are headless, so
 # the dns resolver returns every ready pod and the calls go to each in turn (the default,
@@ -177,29 +183,39 @@ class Host:
         return probes
 
     async def stop(self) -> None:
+        """Every part stopped in turn, each within a bound: a part that hangs is logged by name and
+        left behind, so the process still ends (an orchestrator would kill it anyway)."""
         if self._dead_letter_watch is not None:
-            await self._dead_letter_watch.stop()
+            await stop_within("the dead-letter watch", self._dead_letter_watch.stop(), PART_STOP_S)
         if self._health_watch is not None:
-            await self._health_watch.stop()
+            await stop_within("the health watch", self._health_watch.stop(), PART_STOP_S)
         for probe in self._store_probes:
             probe.close()
         if self.broker_probe is not None:
-            await self.broker_probe.close()
+            await stop_within("the broker probe", self.broker_probe.close(), PART_STOP_S)
         if self._health is not None:
             await self._health.enter_graceful_shutdown()  # type: ignore[attr-defined]
         if self._server is not None:
-            await self._server.stop(GRACE_S)
+            await stop_within("the gRPC server", self._server.stop(GRACE_S), GRACE_S + PART_STOP_S)
         if self._health_server is not None:
-            await self._health_server.stop(0)
+            await stop_within("the health server", self._health_server.stop(0), PART_STOP_S)
         for module in reversed(self.modules):
-            await module.stop()
-        await self.bus.stop()
+            await stop_within(f"the {module.name} service", module.stop(), MODULE_STOP_S)
+        await stop_within("the bus", self.bus.stop(), MODULE_STOP_S)
         for channel in self._channels:
-            await channel.close()
+            await stop_within("a channel", channel.close(), PART_STOP_S)
         self.metrics.shutdown()
 
     async def serve_until_signal(self, on_ready: Callable[[int], None] | None = None) -> None:
         await run_until_signal(self, on_ready)
+
+
+async def stop_within(part: str, stopping: Awaitable[Any], seconds: float) -> None:
+    """Await `stopping` for at most `seconds`; past that it is cancelled and logged, and the stop goes on."""
+    try:
+        await asyncio.wait_for(stopping, seconds)
+    except TimeoutError:
+        logger.error("%s did not stop within %g s; stopping the rest without it", part, seconds)
 
 
 async def run_until_signal(server: Any, on_ready: Callable[[int], None] | None = None) -> None:

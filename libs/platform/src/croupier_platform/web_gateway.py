@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -122,13 +123,20 @@ def _endpoint(service: ServiceDescriptor, method: MethodDescriptor, channel: grp
 
         async def forward_stream(request: Any, ctx: RequestContext) -> AsyncIterator[Any]:
             call = stream(request, metadata=_metadata(ctx), timeout=_timeout_s(ctx))
+            client = _client.get(None)
+            if client is not None:
+                client.on_gone(call.cancel)
             try:
                 async for message in call:
                     yield message
             except grpc.aio.AioRpcError as exc:
                 raise connect_error(exc) from None
+            except asyncio.CancelledError:
+                if client is None or not client.gone:
+                    raise
+                # The browser went away and its gRPC stream was ended for it: nothing to answer.
             finally:
-                call.cancel()  # the browser went away: end the gRPC stream too
+                call.cancel()
 
         return Endpoint.server_stream(info, forward_stream)
     unary = channel.unary_unary(path, **wire)
@@ -142,8 +150,29 @@ def _endpoint(service: ServiceDescriptor, method: MethodDescriptor, channel: grp
     return Endpoint.unary(info, forward)
 
 
+class _Client:
+    """The browser behind one request: whether it went away (HTTP disconnect), and what to end then."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self._on_gone: list[Callable[[], object]] = []
+
+    def on_gone(self, callback: Callable[[], object]) -> None:
+        self._on_gone.append(callback)
+
+    def went_away(self) -> None:
+        self.gone = True
+        for callback in self._on_gone:
+            callback()
+
+
+_client: contextvars.ContextVar[_Client] = contextvars.ContextVar("connect_client")
+
+
 class ConnectBridge(ConnectASGIApplication):
-    """One gRPC service over Connect, every call forwarded to `channel`."""
+    """One gRPC service over Connect, every call forwarded to `channel`. A stream ends as soon as its
+    browser goes away (connect-python notices only at the next message: a quiet seat's stream, and
+    its watcher's presence, would live on until then)."""
 
     def __init__(self, service: ServiceDescriptor, channel: grpc.aio.Channel, read_max_bytes: int) -> None:
         self._path = f"/{service.full_name}"
@@ -158,6 +187,21 @@ class ConnectBridge(ConnectASGIApplication):
     @property
     def path(self) -> str:
         return self._path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        client = _Client()
+
+        async def watched_receive() -> Any:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                client.went_away()
+            return message
+
+        marker = _client.set(client)
+        try:
+            await super().__call__(scope, watched_receive, send)
+        finally:
+            _client.reset(marker)
 
 
 # A request larger than this is refused (RESOURCE_EXHAUSTED) before it is parsed.
