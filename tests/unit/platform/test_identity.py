@@ -23,6 +23,7 @@ from croupier_platform.auth import (
     JwksFile,
     OperatorKeys,
     TokenAuthority,
+    VERIFIED_TOKEN_TTL_S,
     Tokens,
     jwks_source,
     service_of_peer,
@@ -125,6 +126,27 @@ def test_the_dev_secret_is_accepted_only_where_it_is_configured(provider: Identi
     assert Tokens(operator=keys, dev=dev).verify(dev_token, NOW).role == "service"
     assert "not accepted" in refusal(Tokens(operator=keys), dev_token)
     assert "not accepted" in refusal(Tokens(dev=dev), provider.mint("alice", "player", NOW, 600))
+
+
+def test_a_verified_token_is_remembered_until_its_exp_or_the_ttl_and_a_refused_one_never() -> None:
+    dev = TokenAuthority(DEV_SECRET)
+    checks: list[str] = []
+    checked = dev.verify
+    dev.verify = lambda token, now: checks.append(token) or checked(token, now)  # type: ignore[method-assign]
+    tokens = Tokens(dev=dev)
+    short, long = dev.mint("alice", "player", NOW, 30), dev.mint("bob", "player", NOW, 3600)
+    for _ in range(3):
+        assert tokens.verify(short, NOW).subject == "alice" and tokens.verify(long, NOW).subject == "bob"
+    assert checks == [short, long], "checked once each, then remembered"
+    with pytest.raises(Unauthenticated, match="expired"):
+        tokens.verify(short, NOW + 31)  # past its exp: checked again, and refused
+    assert tokens.verify(long, NOW + VERIFIED_TOKEN_TTL_S).subject == "bob" and checks[-1] == short
+    assert tokens.verify(long, NOW + VERIFIED_TOKEN_TTL_S + 1).subject == "bob" and checks[-1] == long, "past the TTL: checked again"
+    forged = long[:-4] + ("AAAA" if not long.endswith("AAAA") else "BBBB")
+    for _ in range(2):
+        with pytest.raises(Unauthenticated):
+            tokens.verify(forged, NOW)
+    assert checks[-2:] == [forged, forged], "a refused token is checked every time"
 
 
 def test_the_operators_tokens_carry_player_or_operator_never_service(provider: IdentityProvider, keys: OperatorKeys) -> None:

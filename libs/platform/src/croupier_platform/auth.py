@@ -196,14 +196,23 @@ def _is_time(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# A token verified once is taken at its word for this long, and never past its exp: the same
+# tokens (a player's, the services' own) come with call after call, and a signature check costs
+# more than the call's routing. A key withdrawn from the operator's JWKS is honoured within it.
+VERIFIED_TOKEN_TTL_S = 60
+VERIFIED_TOKENS_MAX = 10_000
+
+
 class Tokens:
     """Every key this process accepts, chosen by the token's `alg`: HS256 for the dev secret (when
-    one is configured), RS256/ES256 for the operator's keys. Nothing else is tried."""
+    one is configured), RS256/ES256 for the operator's keys. Nothing else is tried. A token that
+    passed is remembered (`VERIFIED_TOKEN_TTL_S`); one that failed is checked afresh every time."""
 
     def __init__(self, operator: OperatorKeys | None = None, dev: TokenAuthority | None = None) -> None:
         if operator is None and dev is None:
             raise ValueError("no way to verify tokens: configure the operator's JWKS or the dev secret")
         self.operator, self.dev = operator, dev
+        self._verified: dict[str, tuple[Identity, int]] = {}  # token -> (its identity, taken until)
 
     def _algorithm(self, token: str) -> object:
         try:
@@ -218,6 +227,16 @@ class Tokens:
             return False  # refused without any I/O
 
     def verify(self, token: str, now: int) -> Identity:
+        if (known := self._verified.get(token)) is not None and now <= known[1]:
+            return known[0]
+        identity = self._verify(token, now)
+        good_until = min(int(jwt.decode(token, options={"verify_signature": False})["exp"]), now + VERIFIED_TOKEN_TTL_S)
+        if len(self._verified) >= VERIFIED_TOKENS_MAX:
+            self._verified.clear()
+        self._verified[token] = (identity, good_until)
+        return identity
+
+    def _verify(self, token: str, now: int) -> Identity:
         algorithm = self._algorithm(token)
         if algorithm == ALGORITHM and self.dev is not None:
             return self.dev.verify(token, now)
