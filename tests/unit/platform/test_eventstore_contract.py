@@ -159,6 +159,27 @@ class EventStoreContract(ABC):
         with store.reading() as uow:
             assert uow.events.stream_version("round-1") == 1
 
+    def test_an_append_given_the_head_hash_chains_as_one_that_reads_it(self, store: EventStore) -> None:
+        [first] = append_round(store, "round-1", 1)
+        with store.unit_of_work() as uow:
+            uow.events.append("round-1", 1, [new_event(2)], stream_type="round", head_hash=first.hash)
+
+        with store.reading() as uow:
+            events = uow.events.read_stream("round-1")
+        assert [e.version for e in events] == [1, 2] and events[1].prev_hash == first.hash
+        assert verify_chain(events) == []
+
+    def test_a_stale_head_hash_conflicts_and_writes_nothing(self, store: EventStore) -> None:
+        """A head the caller kept (a cache) after the stream moved on: caught without reading the head."""
+        first, second = append_round(store, "round-1", 2)
+
+        with pytest.raises(ConcurrencyConflict, match="'round-1'"):
+            with store.unit_of_work() as uow:
+                uow.events.append("round-1", 1, [new_event(9)], stream_type="round", head_hash=first.hash)
+
+        with store.reading() as uow:
+            assert uow.events.read_stream("round-1") == [first, second]
+
     def test_a_stream_keeps_its_type(self, store: EventStore) -> None:
         append_round(store, "round-1", 1)
 

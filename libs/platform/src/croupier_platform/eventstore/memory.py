@@ -12,6 +12,7 @@ from croupier_platform.tracking import InMemoryTracking
 
 from .port import (
     DEFAULT_READ_LIMIT,
+    ConcurrencyConflict,
     DuplicateEventId,
     EventLog,
     EventStore,
@@ -57,11 +58,14 @@ class _MemoryEventLog(EventLog):
         self._topic_for = topic_for
 
     def append(
-        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
+        head_hash: str | None = None,
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
         stream = self._state.streams.get(stream_id, [])
         head = StreamHead(stream[-1].version, stream[-1].stream_type, stream[-1].hash) if stream else None
+        if head_hash is not None and head is not None and head.version == expected_version and head.hash != head_hash:
+            raise ConcurrencyConflict(stream_id, expected_version, None)  # not the stream the caller read
         sealed = seal_batch(stream_id, stream_type, expected_version, head, new_events)
         if reused := [e.event_id for e in sealed if e.event_id in self._state.event_ids]:
             raise DuplicateEventId(reused)

@@ -102,9 +102,14 @@ class EventLog(ABC):
 
     @abstractmethod
     def append(
-        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
+        head_hash: str | None = None,
     ) -> list[EventEnvelope]:
-        """Raises ConcurrencyConflict unless the stream is at `expected_version` (0: new stream)."""
+        """Raises ConcurrencyConflict unless the stream is at `expected_version` (0: new stream).
+
+        `head_hash`: the hash of the stream's event at `expected_version`, as the caller read or wrote it
+        (committed); the store then need not read the head. Stale (the stream moved on), it conflicts
+        as a stale version does."""
 
     @abstractmethod
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]: ...

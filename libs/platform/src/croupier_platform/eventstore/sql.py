@@ -58,11 +58,16 @@ class _SqlEventLog(EventLog):
         self._heads: dict[str, StreamHead | None] = {}
 
     def append(
-        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str
+        self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
+        head_hash: str | None = None,
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
         if stream_id in self._heads:
             head = self._heads[stream_id]
+        elif head_hash is not None and expected_version > 0:
+            # The caller's head, not read: should the stream have moved on, the version after it meets
+            # UNIQUE (stream_id, version) below, as after a head read that went stale.
+            head = StreamHead(expected_version, stream_type, head_hash)
         elif expected_version == 0:
             # A new stream: not read first. Should it exist after all, its version 1 meets UNIQUE
             # (stream_id, version) below: the conflict a read would have found (one round trip less).
