@@ -122,7 +122,7 @@ class SqlCounter:
             f"  (SQLAlchemy's count: {sum(self.sqlalchemy.values()) / per:.1f} {_per(self.sqlalchemy, per)})",
             f"commits per {unit}: {sum(self.commits.values()) / per:.1f} {_per(self.commits, per)}",
         ]
-        for (database, shape), count in self.shapes.most_common(40):
+        for (database, shape), count in self.shapes.most_common(400):
             lines.append(f"  {count / per:6.2f} {database:10s} {shape}")
         return "\n".join(lines)
 

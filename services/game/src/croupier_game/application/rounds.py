@@ -130,7 +130,9 @@ class RoundBook:
         new = [rules_event(e, at, round_.round_id, causation_id) for e in events]
 
         def work(uow):  # noqa: ANN001, ANN202
-            appended = uow.events.append(round_.round_id, round_.version, new, stream_type=STREAM_TYPE)
+            # The round's last hash goes with its version: no head is read (a stale round conflicts).
+            head_hash = round_.envelopes[-1].hash
+            appended = uow.events.append(round_.round_id, round_.version, new, stream_type=STREAM_TYPE, head_hash=head_hash)
             extended = round_.extended(appended)
             uow.rounds.update(round_.round_id, extended.state.phase, extended.version)
             return extended
