@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from croupier_rules.errors import InvalidInput, RuleError
 
@@ -166,6 +169,44 @@ def test_two_rounds_racing_for_one_seat_the_loser_is_voided_and_refunded(game: G
     assert "still dealing" in str(lost[0]) or "opened at this seat meanwhile" in str(lost[0])
     game.pump()
     assert game.wallet.available("alice") == 1_000_000 - 500
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_the_same_request_twice_at_once_opens_one_round_and_reserves_once(store: str, request: pytest.FixtureRequest) -> None:
+    """Both find the key unused and reserve (one wallet transaction: the same request); one records the
+    round, the other meets it at the append and, retried, finds the key's round."""
+    game: Game = request.getfixturevalue("game" if store == "memory" else "sql_game")
+    seat = game.seat("casino-war-usd")
+
+    async def twice():  # noqa: ANN202
+        return await asyncio.gather(*(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", "cut") for _ in range(2)))
+
+    first, second = game.run(twice())
+    assert first.round_id == second.round_id == game.run(game.seats.seat_status(ALICE, seat)).last_round_id
+    assert [(e.amount, e.status) for e in game.wallet.entries if e.player_id == "alice"] == [(-500, "pending")]
+    assert game.run(game.play.list_rounds(ALICE, 10)).items[0].round_id == first.round_id
+    assert len(game.run(game.play.list_rounds(ALICE, 10)).items) == 1
+
+
+def test_a_seat_left_while_the_bets_were_placed_voids_the_round_at_once(sql_game: Game) -> None:
+    """The seat is not read again when the round is recorded: its write finds it gone, and the round,
+    its money already reserved, is opened and voided at once (the stakes returned)."""
+    game = sql_game
+    seat = game.seat("casino-war-usd")
+    reserve = game.wallet.reserve_stakes
+
+    async def reserve_then_leave(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        reserved = await reserve(*args, **kwargs)
+        await game.seats.leave_table(ALICE, seat)  # no round open yet: the seat goes
+        return reserved
+
+    game.wallet.reserve_stakes = reserve_then_leave  # type: ignore[method-assign]
+    with raises_reason("ROUND_VOIDED", FailedPrecondition, match=f"seat {seat} was left while the bets were placed"):
+        game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    game.pump()
+    assert game.wallet.available("alice") == 1_000_000
+    with raises_reason("SEAT_NOT_FOUND", NotFound):  # the recorded round did not bring the seat back
+        game.run(game.seats.seat_status(ALICE, seat))
 
 
 def test_the_shoe_is_committed_before_the_bets_and_the_cut_seed(game: Game) -> None:

@@ -46,6 +46,14 @@ class _MemorySeats(Seats):
     def update(self, seat: Seat) -> None:
         self._rows.seats[seat.seat_id] = seat
 
+    def round_used(self, seat: Seat, round_id: str, next_round_id: str, at: str, *, opened: bool) -> bool:
+        current = self._rows.seats.get(seat.seat_id)
+        if current is None or current.player_id != seat.player_id or current.next_round_id != round_id:
+            return False
+        last_round_id = round_id if opened else current.last_round_id
+        self._rows.seats[seat.seat_id] = replace(current, next_round_id=next_round_id, seen_at=at, last_round_id=last_round_id)
+        return True
+
     def unpaired(self, table_id: str, role: str) -> list[Seat]:
         found = [s for s in self._rows.seats.values() if (s.table_id, s.role, s.partner_seat_id) == (table_id, role, None)]
         return sorted(found, key=lambda s: s.joined_at)  # stable: equal times keep joining order

@@ -118,6 +118,11 @@ class _SqlSeats(Seats):
     def update(self, seat: Seat) -> None:
         self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat.seat_id).values(**seat.__dict__))
 
+    def round_used(self, seat: Seat, round_id: str, next_round_id: str, at: str, *, opened: bool) -> bool:
+        values = {"next_round_id": next_round_id, "seen_at": at, **({"last_round_id": round_id} if opened else {})}
+        waiting = (seats_table.c.seat_id == seat.seat_id, seats_table.c.player_id == seat.player_id, seats_table.c.next_round_id == round_id)
+        return self._c.execute(update(seats_table).where(*waiting).values(**values)).rowcount == 1
+
     def unpaired(self, table_id: str, role: str) -> list[Seat]:
         query = (
             select(seats_table)

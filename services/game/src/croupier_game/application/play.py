@@ -35,7 +35,7 @@ from ..domain.visibility import RoundView
 from .dealer_qualification import DealerQualification
 from .ports import Dealer, DuplicateRow, GameUnitOfWork, Reservation, RoundRow, Shuffler, StakesRefused, Wallet
 from .rounds import RoundBook, retrying
-from .seats import commit_next_shoe, next_round_used, open_round, own_seat, unseat_dealer, with_next_round
+from .seats import commit_next_shoe, dealer_round_used, next_round_used, open_round, own_seat, unseat_dealer, with_next_round
 from .views import RoundViews
 
 logger = logging.getLogger(__name__)
@@ -378,10 +378,14 @@ class PlayUseCases:
 
 
 def _record(uow: GameUnitOfWork, opening: Opening, key: str, events: list[NewEvent], refused: str | None, at: str) -> _Recorded:
-    """The opening's transaction. A concurrent call for the same seat opened the round meanwhile: both took
-    the seat's next round id, so the append at version 0 raises ConcurrencyConflict and the retry reads it."""
-    seat = uow.seats.get(opening.seat.seat_id)
-    refused = _seat_changed(uow, opening, seat) or refused
+    """The opening's transaction, on the seat as the bets found it (not read again: its write checks it
+    still waits for this round). A concurrent call for the same seat opened the round meanwhile: both
+    took the seat's next round id, so the append at version 0 raises ConcurrencyConflict and the retry
+    reads it; another request with the key: the key's insert raises DuplicateRow."""
+    seat = next_round_used(uow, opening.seat, opening.round_id, refused is None, at)
+    if seat is None:  # the seat moved on meanwhile: read why
+        seat = uow.seats.get(opening.seat.seat_id)
+        refused = _seat_changed(uow, opening, seat)
     if refused is not None:
         events = [*events, *opening.voided(refused, at)]
     round_ = Round.from_events(uow.events.append(opening.round_id, 0, events, stream_type=STREAM_TYPE))
@@ -391,14 +395,16 @@ def _record(uow: GameUnitOfWork, opening: Opening, key: str, events: list[NewEve
                  seat_id=opening.seat.seat_id, phase=round_.state.phase, version=round_.version,
                  dealer_player_id=opening.dealer.player_id if opening.dealer else None)
     )  # fmt: skip
-    seat = next_round_used(uow, seat, opening.dealer, opening.round_id, refused is None, at)
+    if refused is None and opening.dealer is not None:
+        dealer_round_used(uow, opening.dealer, opening.round_id)
     return _Recorded(round_, events, refused, seat)
 
 
-def _seat_changed(uow: GameUnitOfWork, opening: Opening, seat: Seat | None) -> str | None:
-    """Why the round cannot open at the seat any more (left, or another round opened there meanwhile)."""
+def _seat_changed(uow: GameUnitOfWork, opening: Opening, seat: Seat | None) -> str:
+    """Why the round cannot open at the seat any more (left, another round opened there, or the
+    reconciler moved it past a round the game had not written)."""
     if seat is None or seat.player_id != opening.player_id:
         return f"seat {opening.seat.seat_id} was left while the bets were placed"
     if (busy := open_round(uow, seat)) is not None:
         return f"round {busy.round_id} opened at this seat meanwhile"
-    return None
+    return f"seat {opening.seat.seat_id} moved on to another round while the bets were placed"

@@ -56,6 +56,13 @@ class Seats(ABC):
         """Replace the seat's row (role, pairing, confirmation)."""
 
     @abstractmethod
+    def round_used(self, seat: Seat, round_id: str, next_round_id: str, at: str, *, opened: bool) -> bool:
+        """The player's seat, still waiting for round `round_id` as `seat` was read, moves on to
+        `next_round_id`, seen at `at` (`opened`: `round_id` is its last round now); only those columns
+        are written. False, and nothing written, when it waits no more (left, or the round taken
+        meanwhile): the check and the write in one statement."""
+
+    @abstractmethod
     def unpaired(self, table_id: str, role: str) -> list[Seat]:
         """Seats of this role at the table without a partner, longest waiting first."""
 

@@ -306,16 +306,22 @@ def leave(uow: GameUnitOfWork, seat: Seat, at: str, reason: str = LEFT, causatio
         pair(uow, alone, at)
 
 
-def next_round_used(uow: GameUnitOfWork, seat: Seat | None, dealer: Seat | None, round_id: str, opened: bool, at: str) -> Seat | None:
-    """The round `round_id` was recorded at the seat: the seat's next round is used up (a new id for the
-    one after) and, when it `opened` (not voided at once), it is the seat's last round and the dealer's
-    confirmation is used up; a dealer who left after confirming: the round goes on. The seat as it is now."""
-    if seat is not None and seat.next_round_id == round_id:
-        seat = replace(seat, next_round_id=new_round_id(), seen_at=at, last_round_id=round_id if opened else seat.last_round_id)
-        uow.seats.update(seat)
-    if opened and dealer is not None and (dealing := uow.seats.get(dealer.seat_id)) is not None:
+def next_round_used(uow: GameUnitOfWork, seat: Seat, round_id: str, opened: bool, at: str) -> Seat | None:
+    """The round `round_id` is recorded at the seat (as PlaceBets read it): its next round is used up (a
+    new id for the one after) and, when it `opened` (not voided at once), it is the seat's last round.
+    The seat as it is now; None when it no longer waits for the round (left, or the round taken
+    meanwhile), nothing changed then. Not read again: the write checks it still waits."""
+    following = new_round_id()
+    if not uow.seats.round_used(seat, round_id, following, at, opened=opened):
+        return None
+    return replace(seat, next_round_id=following, seen_at=at, last_round_id=round_id if opened else seat.last_round_id)
+
+
+def dealer_round_used(uow: GameUnitOfWork, dealer: Seat, round_id: str) -> None:
+    """A round opened against the player-dealer: their confirmation is used up; a dealer who left after
+    confirming: the round goes on."""
+    if (dealing := uow.seats.get(dealer.seat_id)) is not None:
         uow.seats.update(replace(dealing, confirmed=False, last_round_id=round_id))
-    return seat
 
 
 def unseat_dealer(uow: GameUnitOfWork, dealer_seat_id: str, missing: list[str], at: str) -> None:
