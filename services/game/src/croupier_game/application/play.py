@@ -124,7 +124,9 @@ class PlayUseCases:
                     f"seat {seat_id} is a dealer's: the player bets, the dealer confirms (ConfirmRound)",
                     reason="WRONG_SEAT_ROLE", metadata={"seat_id": seat_id, "role": seat.role},
                 )
-            if (under_way := open_round(uow, seat)) is not None:
+            # The seat's last round seen over here (the usual case): its row need not be read.
+            under_way = None if self._book.known_over(seat.last_round_id) else open_round(uow, seat)
+            if under_way is not None:
                 raise FailedPrecondition(
                     f"the previous round {under_way.round_id} at this seat is still {under_way.phase}; "
                     "finish it (Deal, Decide) before betting again",

@@ -41,6 +41,8 @@ class RoundBook:
         # fold the stream again. A round another replica changed meanwhile is caught by the append's
         # version check (ConcurrencyConflict drops it here, and the retry reads the stream).
         self._rounds: OrderedDict[str, Round] = OrderedDict()
+        # Ids of rounds seen over (settled or voided: final), so PlaceBets need not read the seat's last round's row.
+        self._over: OrderedDict[str, None] = OrderedDict()
 
     @property
     def store(self) -> GameStore:
@@ -102,11 +104,18 @@ class RoundBook:
     def remember(self, round_: Round) -> None:
         if round_.is_over:
             self._rounds.pop(round_.round_id, None)  # nothing more is appended to it
+            self._over[round_.round_id] = None
+            while len(self._over) > ROUND_CACHE_SIZE:
+                self._over.popitem(last=False)
             return
         self._rounds[round_.round_id] = round_
         self._rounds.move_to_end(round_.round_id)
         while len(self._rounds) > ROUND_CACHE_SIZE:
             self._rounds.popitem(last=False)
+
+    def known_over(self, round_id: str | None) -> bool:
+        """Whether this process saw the round over (an over round stays over; False: not known)."""
+        return round_id is not None and round_id in self._over
 
     def forget(self, round_id: str) -> None:
         self._rounds.pop(round_id, None)
