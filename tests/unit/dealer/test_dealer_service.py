@@ -32,10 +32,15 @@ def test_dealing_the_whole_shoe_gives_every_card_once_in_the_cut_order_of_the_re
             shoe, offset = await new_cut_shoe(h)
             assert offset == fairness.cut_offset(shoe.commitment, "player-seed", 52)
             cards, positions = [], []
-            for count in (3, 20, 20, 9):
+            for count in (3, 20, 20):
                 response = await deal(h, shoe, count, len(cards))
                 cards += response.cards
                 positions += response.positions
+            code, message, reason = await status_of(deal(h, shoe, 10, 43))  # refused where the cursor stands
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_EXHAUSTED") and "9 card(s) left" in message
+            response = await deal(h, shoe, 9, 43)  # the refusal moved nothing: the last 9 cards begin at 43
+            cards += response.cards
+            positions += response.positions
             assert positions == list(range(52))
             assert len(set(cards)) == 52
 
@@ -103,6 +108,7 @@ def test_rounds_deal_independently(tmp_path):
             assert list((await deal(h, shoe2, 2, 0, "r2")).positions) == [0, 1]
             code, message, reason = await status_of(deal(h, shoe1, 1, 2, "r2"))
             assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_MISMATCH") and "deals from shoe" in message
+            assert list((await deal(h, shoe2, 1, 2, "r2")).positions) == [2]  # the refused deal moved nothing
 
     run(scenario)
 

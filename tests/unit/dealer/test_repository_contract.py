@@ -58,6 +58,22 @@ class DealerStoreContract(ABC):
             cut = uow.cuts.get("r1")
             assert cut is not None and cut.next_position == 2
 
+    def test_a_claim_moves_the_cursor_only_from_where_it_stands(self, uow_factory: UnitOfWorkFactory) -> None:
+        with uow_factory() as uow:
+            assert uow.cuts.claim("r1", 0, 2) is None  # not cut: nothing to claim
+            uow.cuts.add(SHOE, AT)
+            assert uow.cuts.claim("r1", 0, 2) == SHOE  # the cut as it stood before the move
+        with uow_factory() as uow:
+            assert uow.cuts.claim("r1", 0, 3) is None  # the cursor stands at 2 now
+            claimed = uow.cuts.claim("r1", 2, 3)
+            assert claimed is not None and claimed.next_position == 2
+        with pytest.raises(Boom), uow_factory() as uow:
+            assert uow.cuts.claim("r1", 3, 4) is not None
+            raise Boom  # a refused deal: its claim is undone with the unit of work
+        with uow_factory.reading() as uow:
+            cut = uow.cuts.get("r1")
+            assert cut is not None and cut.next_position == 3
+
     def test_a_deal_is_found_by_where_it_began(self, uow_factory: UnitOfWorkFactory) -> None:
         deal = Deal("r1", 0, ("Ac", "Td"))
         with uow_factory() as uow:

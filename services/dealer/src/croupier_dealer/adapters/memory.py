@@ -40,6 +40,13 @@ class InMemoryCutRepository:
             raise CursorMoved(f"round {round_id!r}: the cursor moved from {from_position} meanwhile; deal again")
         self._cuts[round_id] = replace(shoe, next_position=to_position)
 
+    def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
+        shoe = self._cuts.get(round_id)
+        if shoe is None or shoe.next_position != from_position:
+            return None
+        self._cuts[round_id] = replace(shoe, next_position=to_position)
+        return shoe
+
 
 class InMemoryDealRepository:
     def __init__(self, deals: dict[tuple[str, int], Deal]) -> None:

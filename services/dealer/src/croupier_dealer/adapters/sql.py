@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, Row, insert, select, update
 
 from croupier_platform.db import insert_new, reading, transaction
 from croupier_platform.runtime import iso
@@ -26,17 +27,7 @@ class SqlCutRepository:
         if for_update:
             query = query.with_for_update()
         row = self._connection.execute(query).first()
-        if row is None:
-            return None
-        return CutShoe(
-            round_id=row.round_id,
-            shoe_id=row.shoe_id,
-            commitment=row.commitment,
-            cut_seed=row.cut_seed,
-            offset=row.cut_offset,
-            cards=tuple(row.cards.split(",")),
-            next_position=row.next_position,
-        )
+        return _cut_from_row(row) if row else None
 
     def add(self, shoe: CutShoe, at: datetime) -> None:
         row = {
@@ -61,6 +52,29 @@ class SqlCutRepository:
         if result.rowcount != 1:
             # Unreachable while the row is locked for the deal; a guard against a lost update all the same.
             raise CursorMoved(f"round {round_id!r}: the cursor moved from {from_position} meanwhile; deal again")
+
+    def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
+        # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the row as updated, its cursor put back to
+        # where it stood. On PostgreSQL a concurrent claim waits for the row and then matches nothing.
+        row = self._connection.execute(
+            update(cuts_table)
+            .where(cuts_table.c.round_id == round_id, cuts_table.c.next_position == from_position)
+            .values(next_position=to_position)
+            .returning(*cuts_table.c)
+        ).first()
+        return replace(_cut_from_row(row), next_position=from_position) if row else None
+
+
+def _cut_from_row(row: Row[Any]) -> CutShoe:
+    return CutShoe(
+        round_id=row.round_id,
+        shoe_id=row.shoe_id,
+        commitment=row.commitment,
+        cut_seed=row.cut_seed,
+        offset=row.cut_offset,
+        cards=tuple(row.cards.split(",")),
+        next_position=row.next_position,
+    )
 
 
 class SqlDealRepository:

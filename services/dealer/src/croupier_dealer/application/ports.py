@@ -29,6 +29,11 @@ class CutRepository(Protocol):
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
         """Move the cursor; CursorMoved if it is no longer at `from_position`."""
 
+    def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
+        """Move the cursor from `from_position` to `to_position` and return the cut as it stood before
+        (locked until the unit of work ends); None, nothing moved, when the round is not cut or its
+        cursor stands elsewhere. A deal's usual path in one statement: no read before the move."""
+
 
 class DealRepository(Protocol):
     def starting_at(self, round_id: str, from_position: int) -> Deal | None: ...

@@ -33,11 +33,8 @@ class Dealer:
         validate_round_id(round_id)
         validate_commitment(commitment)
         validate_cut_seed(cut_seed)
-        existing = await asyncio.to_thread(self._get_cut, round_id)
-        if existing is not None:
-            existing.ensure_same_cut(shoe_id, commitment, cut_seed)
-            return existing
-        # Fetched once per round: after this the order lives in the dealer's own table.
+        # No read first: a round is cut once, so the order is fetched and the cut stored straight
+        # away; a retry (rare) fetches the order again and finds the stored cut when it inserts.
         cards = await self._shoe_orders.shoe_order(shoe_id)
         return await asyncio.to_thread(self._store_cut, cut(round_id, shoe_id, commitment, cut_seed, cards))
 
@@ -47,6 +44,14 @@ class Dealer:
         validate_round_id(round_id)
         validate_deal(count, expected_position)
         with self._uow() as uow:
+            # The usual deal: the cursor stands where the caller expects it; moved and read at once.
+            shoe = uow.cuts.claim(round_id, expected_position, expected_position + count)
+            if shoe is not None:
+                shoe.ensure_shoe(shoe_id)  # a refusal (raised) undoes the move with the unit of work
+                outcome = next_deal(shoe, count, expected_position, None)
+                uow.deals.add(outcome.deal, self._clock())
+                return outcome.deal
+            # Not cut, or the cursor is elsewhere: a retry after a lost reply (the earlier deal again) or a refusal.
             shoe = uow.cuts.get(round_id, for_update=True)
             if shoe is None:
                 raise RoundNotCut(round_id)
@@ -55,7 +60,7 @@ class Dealer:
             if expected_position < shoe.next_position:
                 earlier = uow.deals.starting_at(round_id, expected_position)
             outcome = next_deal(shoe, count, expected_position, earlier)
-            if not outcome.replay:
+            if not outcome.replay:  # the cursor reached `expected_position` since the claim (PostgreSQL)
                 uow.deals.add(outcome.deal, self._clock())
                 uow.cuts.advance(round_id, shoe.next_position, outcome.next_position)
             return outcome.deal
@@ -67,13 +72,11 @@ class Dealer:
     def _store_cut(self, new: CutShoe) -> CutShoe:
         try:
             with self._uow() as uow:
-                existing = uow.cuts.get(new.round_id, for_update=True)
-                if existing is None:
-                    uow.cuts.add(new, self._clock())
-                    return new
+                uow.cuts.add(new, self._clock())
+                return new
         except CutAlreadyStored:
             existing = self._get_cut(new.round_id)
-            assert existing is not None
-        # A concurrent CutShoe of the same round won: same seed is the same cut, another is refused.
+            assert existing is not None  # a cut is never deleted
+        # A retry, or a concurrent CutShoe of the same round that won: same seed is the same cut, another is refused.
         existing.ensure_same_cut(new.shoe_id, new.commitment, new.cut_seed)
         return existing
