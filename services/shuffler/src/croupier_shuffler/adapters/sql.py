@@ -15,7 +15,6 @@ from croupier_platform.unit_of_work import JoinedUnitOfWorkFactory
 from croupier_platform.runtime import iso
 from croupier_platform.tracking import Tracking
 
-from ..application.ports import ShoeAlreadyStored
 from ..domain.shoe import Shoe
 from .sql_schema import shoes_table
 
@@ -36,7 +35,7 @@ class SqlShoeRepository:
     def for_round(self, round_id: str) -> Shoe | None:
         return self._one(select(shoes_table).where(shoes_table.c.round_id == round_id))
 
-    def add(self, shoe: Shoe) -> None:
+    def add(self, shoe: Shoe) -> bool:
         row = {
             "shoe_id": shoe.shoe_id,
             "round_id": shoe.round_id,
@@ -47,16 +46,16 @@ class SqlShoeRepository:
             "created_at": iso(shoe.created_at),
             "revealed_at": iso(shoe.revealed_at) if shoe.revealed_at else None,
         }
-        if self._connection.execute(insert_new(self._connection, shoes_table), row).rowcount != 1:
-            raise ShoeAlreadyStored(f"shoe {shoe.shoe_id!r} or round {shoe.round_id!r} is taken")
+        return self._connection.execute(insert_new(self._connection, shoes_table), row).rowcount == 1
 
-    def mark_revealed(self, shoe: Shoe) -> None:
-        if shoe.revealed_at is None:
-            raise ValueError("mark_revealed needs a revealed shoe")
-        self._connection.execute(
+    def reveal_round(self, round_id: str, at: datetime) -> Shoe | None:
+        # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the mark and the shoe in one statement; on
+        # PostgreSQL a concurrent reveal waits for the row, then finds it revealed and matches nothing.
+        return self._one(
             update(shoes_table)
-            .where(shoes_table.c.shoe_id == shoe.shoe_id, shoes_table.c.revealed_at.is_(None))
-            .values(revealed_at=iso(shoe.revealed_at))
+            .where(shoes_table.c.round_id == round_id, shoes_table.c.revealed_at.is_(None))
+            .values(revealed_at=iso(at))
+            .returning(*shoes_table.c)
         )
 
     def _one(self, query: Any) -> Shoe | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from croupier_platform import unit_of_work
@@ -10,10 +11,6 @@ from croupier_platform.eventstore import EventLog
 from croupier_platform.tracking import Tracking
 
 from ..domain.shoe import Shoe
-
-
-class ShoeAlreadyStored(Exception):
-    """Another transaction stored a shoe with this id or for this round first."""
 
 
 class ShoeRepository(Protocol):
@@ -24,11 +21,13 @@ class ShoeRepository(Protocol):
 
     def for_round(self, round_id: str) -> Shoe | None: ...
 
-    def add(self, shoe: Shoe) -> None:
-        """Raises ShoeAlreadyStored when the id or the round is taken."""
+    def add(self, shoe: Shoe) -> bool:
+        """Store a new shoe; False, nothing written, when its id or its round is taken (on PostgreSQL
+        after waiting for a concurrent transaction that took it to commit)."""
 
-    def mark_revealed(self, shoe: Shoe) -> None:
-        """Store `shoe.revealed_at` (set once, never cleared)."""
+    def reveal_round(self, round_id: str, at: datetime) -> Shoe | None:
+        """Mark the round's shoe revealed at `at` (set once, never cleared) and return it so; None,
+        nothing written, when the round has no shoe or its shoe was revealed already."""
 
 
 class ShufflerUnitOfWork(Protocol):

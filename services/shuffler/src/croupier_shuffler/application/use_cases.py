@@ -11,7 +11,8 @@ from croupier_platform.runtime import Clock, iso
 
 from ..domain.errors import InvalidShoeRequest, RoundHasAnotherShoe, ShoeNotFound, ShoeNotRevealed
 from ..domain.shoe import SALT_BYTES, RandBelow, Shoe, shuffle_shoe, validate_decks, validate_round_id, validate_shoe_id
-from .ports import ShoeAlreadyStored, ShufflerUnitOfWork, UnitOfWorkFactory
+from .ports import ShufflerUnitOfWork, UnitOfWorkFactory
+from .recent_shoes import RecentShoes
 
 SHOE_STREAM_TYPE = "shoe"
 SHOE_REVEALED = "ShoeRevealed"
@@ -22,6 +23,10 @@ CONSUMER = "shuffler"
 MAX_REVEAL_BATCH = 1_000
 
 
+class ShoeIdTaken(Exception):
+    """The drawn shoe's id is another round's (a uuid4 collision): draw again."""
+
+
 class Shuffler:
     def __init__(
         self,
@@ -30,48 +35,62 @@ class Shuffler:
         randbelow: RandBelow,
         token_bytes: Callable[[int], bytes],
         new_id: Callable[[], str],
+        recent: RecentShoes | None = None,
     ) -> None:
         self._uow = uow_factory
         self._clock = clock
         self._randbelow = randbelow
         self._token_bytes = token_bytes
         self._new_id = new_id
+        self._recent = recent if recent is not None else RecentShoes()
 
     def new_shoe(self, decks: int, round_id: str) -> Shoe:
-        """The round's shoe: drawn now, or the one already drawn for it (a retried call)."""
+        """The round's shoe: drawn now, or the one already drawn for it (a retried call, or the seat's
+        next round drawn ahead and asked for again when its bets are placed)."""
         validate_decks(decks)
         validate_round_id(round_id)
-        try:
-            return self._new_shoe(decks, round_id)
-        except ShoeAlreadyStored:
-            # A concurrent call for the same round committed first (PostgreSQL); take its shoe.
-            return self._new_shoe(decks, round_id)
+        shoe = self._recent.for_round(round_id)
+        if shoe is None:
+            try:
+                shoe = self._store_new_shoe(decks, round_id)
+            except ShoeIdTaken:
+                shoe = self._store_new_shoe(decks, round_id)
+            self._recent.keep(shoe)
+        if shoe.decks != decks:
+            raise RoundHasAnotherShoe(round_id, shoe.decks)
+        return shoe
 
-    def _new_shoe(self, decks: int, round_id: str) -> Shoe:
+    def _store_new_shoe(self, decks: int, round_id: str) -> Shoe:
+        """One unit of work and no read first: the round's first call stores the shoe drawn now; any
+        other (a retry, another replica's, a concurrent one that waited for the first to commit on
+        PostgreSQL) finds the round taken and returns the shoe stored for it, never a second one."""
+        drawn = shuffle_shoe(
+            shoe_id=self._new_id(),
+            round_id=round_id,
+            decks=decks,
+            salt=self._token_bytes(SALT_BYTES),
+            randbelow=self._randbelow,
+            created_at=self._clock(),
+        )
         with self._uow() as uow:
-            existing = uow.shoes.for_round(round_id)
-            if existing is not None:
-                if existing.decks != decks:
-                    raise RoundHasAnotherShoe(round_id, existing.decks)
-                return existing
-            shoe = shuffle_shoe(
-                shoe_id=self._new_id(),
-                round_id=round_id,
-                decks=decks,
-                salt=self._token_bytes(SALT_BYTES),
-                randbelow=self._randbelow,
-                created_at=self._clock(),
-            )
-            uow.shoes.add(shoe)
-            return shoe
+            if uow.shoes.add(drawn):
+                return drawn
+            stored = uow.shoes.for_round(round_id)
+        if stored is None:
+            raise ShoeIdTaken(drawn.shoe_id)
+        return stored
 
     def shoe_order(self, shoe_id: str) -> Shoe:
         """The shoe with its order, for the dealer (the caller checked the service role)."""
-        return self._get(shoe_id)
+        validate_shoe_id(shoe_id)
+        return self._recent.get(shoe_id) or self._read(shoe_id)
 
     def reveal(self, shoe_id: str, *, auditor: bool) -> Shoe:
         """Salt and order once the round is over; an operator or a service may see them at any time."""
-        shoe = self._get(shoe_id)
+        validate_shoe_id(shoe_id)
+        shoe = self._recent.get(shoe_id)
+        if shoe is None or not (shoe.revealed or auditor):
+            shoe = self._read(shoe_id)  # the revealed mark is the database's: another replica may have set it
         if not shoe.revealed and not auditor:
             raise ShoeNotRevealed()
         return shoe
@@ -89,11 +108,9 @@ class Shuffler:
         """Reveal the round's shoe when the round is over; runs under handle_once (tracking row)."""
         if envelope.event_type not in ROUND_OVER_EVENTS:
             return
-        shoe = uow.shoes.for_round(envelope.stream_id)
-        if shoe is None or shoe.revealed:
+        revealed = uow.shoes.reveal_round(envelope.stream_id, self._clock())
+        if revealed is None:
             return  # a round voided before its shoe was drawn, or revealed by an earlier event
-        revealed = shoe.reveal(self._clock())
-        uow.shoes.mark_revealed(revealed)
         uow.events.append(
             revealed.shoe_id,
             0,
@@ -101,12 +118,12 @@ class Shuffler:
             stream_type=SHOE_STREAM_TYPE,
         )
 
-    def _get(self, shoe_id: str) -> Shoe:
-        validate_shoe_id(shoe_id)
+    def _read(self, shoe_id: str) -> Shoe:
         with self._uow.reading() as uow:
             shoe = uow.shoes.get(shoe_id)
         if shoe is None:
             raise ShoeNotFound(shoe_id)
+        self._recent.keep(shoe)
         return shoe
 
 

@@ -1,6 +1,6 @@
 """The shuffler's errors and their statuses, in one place. Its refusals are platform error kinds already
-(domain/errors.py), each with its status; a shoe stored twice by a race is resolved in the use case
-(ShoeAlreadyStored), so nothing else is left to translate."""
+(domain/errors.py), each with its status; a round's shoe drawn twice by a race is resolved in the use case
+(the stored one is returned), so nothing else is left to translate."""
 
 from __future__ import annotations
 
