@@ -128,3 +128,13 @@ def test_a_player_dealers_round_with_no_commission_still_releases_the_hold(servi
     asyncio.run(handle(opened("r2", "alice", None)))
     asyncio.run(handle(settled("r2", 10_000, 0)))  # the house dealt: nothing to charge or release
     assert wallet.charges == [("r1", 0)]
+
+
+def test_another_games_round_is_skipped_before_any_unit_of_work(service) -> None:  # noqa: ANN001
+    handle = round_events_handler(service, FakeWallet())
+    other = event("r9", "RoundOpened", {"game": "casino-war", "player_id": "alice", "currency": "USD", "table_id": "t"}, 1)
+    assert asyncio.run(handle(other)) is False  # not applied: no tracking row (the reconciler never asks for one)
+    with service.reading() as uow:
+        assert uow.tracking.processed_among("commission", [other.event_id]) == set() and uow.rounds.get("r9") is None
+    assert asyncio.run(handle(settled("r9", 10_000, 0))) is True  # its end is looked up: no war-p2p round, nothing moves
+    assert status(service, "alice").points == 0

@@ -29,7 +29,9 @@ class Subscriber(Generic[UnitOfWorkT]):
     the caller's contextvars (its trace span) carried along. `before(envelope)`, when given, runs first
     on the event loop, outside the transaction: a call to another service that must succeed (it is
     retried with the message, so it must be idempotent). `on_commit()` is told after an event's
-    effects committed (a service wakes its outbox relay)."""
+    effects committed (a service wakes its outbox relay). `concerns(envelope)`, when given, picks among
+    the handled types the events the service acts on, from the envelope alone (a game it does not
+    serve): the others are skipped like an unhandled type, with no unit of work or tracking row."""
 
     def __init__(
         self,
@@ -42,6 +44,7 @@ class Subscriber(Generic[UnitOfWorkT]):
         before: Callable[[EventEnvelope], Awaitable[object]] | None = None,
         on_commit: Callable[[], None] | None = None,
         executor: Executor | None = None,
+        concerns: Callable[[EventEnvelope], bool] | None = None,
     ) -> None:
         self.topic = topic
         self.consumer = consumer
@@ -50,6 +53,7 @@ class Subscriber(Generic[UnitOfWorkT]):
         self._before = before
         self._on_commit = on_commit
         self._executor = executor
+        self._concerns = concerns
 
     def subscribe(self, bus: Bus) -> None:
         bus.subscribe(self.topic, self.consumer, self.on_event, self.event_types)
@@ -63,11 +67,11 @@ class Subscriber(Generic[UnitOfWorkT]):
         a subscriber with a `before` step has none (that step is async), and `on_commit` is not told."""
         if self._before is not None:
             raise TypeError(f"{self.consumer}'s subscriber calls another service first: await it instead")
-        return envelope.event_type in self.event_types and self._apply_once(envelope)
+        return self._acts_on(envelope) and self._apply_once(envelope)
 
     async def __call__(self, envelope: EventEnvelope) -> bool:
         """Apply one event once: True when this call applied it, False for a duplicate or a type not handled."""
-        if envelope.event_type not in self.event_types:
+        if not self._acts_on(envelope):
             return False  # no tracking row needed: nothing happens, whatever the delivery count
         if self._before is not None:
             await self._before(envelope)
@@ -76,6 +80,9 @@ class Subscriber(Generic[UnitOfWorkT]):
         if applied and self._on_commit is not None:
             self._on_commit()
         return applied
+
+    def _acts_on(self, envelope: EventEnvelope) -> bool:
+        return envelope.event_type in self.event_types and (self._concerns is None or self._concerns(envelope))
 
     def _apply_once(self, envelope: EventEnvelope) -> bool:
         applied = self._handle(envelope)

@@ -27,6 +27,13 @@ def commission_due(envelope: EventEnvelope) -> int | None:
     return int(envelope.payload.get("commission") or 0)
 
 
+def concerns(envelope: EventEnvelope) -> bool:
+    """Whether the event may move anything here, from the envelope alone: a RoundOpened of another
+    game is skipped before any unit of work (the reconciler never asks about one either); a round's
+    end is looked up, its game being known from its RoundOpened only."""
+    return envelope.event_type != "RoundOpened" or envelope.payload.get("game") == WAR_P2P
+
+
 class Commission:
     def __init__(self, uow_factory: UnitOfWorkFactory, wallet: Wallet) -> None:
         self._uow = uow_factory
@@ -43,7 +50,7 @@ class Commission:
         """Called inside the subscriber's unit of work, after its tracking row."""
         payload = envelope.payload
         if envelope.event_type == "RoundOpened":
-            if payload.get("game") == WAR_P2P:
+            if concerns(envelope):
                 uow.rounds.add(
                     P2pRound(
                         round_id=envelope.stream_id, player_id=payload["player_id"], dealer_id=payload.get("dealer_player_id"),
