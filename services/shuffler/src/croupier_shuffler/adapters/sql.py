@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -68,7 +69,7 @@ def _shoe_from_row(row: Row[Any]) -> Shoe:
         shoe_id=row.shoe_id,
         round_id=row.round_id,
         decks=row.decks,
-        cards=tuple(row.cards.split(",")),
+        cards=tuple(map(sys.intern, row.cards.split(","))),  # the card strings shared, as a drawn shoe's (domain.shoe.CARD_TEXTS)
         salt=bytes.fromhex(row.salt_hex),
         commitment=row.commitment,
         created_at=datetime.fromisoformat(row.created_at),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -10,7 +11,7 @@ from typing import TypeVar
 
 from croupier_rules import fairness
 from croupier_platform.ids import round_id_problem
-from croupier_rules.cards import card_text, fresh_shoe
+from croupier_rules.cards import DECK_SIZE, card_text, fresh_shoe
 
 from .errors import InvalidShoeRequest
 
@@ -23,6 +24,9 @@ SALT_BYTES = 32
 RandBelow = Callable[[int], int]
 
 T = TypeVar("T")
+
+# One string per card, shared by every shoe: a shoe the use cases remember costs its tuple, not 52·decks strings.
+CARD_TEXTS = tuple(sys.intern(card_text(code)) for code in range(DECK_SIZE))
 
 
 def fisher_yates(items: Sequence[T], randbelow: RandBelow) -> list[T]:
@@ -95,7 +99,7 @@ def shuffle_shoe(
     validate_round_id(round_id)
     if len(salt) != SALT_BYTES:
         raise ValueError(f"the salt is {SALT_BYTES} bytes, not {len(salt)}")
-    cards = tuple(card_text(code) for code in fisher_yates(fresh_shoe(decks), randbelow))
+    cards = tuple(CARD_TEXTS[code] for code in fisher_yates(fresh_shoe(decks), randbelow))
     return Shoe(
         shoe_id=shoe_id,
         round_id=round_id,
