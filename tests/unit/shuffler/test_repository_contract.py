@@ -144,3 +144,17 @@ class TestSqlite(ShoeStoreContract):
         create_schema(engine, shuffler_metadata)
         yield sql_shuffler_unit_of_work_factory(SqlEventStore(engine))
         engine.dispose()
+
+
+def test_the_recent_shoes_forget_the_least_recently_used_by_id_and_by_round() -> None:
+    recent = RecentShoes(size=2)
+    first, second, third = a_shoe("r1"), a_shoe("r2"), a_shoe("r3")
+    recent.keep(first)
+    recent.keep(second)
+    assert recent.get(first.shoe_id) == first  # used: the second is now the oldest
+    recent.keep(third)
+    assert recent.get(second.shoe_id) is None and recent.for_round("r2") is None
+    assert recent.for_round("r1") == first and recent.for_round("r3") == third
+    revealed = first.reveal(T0)
+    recent.keep(revealed)  # a fresher read of a shoe replaces it
+    assert recent.get(first.shoe_id) == revealed and recent.for_round("r1") == revealed
