@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    bindparam,
     delete,
     false,
     func,
@@ -92,23 +93,46 @@ Index("ix_game_rounds_player", rounds_table.c.player_id, rounds_table.c.id)
 Index("ix_game_rounds_reconciled", rounds_table.c.reconciled, rounds_table.c.id)
 _ROW_COLUMNS = [rounds_table.c[name] for name in RoundRow.__dataclass_fields__]
 
+# A round's statements, built once: SQLAlchemy builds, keys and adapts a statement made afresh on
+# every call, which costs several times what running it costs (bench/PROFILE.md). An UPDATE's SET
+# comes from the parameters passed; its WHERE names its parameters b_* (a column's name is the SET's).
+_SEAT = select(seats_table).where(seats_table.c.seat_id == bindparam("seat_id"))
+_SEAT_AT_TABLE = select(seats_table).where(
+    seats_table.c.player_id == bindparam("player_id"), seats_table.c.table_id == bindparam("table_id")
+)
+_SEAT_WAITING_FOR = select(seats_table).where(seats_table.c.next_round_id == bindparam("round_id"))
+_ADD_SEAT = insert(seats_table)
+_UPDATE_SEAT = update(seats_table).where(seats_table.c.seat_id == bindparam("b_seat_id"))
+_UPDATE_SEAT_WAITING = update(seats_table).where(
+    seats_table.c.seat_id == bindparam("b_seat_id"),
+    seats_table.c.player_id == bindparam("b_player_id"),
+    seats_table.c.next_round_id == bindparam("b_round_id"),
+)
+_UPDATE_SEATS = update(seats_table).where(seats_table.c.seat_id.in_(bindparam("b_seat_ids", expanding=True)))
+_KEY = select(idempotency_table.c.round_id).where(
+    idempotency_table.c.player_id == bindparam("player_id"), idempotency_table.c.idempotency_key == bindparam("key")
+)
+_ADD_KEY = insert(idempotency_table)
+_ROUND = select(*_ROW_COLUMNS).where(rounds_table.c.round_id == bindparam("round_id"))
+_ADD_ROUND = insert(rounds_table)
+_UPDATE_ROUND = update(rounds_table).where(rounds_table.c.round_id == bindparam("b_round_id"))
+
 
 class _SqlSeats(Seats):
     def __init__(self, connection: Connection) -> None:
         self._c = connection
 
     def get(self, seat_id: str) -> Seat | None:
-        row = self._c.execute(select(seats_table).where(seats_table.c.seat_id == seat_id)).first()
+        row = self._c.execute(_SEAT, {"seat_id": seat_id}).first()
         return Seat(**row._mapping) if row else None
 
     def find(self, player_id: str, table_id: str) -> Seat | None:
-        query = select(seats_table).where(seats_table.c.player_id == player_id, seats_table.c.table_id == table_id)
-        row = self._c.execute(query).first()
+        row = self._c.execute(_SEAT_AT_TABLE, {"player_id": player_id, "table_id": table_id}).first()
         return Seat(**row._mapping) if row else None
 
     def add(self, seat: Seat) -> None:
         try:
-            self._c.execute(insert(seats_table).values(**seat.__dict__))
+            self._c.execute(_ADD_SEAT, seat.__dict__)
         except IntegrityError as exc:
             raise DuplicateRow(f"{seat.player_id} already sits at {seat.table_id}") from exc
 
@@ -116,12 +140,12 @@ class _SqlSeats(Seats):
         self._c.execute(delete(seats_table).where(seats_table.c.seat_id == seat_id))
 
     def update(self, seat: Seat) -> None:
-        self._c.execute(update(seats_table).where(seats_table.c.seat_id == seat.seat_id).values(**seat.__dict__))
+        self._c.execute(_UPDATE_SEAT, {"b_seat_id": seat.seat_id, **seat.__dict__})
 
     def round_used(self, seat: Seat, round_id: str, next_round_id: str, at: str, *, opened: bool) -> bool:
         values = {"next_round_id": next_round_id, "seen_at": at, **({"last_round_id": round_id} if opened else {})}
-        waiting = (seats_table.c.seat_id == seat.seat_id, seats_table.c.player_id == seat.player_id, seats_table.c.next_round_id == round_id)
-        return self._c.execute(update(seats_table).where(*waiting).values(**values)).rowcount == 1
+        waiting = {"b_seat_id": seat.seat_id, "b_player_id": seat.player_id, "b_round_id": round_id}
+        return self._c.execute(_UPDATE_SEAT_WAITING, {**waiting, **values}).rowcount == 1
 
     def unpaired(self, table_id: str, role: str) -> list[Seat]:
         query = (
@@ -135,7 +159,7 @@ class _SqlSeats(Seats):
         return [Seat(**row._mapping) for row in self._c.execute(query)]
 
     def waiting_for(self, round_id: str) -> Seat | None:
-        row = self._c.execute(select(seats_table).where(seats_table.c.next_round_id == round_id)).first()
+        row = self._c.execute(_SEAT_WAITING_FOR, {"round_id": round_id}).first()
         return Seat(**row._mapping) if row else None
 
     def seen_before(self, moment: str, limit: int, *, watched_only: bool = False) -> list[Seat]:
@@ -150,7 +174,7 @@ class _SqlSeats(Seats):
     def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
         if seat_ids:
             values = {"seen_at": moment, **({"watched": True} if watched else {})}
-            self._c.execute(update(seats_table).where(seats_table.c.seat_id.in_(list(seat_ids))).values(**values))
+            self._c.execute(_UPDATE_SEATS, {"b_seat_ids": list(seat_ids), **values})
 
 
 class _SqlKeys(IdempotencyKeys):
@@ -158,14 +182,11 @@ class _SqlKeys(IdempotencyKeys):
         self._c = connection
 
     def get(self, player_id: str, key: str) -> str | None:
-        query = select(idempotency_table.c.round_id).where(
-            idempotency_table.c.player_id == player_id, idempotency_table.c.idempotency_key == key
-        )
-        return self._c.execute(query).scalar_one_or_none()
+        return self._c.execute(_KEY, {"player_id": player_id, "key": key}).scalar_one_or_none()
 
     def add(self, player_id: str, key: str, round_id: str) -> None:
         try:
-            self._c.execute(insert(idempotency_table).values(player_id=player_id, idempotency_key=key, round_id=round_id))
+            self._c.execute(_ADD_KEY, {"player_id": player_id, "idempotency_key": key, "round_id": round_id})
         except IntegrityError as exc:
             raise DuplicateRow(f"idempotency key {key!r} of {player_id} is already used") from exc
 
@@ -175,14 +196,14 @@ class _SqlRounds(Rounds):
         self._c = connection
 
     def get(self, round_id: str) -> RoundRow | None:
-        row = self._c.execute(select(*_ROW_COLUMNS).where(rounds_table.c.round_id == round_id)).first()
+        row = self._c.execute(_ROUND, {"round_id": round_id}).first()
         return RoundRow(**row._mapping) if row else None
 
     def add(self, row: RoundRow) -> None:
-        self._c.execute(insert(rounds_table).values(**row.__dict__))
+        self._c.execute(_ADD_ROUND, row.__dict__)
 
     def update(self, round_id: str, phase: str, version: int) -> None:
-        self._c.execute(update(rounds_table).where(rounds_table.c.round_id == round_id).values(phase=phase, version=version))
+        self._c.execute(_UPDATE_ROUND, {"b_round_id": round_id, "phase": phase, "version": version})
 
     def open_rounds(self, limit: int) -> list[RoundRow]:
         query = select(*_ROW_COLUMNS).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, bindparam, select, update
 
 from croupier_platform.db import insert_new
 from croupier_platform.eventstore import EventLog, SqlEventStore
@@ -20,21 +20,33 @@ from ..domain.shoe import Shoe
 from .sql_schema import shoes_table
 
 
+# Built once (a statement made afresh costs more to build than to run: bench/PROFILE.md).
+_SHOE = select(shoes_table).where(shoes_table.c.shoe_id == bindparam("shoe_id"))
+_SHOES = select(shoes_table).where(shoes_table.c.shoe_id.in_(bindparam("shoe_ids", expanding=True)))
+_ROUND_SHOE = select(shoes_table).where(shoes_table.c.round_id == bindparam("round_id"))
+# UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the mark and the shoe in one statement; on
+# PostgreSQL a concurrent reveal waits for the row, then finds it revealed and matches nothing.
+_REVEAL_ROUND = (
+    update(shoes_table)
+    .where(shoes_table.c.round_id == bindparam("b_round_id"), shoes_table.c.revealed_at.is_(None))
+    .returning(*shoes_table.c)
+)
+
+
 class SqlShoeRepository:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
     def get(self, shoe_id: str) -> Shoe | None:
-        return self._one(select(shoes_table).where(shoes_table.c.shoe_id == shoe_id))
+        return self._one(_SHOE, {"shoe_id": shoe_id})
 
     def get_many(self, shoe_ids: Sequence[str]) -> list[Shoe]:
         if not shoe_ids:
             return []
-        query = select(shoes_table).where(shoes_table.c.shoe_id.in_(list(shoe_ids)))
-        return [_shoe_from_row(row) for row in self._connection.execute(query)]
+        return [_shoe_from_row(row) for row in self._connection.execute(_SHOES, {"shoe_ids": list(shoe_ids)})]
 
     def for_round(self, round_id: str) -> Shoe | None:
-        return self._one(select(shoes_table).where(shoes_table.c.round_id == round_id))
+        return self._one(_ROUND_SHOE, {"round_id": round_id})
 
     def add(self, shoe: Shoe) -> bool:
         row = {
@@ -50,17 +62,10 @@ class SqlShoeRepository:
         return self._connection.execute(insert_new(self._connection, shoes_table), row).rowcount == 1
 
     def reveal_round(self, round_id: str, at: datetime) -> Shoe | None:
-        # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the mark and the shoe in one statement; on
-        # PostgreSQL a concurrent reveal waits for the row, then finds it revealed and matches nothing.
-        return self._one(
-            update(shoes_table)
-            .where(shoes_table.c.round_id == round_id, shoes_table.c.revealed_at.is_(None))
-            .values(revealed_at=iso(at))
-            .returning(*shoes_table.c)
-        )
+        return self._one(_REVEAL_ROUND, {"b_round_id": round_id, "revealed_at": iso(at)})
 
-    def _one(self, query: Any) -> Shoe | None:
-        row = self._connection.execute(query).first()
+    def _one(self, query: Any, parameters: dict[str, Any]) -> Shoe | None:
+        row = self._connection.execute(query, parameters).first()
         return _shoe_from_row(row) if row else None
 
 
