@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, Row, case, func, select
+from sqlalchemy import Connection, Row, String, and_, bindparam, case, func, select
 
 from croupier_platform.runtime import iso
 
@@ -14,6 +14,18 @@ from croupier_wallet.domain.limits import AMOUNT_LIMITS, CurrencyLimits, DailyUs
 from croupier_wallet.domain.rounds import RoundStatus
 
 from .sql_schema import dialect_insert, limits_table, rounds_table, self_exclusions_table, transfers_table
+
+
+def _stake_limits_query():  # noqa: ANN202
+    player = select(bindparam("b_player", type_=String).label("player_id")).subquery()
+    l, x = limits_table, self_exclusions_table
+    return select(*l.c, *(c.label(f"x_{c.name}") for c in x.c)).select_from(
+        player.outerjoin(l, and_(l.c.player_id == player.c.player_id, l.c.currency == bindparam("b_currency")))
+        .outerjoin(x, x.c.player_id == player.c.player_id)
+    )  # fmt: skip
+
+
+_STAKE_LIMITS = _stake_limits_query()  # built once: a stake only binds its values
 
 
 class SqlLimitsRepository:
@@ -44,6 +56,13 @@ class SqlLimitsRepository:
                 "updated_at": updated_at, "updated_by": by,
             }  # fmt: skip
             self._upsert(limits_table, row, ["player_id", "currency", "limit_name"])
+
+    def stake_limits(self, player_id: str, currency: str) -> tuple[CurrencyLimits, Setting[datetime]]:
+        """The currency's limits and the self-exclusion in one read (a stake's check): one row per limit
+        set, or one row of NULLs, each carrying the exclusion's columns."""
+        rows = self._c.execute(_STAKE_LIMITS, {"b_player": player_id, "b_currency": currency}).all()
+        limits = next(iter(_currency_limits(row for row in rows if row.limit_name is not None)), CurrencyLimits(currency))
+        return limits, _exclusion(rows[0], prefix="x_") if rows[0].x_player_id is not None else Setting()
 
     # ------------------------------------------------------------------ self-exclusion
 
@@ -109,12 +128,15 @@ def _currency_limits(rows: Iterable[Row]) -> list[CurrencyLimits]:
     return [by_currency[c] for c in sorted(by_currency)]
 
 
-def _exclusion(row: Row) -> Setting[datetime]:
+def _exclusion(row: Row, prefix: str = "") -> Setting[datetime]:
+    """`prefix`: of the exclusion's columns in a row joined with others."""
+    column = row._mapping
     pending = None
-    if row.pending:
-        until = _instant(row.pending_excluded_until) if row.pending_excluded_until else None
-        pending = Pending(until, _instant(row.pending_effective_at))
-    return Setting(_instant(row.excluded_until) if row.excluded_until else None, pending)
+    if column[f"{prefix}pending"]:
+        until = column[f"{prefix}pending_excluded_until"]
+        pending = Pending(_instant(until) if until else None, _instant(column[f"{prefix}pending_effective_at"]))
+    until = column[f"{prefix}excluded_until"]
+    return Setting(_instant(until) if until else None, pending)
 
 
 def _instant(text: str) -> datetime:

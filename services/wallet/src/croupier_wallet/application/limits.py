@@ -68,8 +68,7 @@ class LimitsView:
 def enforce_limits(uow: WalletUnitOfWork, player_id: str, currency: str, amount: int, now: datetime) -> None:
     """Refuse a reservation that breaks a limit (SelfExcluded, LimitExceeded). The caller holds the
     player's account locked, so the day's usage read here cannot change before its debit commits."""
-    limits = uow.limits.limits(player_id, currency)
-    exclusion = uow.limits.self_exclusion(player_id)
+    limits, exclusion = uow.limits.stake_limits(player_id, currency)
     usage = uow.limits.daily_usage(player_id, currency, *utc_day(now)) if limits.daily else DailyUsage()
     check_stake(amount, currency, limits, exclusion, usage, now)
 

@@ -75,6 +75,9 @@ class LimitsRepository(Protocol):
 
     def limits(self, player_id: str, currency: str) -> CurrencyLimits: ...
 
+    def stake_limits(self, player_id: str, currency: str) -> tuple[CurrencyLimits, Setting[datetime]]:
+        """limits() and self_exclusion() in one read: what a stake is checked against."""
+
     def save_limits(self, player_id: str, limits: CurrencyLimits, names: Iterable[str], updated_at: str, by: str) -> None:
         """Write the named settings of `limits`."""
 
