@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Row, and_, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Row, Table, and_, bindparam, func, insert, or_, select, tuple_, update
 
 from croupier_platform.db import reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
@@ -39,13 +39,11 @@ _SAVE_ACCOUNT = (
     )  # fmt: skip
 )
 _TRANSFER = select(transfers_table).where(_t.transfer_id == bindparam("b_transfer"))
-_ADD_TRANSFER = insert(transfers_table)
 _SET_STATUS = (
     update(transfers_table)
     .where(_t.transfer_id == bindparam("b_transfer"))
     .values(status=bindparam("b_status"), updated_at=bindparam("b_updated_at"))
 )
-_ADD_ENTRIES = insert(entries_table)
 _ROUND = select(rounds_table).where(_r.round_id == bindparam("b_round"))
 _ROUND_FOR_UPDATE = _ROUND.with_for_update()
 _ADD_ROUND = insert(rounds_table)
@@ -150,27 +148,29 @@ class SqlLedgerRepository:
         row = self._c.execute(_TRANSFER, {"b_transfer": transfer_id}).first()
         return _transfer(row) if row else None
 
-    def add_transfer(self, transfer: Transfer, details: str | None = None) -> None:
-        r = transfer.request
-        self._c.execute(
-            _ADD_TRANSFER, dict(
-                transfer_id=r.id, debit_account=r.debit, credit_account=r.credit, amount=r.amount,
-                currency=r.currency, kind=r.kind.value, status=transfer.status.value, player_id=r.player_id,
-                round_id=r.round_id, reverses=r.reverses, occurred_at=transfer.occurred_at,
-                updated_at=transfer.occurred_at, available_before=transfer.available_before,
-                available_after=transfer.available_after, details=details, expires_at=transfer.expires_at,
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
+        rows = [
+            dict(
+                transfer_id=t.id, debit_account=t.request.debit, credit_account=t.request.credit, amount=t.request.amount,
+                currency=t.request.currency, kind=t.request.kind.value, status=t.status.value, player_id=t.request.player_id,
+                round_id=t.request.round_id, reverses=t.request.reverses, occurred_at=t.occurred_at,
+                updated_at=t.occurred_at, available_before=t.available_before,
+                available_after=t.available_after, details=t.details, expires_at=t.expires_at,
             )  # fmt: skip
-        )
+            for t in transfers
+        ]
+        _insert_rows(self._c, transfers_table, rows)
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
         self._c.execute(_SET_STATUS, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})
 
-    def add_entries(self, transfer: Transfer, occurred_at: str) -> None:
+    def add_entries(self, posted: Sequence[Transfer], occurred_at: str) -> None:
         rows = [
             {"transfer_id": transfer.id, "account_id": account, "currency": currency, "amount": amount, "occurred_at": occurred_at}
+            for transfer in posted
             for account, currency, amount in entries_of(transfer.request)
         ]
-        self._c.execute(_ADD_ENTRIES, rows)
+        _insert_rows(self._c, entries_table, rows)
 
     def expired_reservations(self, now: str, limit: int, after: tuple[str, int] | None = None) -> list[tuple[tuple[str, int], Transfer]]:
         t = transfers_table.c
@@ -237,6 +237,14 @@ class SqlLedgerRepository:
         })  # fmt: skip
         if result.rowcount != 1:
             raise StaleAccount(f"round {round_.round_id} changed meanwhile; try again")
+
+
+def _insert_rows(connection: Connection, table: Table, rows: list[dict]) -> None:
+    """One INSERT with a VALUES row each (SQLite steps an executemany once per row)."""
+    if len(rows) == 1:
+        connection.execute(insert(table), rows[0])
+    elif rows:
+        connection.execute(insert(table).values(rows))
 
 
 def _insert_ignoring_duplicates(connection: Connection):

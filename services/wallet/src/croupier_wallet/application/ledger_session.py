@@ -43,6 +43,10 @@ class LedgerSession:
         self._accounts: dict[AccountKey, Account] = {}
         self._read: dict[AccountKey, Account] = {}  # as read, for the optimistic version check
         self._events: dict[str, list[NewEvent]] = {}
+        # Written at the flush, each kind in one statement: the transfers created, then the entries of
+        # those posted (a settlement's three postings: one INSERT of six entries, not three).
+        self._created: dict[str, Transfer] = {}
+        self._posted: list[Transfer] = []
 
     # ------------------------------------------------------------------ reads
 
@@ -60,7 +64,7 @@ class LedgerSession:
     def existing(self, request: TransferRequest) -> Transfer | None:
         """The transfer already stored under this id (a retry), or None; a different transfer under
         the same id is refused."""
-        found = self._uow.ledger.transfer(request.id)
+        found = self._created.get(request.id) or self._uow.ledger.transfer(request.id)
         if found is not None and (differences := found.request.differences(request)):
             raise TransferIdReused(request.id, "; ".join(differences))
         return found
@@ -83,10 +87,12 @@ class LedgerSession:
             debit, credit = ledger.post_now(debit, credit, request, overdraft_allowed=overdraft_allowed)
         self._store(debit, credit)
         status = Status.PENDING if pending else Status.POSTED
-        transfer = Transfer(request, status, self._now, before, self._accounts[player_key].available, expires_at if pending else None)
-        self._uow.ledger.add_transfer(transfer, details)
+        transfer = Transfer(
+            request, status, self._now, before, self._accounts[player_key].available, expires_at if pending else None, details
+        )  # fmt: skip
+        self._created[request.id] = transfer
         if not pending:
-            self._uow.ledger.add_entries(transfer, self._now)
+            self._posted.append(transfer)
         self._record("TransferReserved" if pending else "TransferPosted", transfer)
         return transfer
 
@@ -95,7 +101,7 @@ class LedgerSession:
         self._store(*ledger.post_pending(debit, credit, transfer))
         posted = Transfer(transfer.request, Status.POSTED, transfer.occurred_at, transfer.available_before, transfer.available_after)
         self._uow.ledger.set_status(transfer.id, Status.POSTED, self._now)
-        self._uow.ledger.add_entries(posted, self._now)
+        self._posted.append(posted)
         self._record("TransferPosted", posted)
         return posted
 
@@ -108,11 +114,16 @@ class LedgerSession:
         return voided
 
     def flush(self) -> None:
-        """Write the changed accounts and append the collected events (at the end of the use case).
+        """Write the new transfers and entries, the changed accounts, and append the collected events
+        (at the end of the use case).
 
         Player accounts were locked when read and are saved under the versions read (a lost update
         raises StaleAccount); system accounts get their deltas added last, so their hot rows are
         locked only from that statement to the commit."""
+        self._uow.ledger.add_transfers(list(self._created.values()))
+        self._uow.ledger.add_entries(self._posted, self._now)
+        self._created.clear()
+        self._posted.clear()
         changed = [key for key, account in self._accounts.items() if account != self._read[key]]
         players = [key for key in changed if is_player_account(key[0])]
         systems = sorted(key for key in changed if not is_player_account(key[0]))
