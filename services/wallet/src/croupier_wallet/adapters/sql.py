@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Row, Table, and_, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Integer, Row, String, Table, and_, bindparam, func, insert, or_, select, tuple_, update
 
-from croupier_platform.db import reading
+from croupier_platform.db import events_table, reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 
@@ -25,8 +25,13 @@ from .sql_schema import accounts_table, dialect_insert, entries_table, rounds_ta
 # and compiled forms, and a call only binds its values (building a statement per call cost more
 # than running it).
 _a, _t, _r = accounts_table.c, transfers_table.c, rounds_table.c
+# A player account's ledger stream (whose id is the account id: ledger_session.ledger_stream) as the
+# locking statement's snapshot sees it, beside the head the row records (see ledger_head).
+_STREAM_VERSION = (
+    select(func.max(events_table.c.version)).where(events_table.c.stream_id == _a.account_id).scalar_subquery().label("stream_version")
+)
 _LOCK_ACCOUNT = (
-    select(accounts_table)
+    select(accounts_table, _STREAM_VERSION)
     .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"))
     .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
 )
@@ -36,6 +41,8 @@ _SAVE_ACCOUNT = (
     .values(
         balance=bindparam("b_balance"), pending_debits=bindparam("b_pending_debits"),
         pending_credits=bindparam("b_pending_credits"), version=bindparam("b_version") + 1,
+        ledger_version=func.coalesce(bindparam("b_ledger_version", type_=Integer), _a.ledger_version),
+        ledger_hash=func.coalesce(bindparam("b_ledger_hash", type_=String), _a.ledger_hash),
     )  # fmt: skip
 )
 _TRANSFER = select(transfers_table).where(_t.transfer_id == bindparam("b_transfer"))
@@ -79,6 +86,7 @@ def _add_to_account(connection: Connection):  # noqa: ANN202
 class SqlLedgerRepository:
     def __init__(self, connection: Connection) -> None:
         self._c = connection
+        self._ledger_heads: dict[str, tuple[int, str]] = {}  # by player account id, from rows locked in this unit
 
     # ------------------------------------------------------------------ accounts
 
@@ -103,26 +111,49 @@ class SqlLedgerRepository:
     def _lock_accounts(self, ordered: list[AccountKey]) -> dict[AccountKey, Account]:
         if len(ordered) == 1:  # the usual case: one player's account
             (account_id, currency), = ordered
-            row = self._c.execute(_LOCK_ACCOUNT, {"b_account": account_id, "b_currency": currency}).first()
-            return {(row.account_id, row.currency): _account(row)} if row else {}
+            rows = self._c.execute(_LOCK_ACCOUNT, {"b_account": account_id, "b_currency": currency}).all()
+        else:
+            rows = self._c.execute(self._lock_query(ordered)).all()
+        for row in rows:
+            self._note_ledger_head(row)
+        return {(row.account_id, row.currency): _account(row) for row in rows}
+
+    def _note_ledger_head(self, row: Row) -> None:
+        # The row's head holds unless the stream has gone past it: written through another currency's row
+        # (then the head is read). A row newer than the statement's snapshot (PostgreSQL: the lock was waited
+        # for) is the newer truth: its writer held the lock, and wrote the row and its events in one commit.
+        if row.ledger_version is None or row.ledger_version < (row.stream_version or 0):
+            return
+        known = self._ledger_heads.get(row.account_id)
+        if known is None or known[0] < row.ledger_version:
+            self._ledger_heads[row.account_id] = (row.ledger_version, row.ledger_hash)
+
+    def ledger_head(self, account_id: str) -> tuple[int, str] | None:
+        return self._ledger_heads.get(account_id)
+
+    @staticmethod
+    def _lock_query(ordered: list[AccountKey]):  # noqa: ANN205
         match = or_(*(and_(accounts_table.c.account_id == a, accounts_table.c.currency == c) for a, c in ordered))
-        query = (
-            select(accounts_table)
+        return (
+            select(accounts_table, _STREAM_VERSION)
             .where(match)
             .order_by(accounts_table.c.account_id, accounts_table.c.currency)
             .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
         )
-        return {(row.account_id, row.currency): _account(row) for row in self._c.execute(query)}
 
-    def save_accounts(self, accounts: Iterable[Account]) -> None:
+    def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
         for account in accounts:
+            head = (ledger_heads or {}).get(account.id)
             result = self._c.execute(_SAVE_ACCOUNT, {
                 "b_account": account.id, "b_currency": account.currency, "b_version": account.version,
                 "b_balance": account.balance, "b_pending_debits": account.pending_debits,
                 "b_pending_credits": account.pending_credits,
+                "b_ledger_version": head[0] if head else None, "b_ledger_hash": head[1] if head else None,
             })  # fmt: skip
             if result.rowcount != 1:
                 raise StaleAccount(f"account {account.id} ({account.currency}) changed meanwhile; try again")
+            if head is not None:
+                self._ledger_heads[account.id] = head
 
     def add_to_accounts(self, deltas: Iterable[Account]) -> None:
         rows = [

@@ -26,6 +26,11 @@ accounts_table = Table(
     Column("pending_debits", BigInteger, nullable=False),
     Column("pending_credits", BigInteger, nullable=False),
     Column("version", Integer, nullable=False),
+    # A player account's: the head of the player's ledger stream (version and hash of its last event) as
+    # this row's last write left it (wallet_0004), so a stake or settlement that locks the row knows
+    # where to append without reading the stream. NULL: not known (system accounts, older rows).
+    Column("ledger_version", Integer),
+    Column("ledger_hash", String(64)),
 )
 
 transfers_table = Table(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from croupier_platform.eventstore import NewEvent
+from croupier_platform.eventstore import NewEvent, StreamHead
 
 from croupier_wallet.domain import ledger
 from croupier_wallet.domain.errors import TransferIdReused
@@ -32,7 +32,8 @@ LEDGER_SCHEMA_VERSION = 1
 
 
 def ledger_stream(player_id: str) -> str:
-    return f"player:{player_id}"
+    """The player's account id: the account row records the stream's head (LedgerRepository.ledger_head)."""
+    return player_account(player_id)
 
 
 class LedgerSession:
@@ -124,16 +125,27 @@ class LedgerSession:
         self._uow.ledger.add_entries(self._posted, self._now)
         self._created.clear()
         self._posted.clear()
-        changed = [key for key, account in self._accounts.items() if account != self._read[key]]
-        players = [key for key in changed if is_player_account(key[0])]
-        systems = sorted(key for key in changed if not is_player_account(key[0]))
-        self._uow.ledger.save_accounts([replace(self._accounts[key], version=self._read[key].version) for key in players])
+        # The events first: the player rows record where each player's stream now ends (its head), so the
+        # next unit that locks a row appends without reading the stream.
+        heads: dict[str, tuple[int, str]] = {}
+        for stream_id, new_events in self._events.items():
+            if (known := self._uow.ledger.ledger_head(stream_id)) is not None:
+                self._uow.events.known_head(stream_id, StreamHead(known[0], LEDGER_STREAM_TYPE, known[1]))
+                version = known[0]
+            else:  # a new account, a row from before wallet_0004, or a stream written through another currency
+                version = self._uow.events.stream_version(stream_id)
+            last = self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE)[-1]
+            heads[stream_id] = (last.version, last.hash)
+        self._events.clear()
+        # A player's rows locked here, changed or with new events (their head), saved under the versions read.
+        players = [
+            key for key, account in self._accounts.items()
+            if is_player_account(key[0]) and (account != self._read[key] or key[0] in heads)
+        ]  # fmt: skip
+        systems = sorted(key for key, account in self._accounts.items() if not is_player_account(key[0]) and account != self._read[key])
+        self._uow.ledger.save_accounts([replace(self._accounts[key], version=self._read[key].version) for key in players], heads)
         for key in players:
             self._accounts[key] = self._read[key] = replace(self._accounts[key], version=self._read[key].version + 1)
-        for stream_id, new_events in self._events.items():
-            version = self._uow.events.stream_version(stream_id)
-            self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE)
-        self._events.clear()
         self._uow.ledger.add_to_accounts([self._accounts[key] for key in systems])
         for key in systems:
             self._accounts[key] = self._read[key] = Account(*key)

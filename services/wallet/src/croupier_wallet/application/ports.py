@@ -3,7 +3,7 @@ also carries the event log (ledger events, relayed by the outbox) and the consum
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
@@ -27,8 +27,14 @@ class LedgerRepository(Protocol):
     def accounts_for_update(self, keys: Iterable[AccountKey]) -> dict[AccountKey, Account]:
         """The accounts (created at zero when new), locked for the rest of the transaction."""
 
-    def save_accounts(self, accounts: Iterable[Account]) -> None:
-        """Write back accounts read by accounts_for_update; raises StaleAccount on a lost update."""
+    def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
+        """Write back accounts read by accounts_for_update; raises StaleAccount on a lost update. A player
+        account named in `ledger_heads` records its player's ledger stream head (version, hash)."""
+
+    def ledger_head(self, account_id: str) -> tuple[int, str] | None:
+        """The head (version, hash) of the ledger stream of a player account locked in this unit (its id is
+        the stream's id), as its row records it; None where the row does not know it or the stream has gone
+        past it (then the stream is read)."""
 
     def add_to_accounts(self, deltas: Iterable[Account]) -> None:
         """Add each Account's balance and pending amounts to the stored row (created when new), without
