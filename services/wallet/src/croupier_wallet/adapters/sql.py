@@ -63,15 +63,14 @@ _SAVE_ROUND = (
     )  # fmt: skip
 )
 _ROUND_TRANSFERS = select(transfers_table).where(_t.round_id == bindparam("b_round")).order_by(_t.seq)
-# By dialect (the ON CONFLICT clause is written per dialect): a system account's delta, added.
-_ADD_TO_ACCOUNT: dict[str, object] = {}
 
 
-def _add_to_account(connection: Connection):  # noqa: ANN202
-    dialect = connection.dialect.name
-    if (statement := _ADD_TO_ACCOUNT.get(dialect)) is None:
-        new = dialect_insert(connection)
-        statement = _ADD_TO_ACCOUNT[dialect] = new.on_conflict_do_update(
+def _add_to_accounts(connection: Connection, rows: list[dict]) -> None:
+    """System accounts' deltas, added in one statement (the ON CONFLICT clause is written per dialect).
+    The executor inserts (and locks) a VALUES list row by row in its order: the caller's order is the lock order."""
+    new = dialect_insert(connection).values(rows)
+    connection.execute(
+        new.on_conflict_do_update(
             index_elements=[_a.account_id, _a.currency],
             set_={
                 "balance": _a.balance + new.excluded.balance,
@@ -80,7 +79,7 @@ def _add_to_account(connection: Connection):  # noqa: ANN202
                 "version": _a.version + 1,
             },
         )
-    return statement
+    )
 
 
 class SqlLedgerRepository:
@@ -161,9 +160,8 @@ class SqlLedgerRepository:
              "pending_credits": d.pending_credits, "version": 1}
             for d in sorted(deltas, key=lambda d: d.key)  # one lock order for every transaction
         ]  # fmt: skip
-        statement = _add_to_account(self._c)
-        for row in rows:  # one statement per row: each takes its row lock in the order above
-            self._c.execute(statement, row)
+        if rows:
+            _add_to_accounts(self._c, rows)
 
     def player_accounts(self, player_id: str) -> list[Account]:
         query = (
