@@ -5,7 +5,7 @@ Everything here is SQLAlchemy Core that runs on SQLite (embedded mode) and Postg
 
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    insert,
     make_url,
 )
 from sqlalchemy.engine import URL
@@ -295,6 +296,15 @@ def insert_new(connection: Connection, table: Table) -> Any:
         # preserve_rowcount: SQLAlchemy 2 leaves an INSERT's rowcount unset (-1) on psycopg without it.
         statement = _INSERT_NEW[key] = dialect_insert(table).on_conflict_do_nothing().execution_options(preserve_rowcount=True)
     return statement
+
+
+def insert_rows(connection: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """The rows in one INSERT with a VALUES row each: one statement on either dialect, where an
+    executemany is stepped once per row on SQLite."""
+    if len(rows) == 1:
+        connection.execute(insert(table), rows[0])
+    elif rows:
+        connection.execute(insert(table).values(list(rows)))
 
 
 def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:

@@ -11,7 +11,6 @@ from sqlalchemy import (
     Engine,
     Row,
     func,
-    insert,
     literal,
     select,
     text,
@@ -20,7 +19,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
-from croupier_platform.db import events_table, outbox_table, reading, transaction
+from croupier_platform.db import events_table, insert_rows, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope, EventRecord
 from croupier_platform.outbox import Outbox, SqlOutbox
 from croupier_platform.tracking import SqlTracking
@@ -81,14 +80,14 @@ class _SqlEventLog(EventLog):
             # Concurrent appends are not serialised: the loser of a race for a version meets the
             # UNIQUE (stream_id, version) constraint here, after the head it read went stale. A reused
             # event id meets UNIQUE (event_id) (no read before the insert: one round trip less).
-            self._connection.execute(insert(events_table), [event_row(e) for e in sealed])
+            insert_rows(self._connection, events_table, [event_row(e) for e in sealed])
         except IntegrityError as error:
             self._heads.pop(stream_id, None)
             if "event_id" in str(error.orig):
                 raise DuplicateEventId([e.event_id for e in sealed]) from error
             raise ConcurrencyConflict(stream_id, expected_version, None) from error  # the transaction is spent
         outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
-        self._connection.execute(insert(outbox_table), outbox_rows)
+        insert_rows(self._connection, outbox_table, outbox_rows)
         last = sealed[-1]
         self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
         return sealed

@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Integer, Row, String, Table, and_, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Integer, Row, String, and_, bindparam, func, insert, or_, select, tuple_, update
 
-from croupier_platform.db import events_table, reading
+from croupier_platform.db import events_table, insert_rows, reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 
@@ -188,7 +188,7 @@ class SqlLedgerRepository:
             )  # fmt: skip
             for t in transfers
         ]
-        _insert_rows(self._c, transfers_table, rows)
+        insert_rows(self._c, transfers_table, rows)
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
         self._c.execute(_SET_STATUS, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})
@@ -199,7 +199,7 @@ class SqlLedgerRepository:
             for transfer in posted
             for account, currency, amount in entries_of(transfer.request)
         ]
-        _insert_rows(self._c, entries_table, rows)
+        insert_rows(self._c, entries_table, rows)
 
     def expired_reservations(self, now: str, limit: int, after: tuple[str, int] | None = None) -> list[tuple[tuple[str, int], Transfer]]:
         t = transfers_table.c
@@ -266,14 +266,6 @@ class SqlLedgerRepository:
         })  # fmt: skip
         if result.rowcount != 1:
             raise StaleAccount(f"round {round_.round_id} changed meanwhile; try again")
-
-
-def _insert_rows(connection: Connection, table: Table, rows: list[dict]) -> None:
-    """One INSERT with a VALUES row each (SQLite steps an executemany once per row)."""
-    if len(rows) == 1:
-        connection.execute(insert(table), rows[0])
-    elif rows:
-        connection.execute(insert(table).values(rows))
 
 
 def _insert_ignoring_duplicates(connection: Connection):
