@@ -111,11 +111,6 @@ class EventLog(ABC):
         (committed); the store then need not read the head. Stale (the stream moved on), it conflicts
         as a stale version does."""
 
-    def known_head(self, stream_id: str, head: "StreamHead") -> None:
-        """The stream's head as the caller knows it from its own rows, read under its lock in this
-        transaction: the next append trusts it rather than reading the stream (a wrong one still meets
-        UNIQUE (stream_id, version) and raises ConcurrencyConflict). A store that needs no read ignores it."""
-
     @abstractmethod
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]: ...
 

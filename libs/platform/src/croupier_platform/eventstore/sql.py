@@ -92,9 +92,6 @@ class _SqlEventLog(EventLog):
         self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
         return sealed
 
-    def known_head(self, stream_id: str, head: StreamHead) -> None:
-        self._heads[stream_id] = head
-
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
         query = (
             select(events_table)

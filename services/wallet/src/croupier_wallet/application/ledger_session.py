@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from croupier_platform.eventstore import NewEvent, StreamHead
+from croupier_platform.eventstore import NewEvent
 
 from croupier_wallet.domain import ledger
 from croupier_wallet.domain.errors import TransferIdReused
@@ -130,11 +130,11 @@ class LedgerSession:
         heads: dict[str, tuple[int, str]] = {}
         for stream_id, new_events in self._events.items():
             if (known := self._uow.ledger.ledger_head(stream_id)) is not None:
-                self._uow.events.known_head(stream_id, StreamHead(known[0], LEDGER_STREAM_TYPE, known[1]))
-                version = known[0]
+                version, head_hash = known
             else:  # a new account, a row from before wallet_0004, or a stream written through another currency
-                version = self._uow.events.stream_version(stream_id)
-            last = self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE)[-1]
+                version, head_hash = self._uow.events.stream_version(stream_id), None
+            appended = self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE, head_hash=head_hash)
+            last = appended[-1]
             heads[stream_id] = (last.version, last.hash)
         self._events.clear()
         # A player's rows locked here, changed or with new events (their head), saved under the versions read.
