@@ -1,6 +1,7 @@
 """One contract for every outbox and its relay, in memory and on SQL."""
 
 import asyncio
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -9,7 +10,14 @@ from sqlalchemy import Engine
 
 from croupier_platform.bus import ROUND_EVENTS, InProcessBus, Publisher
 from croupier_platform.events import EventEnvelope
-from croupier_platform.eventstore import EventStore, InMemoryEventStore, NewEvent, SqlEventStore, UnitOfWork
+from croupier_platform.eventstore import (
+    ConcurrencyConflict,
+    EventStore,
+    InMemoryEventStore,
+    NewEvent,
+    SqlEventStore,
+    UnitOfWork,
+)
 from croupier_platform.outbox import Outbox, OutboxMessage
 from croupier_platform.relay import OutboxRelay
 from croupier_platform.tracking import handle_once
@@ -135,6 +143,111 @@ class OutboxContract(ABC):
 
         assert applied == [dealt.event_id]
         assert store.outbox.pending(10) == []
+
+
+    # The hand-off (outbox.handoff): what units of work committed, given to the relay without a read.
+
+    def test_committed_rows_are_handed_over_in_write_order_with_their_ids(self, store: EventStore) -> None:
+        handoff = store.outbox.handoff
+        assert handoff is not None
+        first = append_events(store, "round-1", 2)
+        second = append_events(store, "round-2", 1)
+
+        handed = handoff.take(after_id=0, limit=10)
+
+        assert handed == store.outbox.pending(10)
+        assert [m.envelope for m in handed] == first + second
+        assert handoff.take(after_id=0, limit=10) == []  # taken once
+
+    def test_a_unit_that_rolls_back_hands_nothing_over(self, store: EventStore) -> None:
+        with pytest.raises(RuntimeError), store.unit_of_work() as uow:
+            uow.events.append("round-1", 0, [new_event(1)], stream_type="round")
+            raise RuntimeError("the use case failed")
+        [kept] = append_events(store, "round-2", 1)
+
+        assert store.outbox.handoff is not None
+        assert [m.envelope for m in store.outbox.handoff.take(after_id=0, limit=10)] == [kept]
+
+    def test_a_nested_unit_hands_its_rows_over_only_when_the_outer_commits(self, store: EventStore) -> None:
+        handoff = store.outbox.handoff
+        assert handoff is not None
+        with pytest.raises(RuntimeError), store.unit_of_work():
+            with store.unit_of_work() as inner:
+                inner.events.append("round-1", 0, [new_event(1)], stream_type="round")
+            assert handoff.take(after_id=0, limit=10) == []  # not committed yet
+            raise RuntimeError("the outer unit failed")
+        assert handoff.take(after_id=0, limit=10) == [] == store.outbox.pending(10)
+
+        with store.unit_of_work() as outer:
+            with store.unit_of_work() as inner:
+                inner.events.append("round-2", 0, [new_event(2)], stream_type="round")
+            outer.events.append("round-3", 0, [new_event(3)], stream_type="round")
+        assert handoff.take(after_id=0, limit=10) == store.outbox.pending(10)
+
+    def test_rows_already_read_are_not_handed_over_again(self, store: EventStore) -> None:
+        append_events(store, "round-1", 3)
+        read = store.outbox.pending(10)
+
+        assert store.outbox.handoff is not None
+        assert store.outbox.handoff.take(after_id=read[1].id, limit=10) == read[2:]
+
+    def test_the_relay_reads_once_then_publishes_what_is_handed_over(self, store: EventStore) -> None:
+        before = append_events(store, "round-1", 2)  # committed before the relay started: read
+        publisher = RecordingPublisher()
+        relay = OutboxRelay(store.outbox, publisher)
+
+        assert asyncio.run(relay.relay_committed()) == 2  # no read caught up yet: this one reads
+        after = append_events(store, "round-2", 2)
+        assert asyncio.run(relay.relay_committed()) == 2
+
+        assert [envelope for _, _, envelope in publisher.published] == before + after
+        assert store.outbox.pending(10) == []
+
+    def test_rows_committed_but_never_published_go_out_after_a_restart(self, store: EventStore) -> None:
+        """A process killed between a commit and its publish: its hand-off is gone with it, the rows are not."""
+        appended = append_events(store, "round-1", 2)
+        assert store.outbox.handoff is not None
+        store.outbox.handoff.take(after_id=0, limit=10)  # taken by a relay that died before publishing
+        publisher = RecordingPublisher()
+
+        assert asyncio.run(OutboxRelay(store.outbox, publisher).relay_committed()) == 2  # the new relay reads first
+
+        assert [envelope for _, _, envelope in publisher.published] == appended
+        assert store.outbox.pending(10) == []
+
+    def test_rows_committed_by_racing_threads_go_out_once_each_in_stream_order(self, store: EventStore) -> None:
+        streams, per_writer = ["round-a", "round-b", "round-c"], 10
+
+        def write(stream_id: str) -> None:
+            for number in range(per_writer):
+                while True:
+                    try:
+                        with store.unit_of_work() as uow:
+                            version = uow.events.stream_version(stream_id)
+                            uow.events.append(stream_id, version, [new_event(number)], stream_type="round")
+                        break
+                    except ConcurrencyConflict:
+                        continue  # two writers a stream: the loser reads the new version and tries again
+
+        publisher = RecordingPublisher()
+        relay = OutboxRelay(store.outbox, publisher, batch_size=3)
+
+        async def scenario() -> None:
+            await relay.relay_committed()
+            writers = [threading.Thread(target=write, args=(stream_id,)) for stream_id in streams for _ in range(2)]
+            for writer in writers:
+                writer.start()
+            while any(writer.is_alive() for writer in writers):
+                await relay.relay_committed()
+                await asyncio.sleep(0)
+            await relay.relay_committed()
+
+        asyncio.run(scenario())
+
+        for stream_id in streams:
+            versions = [envelope.version for _, key, envelope in publisher.published if key == stream_id]
+            assert versions == list(range(1, 2 * per_writer + 1))
+        assert store.outbox.pending(100) == []
 
 
 class TestInMemoryOutbox(OutboxContract):

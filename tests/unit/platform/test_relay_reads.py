@@ -1,13 +1,16 @@
 """How often the relay reads the outbox: a pass whose batch comes back short ends there (one read),
-a full batch is followed by the next, and every pending row goes out in order either way."""
+a full batch is followed by the next, and every pending row goes out in order either way. Rows the
+store hands over (OutboxHandoff) go out without a read, once a read has caught up with the table."""
 
 import asyncio
 from collections.abc import Sequence
 
+import pytest
+
 from croupier_platform.eventstore import InMemoryEventStore
 from croupier_platform.leadership import Leadership
-from croupier_platform.outbox import Outbox, OutboxMessage
-from croupier_platform.relay import OutboxRelay
+from croupier_platform.outbox import Outbox, OutboxHandoff, OutboxMessage
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from tests.unit.platform.test_outbox_contract import RecordingPublisher, append_events
 
 
@@ -28,6 +31,10 @@ class CountingOutbox(Outbox):
 
     def leadership(self) -> Leadership:
         return self.inner.leadership()
+
+    @property
+    def handoff(self) -> OutboxHandoff | None:
+        return self.inner.handoff
 
 
 def relay_pending(rows: int, batch_size: int) -> tuple[CountingOutbox, RecordingPublisher, int]:
@@ -58,3 +65,82 @@ def test_a_backlog_of_exactly_full_batches_ends_with_an_empty_read():
 def test_nothing_pending_is_one_empty_read():
     outbox, _, sent = relay_pending(rows=0, batch_size=100)
     assert (outbox.reads, sent) == ([0], 0)
+
+
+def published_ids(publisher: RecordingPublisher) -> list[str]:
+    return [envelope.event_id for _, _, envelope in publisher.published]
+
+
+def test_handed_over_rows_go_out_without_a_read_once_one_caught_up():
+    store = InMemoryEventStore()
+    outbox, publisher = CountingOutbox(store.outbox), RecordingPublisher()
+    relay = OutboxRelay(outbox, publisher)
+
+    async def scenario() -> None:
+        assert await relay.relay_committed() == 0  # the first pass reads: [0]
+        for round_number in range(3):
+            append_events(store, f"round-{round_number}", 2)
+            assert await relay.relay_committed() == 2
+
+    asyncio.run(scenario())
+    assert outbox.reads == [0]
+    assert len(publisher.published) == 6 and store.outbox.pending(10) == []
+
+
+def test_after_a_failed_publish_the_next_pass_reads_and_keeps_the_order():
+    store = InMemoryEventStore()
+    outbox, publisher = CountingOutbox(store.outbox), RecordingPublisher(fail_on=2)
+    relay = OutboxRelay(outbox, publisher)
+
+    async def scenario() -> None:
+        await relay.relay_committed()
+        appended = append_events(store, "round-1", 3)
+        with pytest.raises(ConnectionError):
+            await relay.relay_committed()  # the first went out; the other two were taken from the hand-off
+        assert await relay.relay_committed() == 2  # so they are read back from the outbox
+        assert published_ids(publisher) == [e.event_id for e in appended]
+
+    asyncio.run(scenario())
+    assert outbox.reads == [0, 2]
+
+
+def test_rows_dropped_from_a_full_hand_off_are_read():
+    store = InMemoryEventStore()
+    store.outbox.handoff._max_rows = 3  # type: ignore[union-attr]
+    outbox, publisher = CountingOutbox(store.outbox), RecordingPublisher()
+    relay = OutboxRelay(outbox, publisher)
+
+    async def scenario() -> None:
+        await relay.relay_committed()
+        first = append_events(store, "round-1", 2)
+        second = append_events(store, "round-2", 2)  # no room: the hand-off is emptied
+        assert await relay.relay_committed() == 4
+        assert published_ids(publisher) == [e.event_id for e in first + second]
+
+    asyncio.run(scenario())
+    assert outbox.reads == [0, 4]
+
+
+def test_the_loop_reads_at_start_and_not_when_woken():
+    """(Its poll reads: test_relay_loop's test_without_a_wake_the_loop_polls has no wake to publish its rows.)"""
+    store = InMemoryEventStore()
+    outbox, publisher = CountingOutbox(store.outbox), RecordingPublisher()
+
+    async def scenario() -> None:
+        loop = RelayLoop(OutboxRelay(outbox, publisher), poll_interval_s=30)
+        loop.start()
+        while not outbox.reads:  # the start's read
+            await asyncio.sleep(0.001)
+        for round_number in range(3):
+            append_events(store, f"round-{round_number}", 2)
+            loop.wake()
+            while len(publisher.published) < 2 * (round_number + 1):
+                await asyncio.sleep(0.001)
+        assert outbox.reads == [0]
+        append_events(store, "round-x", 1)
+        assert await loop.drain() == 1  # a drain (stop, tests) reads
+        assert outbox.reads == [0, 1]
+        await loop.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=10))
+    assert len(publisher.published) == 7

@@ -40,6 +40,12 @@ class LeaderLoop(ABC):
         self._woken: asyncio.Event | None = None
         self._acquiring: asyncio.Future[bool] | None = None
         self._leading = False
+        self._woken_pass = False
+
+    @property
+    def woken_pass(self) -> bool:
+        """Whether the loop's pass under way was started by a wake (not by the interval, the start or a backoff's end)."""
+        return self._woken_pass
 
     @property
     def leading(self) -> bool:
@@ -107,6 +113,7 @@ class LeaderLoop(ABC):
         assert self._stopping is not None and self._woken is not None
         failures = 0
         while not self._stopping.is_set():  # a flag as well as the cancel: 3.11's wait_for can swallow a cancel
+            self._woken_pass = self._woken.is_set() and not failures
             self._woken.clear()  # before the pass, so a wake during it is not missed
             try:
                 await self.run_once()

@@ -5,10 +5,13 @@
 import json
 import sys
 import threading
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from sqlalchemy import Engine, func, select, update
 
@@ -31,6 +34,93 @@ class OutboxBacklog(NamedTuple):
     oldest_at: datetime | None
 
 
+T = TypeVar("T")
+
+# The most rows a hand-off holds for a relay that does not take them (none running, not leading):
+# past it the hand-off is emptied and the relay reads the outbox instead (see `OutboxHandoff`).
+HANDOFF_MAX_ROWS = 10_000
+
+
+class _Handed:
+    """One unit of work's rows in the hand-off: None until its commit is known, then whether it committed."""
+
+    __slots__ = ("committed",)
+
+    def __init__(self) -> None:
+        self.committed: bool | None = None
+
+
+class OutboxHandoff:
+    """The outbox rows this process's units of work committed, handed to the relay in the order they
+    were written, so that it publishes them without reading the outbox table first.
+
+    Only where this process is the outbox's one writer (SQLite, which one process owns, and the in-memory
+    store): there the rows handed after a relay's read of the pending rows are all that was committed
+    since, in id order, so publishing them keeps the order per stream key. A shared PostgreSQL outbox
+    has none (other replicas write it too): its relay always reads.
+
+    A unit's rows are put in line while it still holds the writer (so the line is in id order), and become
+    takeable once it committed (dropped if it did not). The hand-off is a shortcut, never the record: a
+    row lost from it (a process killed after its commit, an overflow) is still pending in the table,
+    and the relay's reads (at start, on taking the lead, on its safety poll) find it."""
+
+    def __init__(self, max_rows: int = HANDOFF_MAX_ROWS) -> None:
+        self._max_rows = max_rows
+        self._lock = threading.Lock()
+        self._line: deque[tuple[_Handed, OutboxMessage]] = deque()
+        self._local = threading.local()  # the rows of the unit of work open on this thread
+        # Bumped whenever rows leave the line untaken (an overflow): a relay synced with an older
+        # generation reads the table before it trusts the hand-off again.
+        self.generation = 0
+
+    @contextmanager
+    def unit(self, transaction: AbstractContextManager[T]) -> Iterator[tuple[T, list[OutboxMessage]]]:
+        """Runs a unit of work's `transaction`; the rows its block adds to the yielded list are handed
+        over once it committed. A unit nested in another on the same thread hands its rows to the outer one."""
+        outer: list[OutboxMessage] | None = getattr(self._local, "rows", None)
+        rows: list[OutboxMessage] = []
+        self._local.rows = rows
+        handed: _Handed | None = None
+        try:
+            with transaction as opened:
+                yield opened, rows
+                if outer is None and rows:
+                    handed = self._put_in_line(rows)  # still the writer: the line stays in id order
+            if outer is not None:
+                outer.extend(rows)
+            elif handed is not None:
+                handed.committed = True
+        except BaseException:
+            if handed is not None:
+                handed.committed = False
+            raise
+        finally:
+            self._local.rows = outer
+
+    def _put_in_line(self, rows: Sequence[OutboxMessage]) -> _Handed:
+        handed = _Handed()
+        with self._lock:
+            if len(self._line) + len(rows) > self._max_rows:
+                self._line.clear()
+                self.generation += 1
+            self._line.extend((handed, row) for row in rows)
+        return handed
+
+    def take(self, after_id: int, limit: int) -> list[OutboxMessage]:
+        """Up to `limit` committed rows, in line order, from the front of the line up to the first unit
+        whose commit is still under way; rows with an id up to `after_id` (already read) are dropped."""
+        taken: list[OutboxMessage] = []
+        with self._lock:
+            while self._line and len(taken) < limit:
+                handed, row = self._line[0]
+                if handed.committed is None:
+                    break
+                self._line.popleft()
+                if handed.committed and row.id > after_id:
+                    taken.append(row)
+        return taken
+
+
 class Outbox(ABC):
     @abstractmethod
     def pending(self, limit: int) -> list[OutboxMessage]:
@@ -49,14 +139,23 @@ class Outbox(ABC):
         sharing the outbox should relay it. An outbox private to its process is always led."""
         return AlwaysLeader()
 
+    @property
+    def handoff(self) -> OutboxHandoff | None:
+        """Where the store hands its committed rows to the relay; None: the relay reads them (a shared outbox)."""
+        return None
 
 
 class SqlOutbox(Outbox):
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._handoff = _sqlite_handoff(engine) if engine.dialect.name == "sqlite" else None
 
     def leadership(self) -> "Leadership":
         return OutboxLeadership(self._engine)
+
+    @property
+    def handoff(self) -> OutboxHandoff | None:
+        return self._handoff
 
     def pending(self, limit: int) -> list[OutboxMessage]:
         query = (
@@ -95,10 +194,15 @@ class SqlOutbox(Outbox):
 class InMemoryOutbox(Outbox):
     """Reads the committed outbox rows of an in-memory event store through `committed_rows`."""
 
-    def __init__(self, committed_rows: Callable[[], Sequence[OutboxMessage]]) -> None:
+    def __init__(self, committed_rows: Callable[[], Sequence[OutboxMessage]], handoff: OutboxHandoff | None = None) -> None:
         self._committed_rows = committed_rows
+        self._handoff = handoff
         self._published: set[int] = set()
         self._lock = threading.Lock()
+
+    @property
+    def handoff(self) -> OutboxHandoff | None:
+        return self._handoff
 
     def pending(self, limit: int) -> list[OutboxMessage]:
         rows = self._committed_rows()
@@ -109,3 +213,16 @@ class InMemoryOutbox(Outbox):
         with self._lock:
             self._published.update(ids)
 
+
+
+# One hand-off per SQLite file (engine), whichever stores of the process write it.
+_sqlite_handoffs: "weakref.WeakKeyDictionary[Engine, OutboxHandoff]" = weakref.WeakKeyDictionary()
+_sqlite_handoffs_lock = threading.Lock()
+
+
+def _sqlite_handoff(engine: Engine) -> OutboxHandoff:
+    with _sqlite_handoffs_lock:
+        handoff = _sqlite_handoffs.get(engine)
+        if handoff is None:
+            handoff = _sqlite_handoffs[engine] = OutboxHandoff()
+        return handoff

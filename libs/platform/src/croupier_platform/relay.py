@@ -26,10 +26,19 @@ logger = logging.getLogger(__name__)
 
 
 class OutboxRelay:
+    """Publishes the outbox in order. `relay_pending` reads the pending rows from the table; where the
+    store hands its committed rows over (`Outbox.handoff`), `relay_committed` publishes those without
+    reading, once a read has caught up with the table (the hand-off holds only what committed after it)."""
+
     def __init__(self, outbox: Outbox, publisher: Publisher, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         self._outbox = outbox
         self._publisher = publisher
         self._batch_size = batch_size
+        self._handoff = outbox.handoff
+        # The hand-off's generation when a read last caught up with the table (None: read first), and
+        # the highest id that read saw: handed rows up to it went out with it.
+        self._caught_up: int | None = None
+        self._read_through = 0
         # A thread of its own for the outbox's reads and marks: in the default executor they would
         # queue behind the service's requests (dozens at 64 players), and the events with them.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-relay")
@@ -39,12 +48,16 @@ class OutboxRelay:
         return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, call, *args)
 
     async def relay_once(self) -> int:
-        """Publish one batch in order and return how many went out; a publish error propagates
-        after the messages before it are marked, and leaves the rest pending.
-
-        The batch goes to the publisher at once (`publish_many`: on Kafka every record in flight
-        together, their acknowledgements awaited together), not one awaited send per row."""
+        """Publish one batch read from the outbox, in order, and return how many went out; a publish
+        error propagates after the messages before it are marked, and leaves the rest pending."""
         messages: list[OutboxMessage] = await self._blocking(self._outbox.pending, self._batch_size)  # type: ignore[assignment]
+        if messages:
+            self._read_through = max(self._read_through, messages[-1].id)
+        return await self._publish(messages)
+
+    async def _publish(self, messages: list[OutboxMessage]) -> int:
+        """The batch goes to the publisher at once (`publish_many`: on Kafka every record in flight
+        together, their acknowledgements awaited together), not one awaited send per row."""
         if not messages:
             return 0
         done, error = await self._publisher.publish_many([Outgoing(m.topic, m.key, m.envelope) for m in messages])
@@ -55,13 +68,36 @@ class OutboxRelay:
         return done
 
     async def relay_pending(self) -> int:
-        """Publish batches until one comes back short: fewer rows than a batch means nothing more
-        was pending when it was read (what commits after that read wakes the loop again), so the
-        usual pass is one read, not a second that finds nothing. Returns how many went out."""
+        """Publish batches read from the outbox until one comes back short: fewer rows than a batch
+        means nothing more was pending when it was read (what commits after that read wakes the loop
+        again), so the usual pass is one read, not a second that finds nothing. Returns how many went out."""
+        self._caught_up = None
+        generation = self._handoff.generation if self._handoff is not None else None
         total = 0
         while (sent := await self.relay_once()) >= self._batch_size:
             total += sent
+        self._caught_up = generation
         return total + sent
+
+    async def relay_committed(self) -> int:
+        """Publish the rows the store handed over since, without reading the outbox; a read
+        (`relay_pending`) instead while the hand-off cannot be trusted: none, no read caught up yet
+        (start, a new lead, a failed pass), or rows dropped from it. Returns how many went out."""
+        handoff = self._handoff
+        if handoff is None or self._caught_up is None or self._caught_up != handoff.generation:
+            return await self.relay_pending()
+        total = 0
+        try:
+            while messages := handoff.take(self._read_through, self._batch_size):
+                total += await self._publish(messages)
+        except BaseException:
+            self._caught_up = None  # the rows taken and not published are back to the table's read
+            raise
+        return total
+
+    def forget(self) -> None:
+        """Read the outbox before trusting the hand-off again (the lead was lost: another relay published)."""
+        self._caught_up = None
 
     def leadership(self) -> "Leadership":
         return self._outbox.leadership()
@@ -69,8 +105,9 @@ class OutboxRelay:
 
 
 class RelayLoop(LeaderLoop):
-    """Drains the outbox to the bus in the background: right away when woken (after a commit),
-    else every `poll_interval_s`; after a failure it backs off exponentially up to `max_backoff_s`.
+    """Drains the outbox to the bus in the background: right away when woken (after a commit: what
+    the store handed over, `relay_committed`), else every `poll_interval_s` (a read of the outbox, the
+    safety net); after a failure it backs off exponentially up to `max_backoff_s`.
 
     A pass runs only while the loop leads its outbox (see `Leadership`); a loop that does not lead
     sleeps its poll interval and tries again. One pass at a time: `drain()` waits for the loop's.
@@ -98,17 +135,24 @@ class RelayLoop(LeaderLoop):
         self._pass_lock = asyncio.Lock()
 
     async def run_once(self) -> int | None:
-        """Publish everything pending now, if this loop leads: None when another process leads,
-        else how many went out. A publish error propagates, leaving the rest pending."""
-        async with self._pass_lock:
-            if not await self.lead():
-                return None
-            return await self._relay.relay_pending()
+        """Publish what committed, if this loop leads: None when another process leads, else how
+        many went out. A pass started by a wake publishes what was handed over; any other reads the
+        outbox. A publish error propagates, leaving the rest pending."""
+        return await self._pass(read=not self.woken_pass)
 
     async def drain(self) -> int:
-        """Publish everything pending now, if this loop leads (tests, shutdown); returns how many.
-        A publish error propagates, leaving the rest pending."""
-        return await self.run_once() or 0
+        """Publish everything pending now (a read of the outbox), if this loop leads (tests, shutdown);
+        returns how many. A publish error propagates, leaving the rest pending."""
+        return await self._pass(read=True) or 0
+
+    async def _pass(self, read: bool) -> int | None:
+        async with self._pass_lock:
+            was_leading = self.leading
+            if not await self.lead() or not was_leading:
+                self._relay.forget()  # another relay published meanwhile: read before trusting the hand-off
+            if not self.leading:
+                return None
+            return await (self._relay.relay_pending() if read else self._relay.relay_committed())
 
     async def stop(self, drain: bool = False) -> None:
         """Stop the loop; with `drain`, first publish what committed before the stop (if leading:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from croupier_platform.bus import topic_for_stream
 from croupier_platform.events import EventEnvelope, EventRecord
-from croupier_platform.outbox import InMemoryOutbox, Outbox, OutboxMessage
+from croupier_platform.outbox import InMemoryOutbox, Outbox, OutboxHandoff, OutboxMessage
 from croupier_platform.tracking import InMemoryTracking
 
 from .port import (
@@ -53,9 +53,10 @@ class _MemoryState:
 
 
 class _MemoryEventLog(EventLog):
-    def __init__(self, state: _MemoryState, topic_for: TopicFor) -> None:
+    def __init__(self, state: _MemoryState, topic_for: TopicFor, handed: list[OutboxMessage]) -> None:
         self._state = state
         self._topic_for = topic_for
+        self._handed = handed  # the outbox rows written, for the relay (OutboxHandoff)
 
     def append(
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
@@ -73,7 +74,9 @@ class _MemoryEventLog(EventLog):
             self._state.log.append(envelope)
             self._state.streams.setdefault(stream_id, []).append(envelope)
             self._state.event_ids.add(envelope.event_id)
-            self._state.outbox.append(OutboxMessage(len(self._state.outbox) + 1, topic, stream_id, envelope))
+            message = OutboxMessage(len(self._state.outbox) + 1, topic, stream_id, envelope)
+            self._state.outbox.append(message)
+            self._handed.append(message._replace(envelope=_copy(envelope)))
         return [_copy(e) for e in sealed]
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
@@ -125,17 +128,23 @@ class InMemoryEventStore(EventStore):
         self._topic_for = topic_for
         # Held for a whole unit of work, as SQLite's write lock is; reentrant so a read inside works.
         self._lock = threading.RLock()
-        self._outbox = InMemoryOutbox(self._committed_outbox)
+        self._handoff = OutboxHandoff()
+        self._outbox = InMemoryOutbox(self._committed_outbox, self._handoff)
 
     @contextmanager
     def unit_of_work(self) -> Iterator[UnitOfWork]:
+        with self._handoff.unit(self._transaction()) as (_, handed):
+            yield UnitOfWork(
+                events=_MemoryEventLog(self._state, self._topic_for, handed),
+                tracking=InMemoryTracking(self._state.tracking),
+            )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         with self._lock:
             mark = self._state.mark()
             try:
-                yield UnitOfWork(
-                    events=_MemoryEventLog(self._state, self._topic_for),
-                    tracking=InMemoryTracking(self._state.tracking),
-                )
+                yield
             except BaseException:
                 self._state.roll_back_to(mark)
                 raise

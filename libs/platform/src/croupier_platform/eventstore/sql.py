@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from croupier_platform.bus import topic_for_stream
 from croupier_platform.db import events_table, insert_rows, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope, EventRecord
-from croupier_platform.outbox import Outbox, SqlOutbox
+from croupier_platform.outbox import Outbox, OutboxMessage, SqlOutbox
 from croupier_platform.tracking import SqlTracking
 
 from .port import (
@@ -48,9 +48,10 @@ class SqlUnitOfWork(UnitOfWork):
 
 
 class _SqlEventLog(EventLog):
-    def __init__(self, connection: Connection, topic_for: TopicFor) -> None:
+    def __init__(self, connection: Connection, topic_for: TopicFor, handed: list[OutboxMessage] | None = None) -> None:
         self._connection = connection
         self._topic_for = topic_for
+        self._handed = handed  # the outbox rows written, with their ids, for the relay (OutboxHandoff); None: none kept
         # Stream heads read or written in this transaction: `stream_version` then `append` (the
         # wallet's pattern) reads the head once. A head that went stale meanwhile is caught by the
         # UNIQUE (stream_id, version) constraint, as any lost race is.
@@ -221,17 +222,23 @@ class SqlEventStore(EventStore):
 
     @contextmanager
     def unit_of_work(self) -> Iterator[SqlUnitOfWork]:
-        with transaction(self._engine) as connection:  # SQLite: a group commit with the other units
-            yield self._unit(connection)
+        # SQLite: a group commit with the other units, its outbox rows handed to the relay once committed.
+        handoff = self._outbox.handoff
+        if handoff is None:
+            with transaction(self._engine) as connection:
+                yield self._unit(connection)
+            return
+        with handoff.unit(transaction(self._engine)) as (connection, handed):
+            yield self._unit(connection, handed)
 
     @contextmanager
     def reading(self) -> Iterator[SqlUnitOfWork]:
         with reading(self._engine) as connection, connection.begin():
             yield self._unit(connection)
 
-    def _unit(self, connection: Connection) -> SqlUnitOfWork:
+    def _unit(self, connection: Connection, handed: list[OutboxMessage] | None = None) -> SqlUnitOfWork:
         return SqlUnitOfWork(
-            events=_SqlEventLog(connection, self._topic_for), tracking=SqlTracking(connection), connection=connection
+            events=_SqlEventLog(connection, self._topic_for, handed), tracking=SqlTracking(connection), connection=connection
         )
 
     @property
@@ -240,6 +247,8 @@ class SqlEventStore(EventStore):
 
 
 _TXID_SHIFT = 1 << 64  # a PostgreSQL read_all position: txid * 2**64 + row position
+
+_INSERT_OUTBOX_RETURNING_ID = insert(outbox_table).returning(outbox_table.c.id)
 
 _RECORD_QUERY = select(*(events_table.c[name] for name in EventRecord._fields))
 
