@@ -6,9 +6,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event, select
 
 from croupier_platform.bus import ROUND_EVENTS, InProcessBus, Publisher
+from croupier_platform.db import outbox_table
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import (
     ConcurrencyConflict,
@@ -260,3 +261,43 @@ class TestSqliteOutbox(OutboxContract):
     @pytest.fixture
     def store(self, sqlite_engine: Engine) -> EventStore:
         return SqlEventStore(sqlite_engine)
+
+    # SQLite defers the relay's marks to ride the next unit of work (OutboxHandoff.defer_marks).
+
+    @staticmethod
+    def unmarked(engine: Engine) -> list[int]:
+        with engine.connect() as connection:
+            return list(connection.execute(select(outbox_table.c.id).where(outbox_table.c.published_at.is_(None))).scalars())
+
+    def test_marks_ride_the_next_unit_of_work_without_a_commit_of_their_own(self, store: EventStore, sqlite_engine: Engine) -> None:
+        append_events(store, "round-1", 2)
+        commits: list[object] = []
+        event.listen(sqlite_engine, "commit", commits.append)
+        ids = [m.id for m in store.outbox.pending(10)]
+
+        store.outbox.mark_published(ids)
+
+        assert (self.unmarked(sqlite_engine), commits) == (ids, [])
+        assert store.outbox.backlog().rows == 0  # published: not waiting, whether marked yet or not
+        append_events(store, "round-2", 1)
+        assert len(commits) == 1 and self.unmarked(sqlite_engine) == [ids[-1] + 1]
+
+    def test_marks_of_a_unit_that_does_not_commit_wait_for_the_next(self, store: EventStore, sqlite_engine: Engine) -> None:
+        append_events(store, "round-1", 1)
+        [row] = store.outbox.pending(10)
+        store.outbox.mark_published([row.id])
+
+        with pytest.raises(ConcurrencyConflict), store.unit_of_work() as uow:
+            uow.events.append("round-1", 0, [new_event(2)], stream_type="round")
+        assert self.unmarked(sqlite_engine) == [row.id]
+
+        store.outbox.flush_marks()  # what a relay's stop does
+        assert self.unmarked(sqlite_engine) == []
+
+    def test_a_read_of_the_pending_rows_writes_the_deferred_marks_first(self, store: EventStore, sqlite_engine: Engine) -> None:
+        append_events(store, "round-1", 2)
+        first, second = store.outbox.pending(10)
+        store.outbox.mark_published([first.id])
+
+        assert store.outbox.pending(10) == [second]
+        assert self.unmarked(sqlite_engine) == [second.id]

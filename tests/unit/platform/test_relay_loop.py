@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from croupier_platform.bus import ROUND_EVENTS, InProcessBus, Publisher
 from croupier_platform.db import create_schema, make_engine
@@ -383,6 +384,37 @@ def test_every_outbox_gives_its_loop_a_leadership(tmp_path: Path) -> None:
         assert leadership.acquire() and leadership.acquire() and leadership.key is None
         leadership.release()
         assert not leadership.leading
+    finally:
+        engine.dispose()
+
+
+def test_on_sqlite_a_woken_pass_neither_reads_nor_commits_and_the_stop_writes_the_marks(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'croupier.db'}")
+    create_schema(engine)
+    store, bus, received = SqlEventStore(engine), InProcessBus(), []
+    statements: list[str] = []
+
+    async def handle(envelope: EventEnvelope) -> None:
+        received.append(envelope)
+
+    async def scenario() -> None:
+        bus.subscribe(ROUND_EVENTS, "test", handle)
+        await bus.start()
+        loop = RelayLoop(OutboxRelay(store.outbox, bus), LONG_S)
+        loop.start()
+        await eventually(lambda: loop.leading)
+        appended = append_events(store, "round-1", 2)
+        event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        loop.wake()
+        await eventually(lambda: len(received) == 2)
+        assert received == appended
+        assert statements == []  # published from the hand-off; the marks wait for a unit of work
+        await loop.stop()
+        assert [s.split()[0] for s in statements] == ["BEGIN", "UPDATE"]  # the stop wrote them
+        assert store.outbox.backlog().rows == 0 and store.outbox.pending(10) == []
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), timeout=10))
     finally:
         engine.dispose()
 

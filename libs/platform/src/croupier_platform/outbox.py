@@ -3,6 +3,7 @@
 """
 
 import json
+import logging
 import sys
 import threading
 import weakref
@@ -13,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import NamedTuple, TypeVar
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Connection, Engine, func, select, update
 
 from croupier_platform.db import outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope
@@ -35,6 +36,8 @@ class OutboxBacklog(NamedTuple):
 
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 # The most rows a hand-off holds for a relay that does not take them (none running, not leading):
 # past it the hand-off is emptied and the relay reads the outbox instead (see `OutboxHandoff`).
@@ -62,7 +65,12 @@ class OutboxHandoff:
     A unit's rows are put in line while it still holds the writer (so the line is in id order), and become
     takeable once it committed (dropped if it did not). The hand-off is a shortcut, never the record: a
     row lost from it (a process killed after its commit, an overflow) is still pending in the table,
-    and the relay's reads (at start, on taking the lead, on its safety poll) find it."""
+    and the relay's reads (at start, on taking the lead, on its safety poll) find it.
+
+    It also holds the marks of rows published but not yet marked (`defer_marks`), where a store lets them
+    ride its next unit of work (`unit`'s `carry_marks`: SQLite, one UPDATE in a transaction that commits
+    anyway, not a transaction and a commit of their own). A mark lost with the process means its row is
+    published again after a restart: at-least-once, as a crash between a publish and its mark always was."""
 
     def __init__(self, max_rows: int = HANDOFF_MAX_ROWS) -> None:
         self._max_rows = max_rows
@@ -72,20 +80,28 @@ class OutboxHandoff:
         # Bumped whenever rows leave the line untaken (an overflow): a relay synced with an older
         # generation reads the table before it trusts the hand-off again.
         self.generation = 0
+        self._marks: set[int] = set()
 
     @contextmanager
-    def unit(self, transaction: AbstractContextManager[T]) -> Iterator[tuple[T, list[OutboxMessage]]]:
+    def unit(
+        self, transaction: AbstractContextManager[T], carry_marks: Callable[[T, Sequence[int]], None] | None = None
+    ) -> Iterator[tuple[T, list[OutboxMessage]]]:
         """Runs a unit of work's `transaction`; the rows its block adds to the yielded list are handed
-        over once it committed. A unit nested in another on the same thread hands its rows to the outer one."""
+        over once it committed. A unit nested in another on the same thread hands its rows to the outer one.
+        With `carry_marks`, the block's transaction also writes the deferred marks (kept if it does not commit)."""
         outer: list[OutboxMessage] | None = getattr(self._local, "rows", None)
         rows: list[OutboxMessage] = []
         self._local.rows = rows
         handed: _Handed | None = None
+        marks: Sequence[int] = ()
         try:
             with transaction as opened:
                 yield opened, rows
-                if outer is None and rows:
-                    handed = self._put_in_line(rows)  # still the writer: the line stays in id order
+                if outer is None:
+                    if rows:
+                        handed = self._put_in_line(rows)  # still the writer: the line stays in id order
+                    if carry_marks is not None and (marks := self.take_marks()):
+                        marks = self._carry(carry_marks, opened, marks)
             if outer is not None:
                 outer.extend(rows)
             elif handed is not None:
@@ -93,9 +109,35 @@ class OutboxHandoff:
         except BaseException:
             if handed is not None:
                 handed.committed = False
+            self.defer_marks(marks)
             raise
         finally:
             self._local.rows = outer
+
+    def _carry(self, carry_marks: Callable[[T, Sequence[int]], None], opened: T, marks: Sequence[int]) -> Sequence[int]:
+        try:
+            carry_marks(opened, marks)
+        except Exception:  # noqa: BLE001 - bookkeeping must not fail the unit it rides: the marks wait for the next
+            logger.warning("outbox marks not written with a unit of work; kept for the next", exc_info=True)
+            self.defer_marks(marks)
+            return ()
+        return marks
+
+    def defer_marks(self, ids: Sequence[int]) -> None:
+        """Rows published: their mark waits to ride the next unit of work (or `take_marks`' caller)."""
+        if ids:
+            with self._lock:
+                self._marks.update(ids)
+
+    def deferred_marks(self) -> list[int]:
+        with self._lock:
+            return sorted(self._marks)
+
+    def take_marks(self) -> list[int]:
+        """The deferred marks, now the caller's to write (or to give back with `defer_marks`)."""
+        with self._lock:
+            marks, self._marks = sorted(self._marks), set()
+        return marks
 
     def _put_in_line(self, rows: Sequence[OutboxMessage]) -> _Handed:
         handed = _Handed()
@@ -127,7 +169,11 @@ class Outbox(ABC):
         """Unpublished messages, oldest first."""
 
     @abstractmethod
-    def mark_published(self, ids: Sequence[int]) -> None: ...
+    def mark_published(self, ids: Sequence[int]) -> None:
+        """Published: no longer pending. A store may defer writing it (see `flush_marks`)."""
+
+    def flush_marks(self) -> None:
+        """Write the marks deferred so far (a relay's stop); `pending` does it first too."""
 
     def backlog(self) -> OutboxBacklog:
         """What waits to be relayed (the metrics' outbox backlog and relay lag); a store overrides it with a cheap query."""
@@ -158,6 +204,7 @@ class SqlOutbox(Outbox):
         return self._handoff
 
     def pending(self, limit: int) -> list[OutboxMessage]:
+        self.flush_marks()  # or rows published since the last unit of work would be read as pending
         query = (
             select(outbox_table.c.id, outbox_table.c.topic, outbox_table.c.key, outbox_table.c.envelope)
             .where(outbox_table.c.published_at.is_(None))
@@ -172,7 +219,10 @@ class SqlOutbox(Outbox):
 
     def backlog(self) -> OutboxBacklog:
         # Both through the partial index of unpublished rows; only the oldest row's envelope is read.
+        # Rows published whose mark is deferred are not waiting.
         unpublished = outbox_table.c.published_at.is_(None)
+        if self._handoff is not None and (marks := self._handoff.deferred_marks()):
+            unpublished = unpublished & outbox_table.c.id.not_in(marks)
         with reading(self._engine) as connection:
             rows, oldest = connection.execute(select(func.count(), func.min(outbox_table.c.id)).where(unpublished)).one()
             envelope = connection.execute(select(outbox_table.c.envelope).where(outbox_table.c.id == oldest)).scalar() if rows else None
@@ -181,14 +231,34 @@ class SqlOutbox(Outbox):
         return OutboxBacklog(rows, datetime.fromisoformat(json.loads(envelope)["occurred_at"]))
 
     def mark_published(self, ids: Sequence[int]) -> None:
-        # The database's clock, not the process's: this is bookkeeping, never hashed or replayed.
-        statement = (
-            update(outbox_table)
-            .where(outbox_table.c.id.in_(ids), outbox_table.c.published_at.is_(None))
-            .values(published_at=func.current_timestamp())
-        )
+        """SQLite: deferred, to ride the next unit of work of the file (the event store's `carry_marks`)
+        rather than cost a transaction and a commit of its own; a relay's read or stop writes what is left."""
+        if self._handoff is not None:
+            self._handoff.defer_marks(ids)
+            return
         with transaction(self._engine) as connection:
-            connection.execute(statement)
+            write_marks(connection, ids)
+
+    def flush_marks(self) -> None:
+        if self._handoff is None or not (marks := self._handoff.take_marks()):
+            return
+        try:
+            with transaction(self._engine) as connection:
+                write_marks(connection, marks)
+        except BaseException:
+            self._handoff.defer_marks(marks)
+            raise
+
+
+def write_marks(connection: Connection, ids: Sequence[int]) -> None:
+    """Mark rows published, in the connection's transaction: one UPDATE for them all."""
+    # The database's clock, not the process's: this is bookkeeping, never hashed or replayed.
+    statement = (
+        update(outbox_table)
+        .where(outbox_table.c.id.in_(ids), outbox_table.c.published_at.is_(None))
+        .values(published_at=func.current_timestamp())
+    )
+    connection.execute(statement)
 
 
 class InMemoryOutbox(Outbox):

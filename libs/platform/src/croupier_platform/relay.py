@@ -95,6 +95,10 @@ class OutboxRelay:
             raise
         return total
 
+    async def flush_marks(self) -> None:
+        """Write the marks the outbox deferred (a stop: else their rows go out again after a restart)."""
+        await self._blocking(self._outbox.flush_marks)
+
     def forget(self) -> None:
         """Read the outbox before trusting the hand-off again (the lead was lost: another relay published)."""
         self._caught_up = None
@@ -164,5 +168,9 @@ class RelayLoop(LeaderLoop):
                     await self.drain()
                 except Exception:  # noqa: BLE001 - the rows stay pending for the next leader
                     logger.warning("%s: outbox not drained at stop; the rows stay pending", self.name, exc_info=True)
+            try:
+                await self._relay.flush_marks()
+            except Exception:  # noqa: BLE001 - unmarked rows are published again: at-least-once
+                logger.warning("%s: marks of published rows not written at stop", self.name, exc_info=True)
         finally:
             await self._step_down()

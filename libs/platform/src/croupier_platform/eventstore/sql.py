@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from croupier_platform.bus import topic_for_stream
 from croupier_platform.db import events_table, insert_rows, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope, EventRecord
-from croupier_platform.outbox import Outbox, OutboxMessage, SqlOutbox
+from croupier_platform.outbox import Outbox, OutboxMessage, SqlOutbox, write_marks
 from croupier_platform.tracking import SqlTracking
 
 from .port import (
@@ -222,13 +222,14 @@ class SqlEventStore(EventStore):
 
     @contextmanager
     def unit_of_work(self) -> Iterator[SqlUnitOfWork]:
-        # SQLite: a group commit with the other units, its outbox rows handed to the relay once committed.
+        # SQLite: a group commit with the other units, its outbox rows handed to the relay once committed,
+        # and the relay's marks of published rows written with it.
         handoff = self._outbox.handoff
         if handoff is None:
             with transaction(self._engine) as connection:
                 yield self._unit(connection)
             return
-        with handoff.unit(transaction(self._engine)) as (connection, handed):
+        with handoff.unit(transaction(self._engine), carry_marks=write_marks) as (connection, handed):
             yield self._unit(connection, handed)
 
     @contextmanager
