@@ -144,3 +144,22 @@ def test_the_loop_reads_at_start_and_not_when_woken():
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=10))
     assert len(publisher.published) == 7
+
+
+def test_a_relay_taking_over_does_not_republish_what_the_other_read_and_published():
+    """The hand-off is the outbox's, not one relay's: rows another relay published by a read must not
+    reach the next relay from the hand-off."""
+    store = InMemoryEventStore()
+    first, second = RecordingPublisher(), RecordingPublisher()
+
+    async def scenario() -> None:
+        appended = append_events(store, "round-1", 2)  # handed over, and pending
+        assert await OutboxRelay(store.outbox, first).relay_pending() == 2  # published by a read
+        taking_over = OutboxRelay(store.outbox, second)
+        assert await taking_over.relay_committed() == 0  # its first pass reads: nothing pending
+        assert await taking_over.relay_committed() == 0  # and the hand-off holds nothing to publish again
+        later = append_events(store, "round-2", 1)
+        assert await taking_over.relay_committed() == 1
+        assert published_ids(first) + published_ids(second) == [e.event_id for e in appended + later]
+
+    asyncio.run(scenario())

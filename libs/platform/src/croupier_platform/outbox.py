@@ -148,6 +148,13 @@ class OutboxHandoff:
             self._line.extend((handed, row) for row in rows)
         return handed
 
+    def drop_settled(self) -> None:
+        """Drop the rows whose commit is known, before a read of the table that will find those committed
+        (another relay may have published them: the hand-off is the outbox's, not one relay's)."""
+        with self._lock:
+            while self._line and self._line[0][0].committed is not None:
+                self._line.popleft()
+
     def take(self, after_id: int, limit: int) -> list[OutboxMessage]:
         """Up to `limit` committed rows, in line order, from the front of the line up to the first unit
         whose commit is still under way; rows with an id up to `after_id` (already read) are dropped."""

@@ -72,7 +72,10 @@ class OutboxRelay:
         means nothing more was pending when it was read (what commits after that read wakes the loop
         again), so the usual pass is one read, not a second that finds nothing. Returns how many went out."""
         self._caught_up = None
-        generation = self._handoff.generation if self._handoff is not None else None
+        generation = None
+        if self._handoff is not None:
+            generation = self._handoff.generation
+            self._handoff.drop_settled()  # committed before the read: it finds them
         total = 0
         while (sent := await self.relay_once()) >= self._batch_size:
             total += sent
