@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    insert,
     Connection,
     Engine,
     Row,
@@ -88,7 +89,16 @@ class _SqlEventLog(EventLog):
                 raise DuplicateEventId([e.event_id for e in sealed]) from error
             raise ConcurrencyConflict(stream_id, expected_version, None) from error  # the transaction is spent
         outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
-        insert_rows(self._connection, outbox_table, outbox_rows)
+        if self._handed is None:
+            insert_rows(self._connection, outbox_table, outbox_rows)
+        else:
+            # Still one statement; SQLite numbers the rows of one INSERT in order, so the ids sorted
+            # are the rows' ids.
+            if len(outbox_rows) == 1:
+                ids = list(self._connection.execute(_INSERT_OUTBOX_RETURNING_ID, outbox_rows[0]).scalars())
+            else:
+                ids = sorted(self._connection.execute(_INSERT_OUTBOX_RETURNING_ID.values(outbox_rows)).scalars())
+            self._handed.extend(OutboxMessage(i, topic, stream_id, e) for i, e in zip(ids, sealed, strict=True))
         last = sealed[-1]
         self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
         return sealed
