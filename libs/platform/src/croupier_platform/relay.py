@@ -62,7 +62,10 @@ class OutboxRelay:
             return 0
         done, error = await self._publisher.publish_many([Outgoing(m.topic, m.key, m.envelope) for m in messages])
         if done:
-            await self._blocking(self._outbox.mark_published, [m.id for m in messages[:done]])
+            # Shielded: a stop that cancels the pass must not cancel the mark of what went out (queued
+            # behind another call on the relay's thread, it would never run, and the next leader would
+            # publish those rows again).
+            await asyncio.shield(self._blocking(self._outbox.mark_published, [m.id for m in messages[:done]]))
         if error is not None:
             raise error
         return done
