@@ -41,7 +41,10 @@ TABLE = "casino-war-play"
 
 # Per round, at one player, with the background loops' share of a round's time. Lower these as
 # the cost comes down; a change that adds statements to the hot path fails here.
-SQLITE_STATEMENTS_PER_ROUND = 78  # 70.0 measured (160 at the start of the 2026-12-01 session: bench/PROFILE.md)
+# sqlite3's trace counts each row of an executemany (events, outbox rows, ledger entries) as a
+# statement: one INSERT with a VALUES row each would count once, but SQLAlchemy compiles such a
+# statement afresh on every call (~20x the executemany's CPU), so the rows are sent as an executemany.
+SQLITE_STATEMENTS_PER_ROUND = 92  # 84.4 measured (SQLAlchemy's count 63.4; 160 at the start of the 2026-12-01 session: bench/PROFILE.md)
 SQLITE_COMMITS_PER_ROUND = 12  # 9.8 measured (the relay's marks ride the units of work)
 POSTGRES_STATEMENTS_PER_ROUND = 66  # 59.3 measured (96 at the start; SQLAlchemy's count: psycopg's BEGIN is not a statement)
 POSTGRES_COMMITS_PER_ROUND = 18  # 15.9 measured

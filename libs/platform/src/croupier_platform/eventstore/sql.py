@@ -92,12 +92,9 @@ class _SqlEventLog(EventLog):
         if self._handed is None:
             insert_rows(self._connection, outbox_table, outbox_rows)
         else:
-            # Still one statement; SQLite numbers the rows of one INSERT in order, so the ids sorted
-            # are the rows' ids.
-            if len(outbox_rows) == 1:
-                ids = list(self._connection.execute(_INSERT_OUTBOX_RETURNING_ID, outbox_rows[0]).scalars())
-            else:
-                ids = sorted(self._connection.execute(_INSERT_OUTBOX_RETURNING_ID.values(outbox_rows)).scalars())
+            # The ids in the rows' order (sort_by_parameter_order), from the one statement built once.
+            arguments = outbox_rows if len(outbox_rows) > 1 else outbox_rows[0]
+            ids = list(self._connection.execute(_INSERT_OUTBOX_RETURNING_ID, arguments).scalars())
             self._handed.extend(OutboxMessage(i, topic, stream_id, e) for i, e in zip(ids, sealed, strict=True))
         last = sealed[-1]
         self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
@@ -259,7 +256,7 @@ class SqlEventStore(EventStore):
 
 _TXID_SHIFT = 1 << 64  # a PostgreSQL read_all position: txid * 2**64 + row position
 
-_INSERT_OUTBOX_RETURNING_ID = insert(outbox_table).returning(outbox_table.c.id)
+_INSERT_OUTBOX_RETURNING_ID = insert(outbox_table).returning(outbox_table.c.id, sort_by_parameter_order=True)
 
 _RECORD_QUERY = select(*(events_table.c[name] for name in EventRecord._fields))
 
