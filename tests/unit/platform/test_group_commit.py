@@ -51,7 +51,7 @@ def test_one_failing_unit_leaves_the_others_of_its_group_commit_committed(sqlite
     store = SqlEventStore(sqlite_engine)
     with store.unit_of_work() as uow:
         uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")  # the engine's GroupCommit exists now
-    group = _group_commits[sqlite_engine]
+    group = _group_commits.of(sqlite_engine)
     seen = commits(sqlite_engine)
     outcomes: dict[str, object] = {}
 
@@ -85,7 +85,7 @@ def test_a_unit_waits_for_the_commit_and_one_commit_carries_the_units_queued_beh
     store = SqlEventStore(sqlite_engine)
     with store.unit_of_work() as uow:
         uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")
-    group = _group_commits[sqlite_engine]
+    group = _group_commits.of(sqlite_engine)
     seen = commits(sqlite_engine)
     release = threading.Event()
 
@@ -146,7 +146,7 @@ CRASH_AFTER_COMMIT = textwrap.dedent("""
     with store.unit_of_work() as uow:
         uow.events.append("warm-up", 0, [NewEvent(event_type="Happened", schema_version=1, payload={}, occurred_at="%(at)s")],
                           stream_type="round")
-    group = db._group_commits[engine]
+    group = db._group_commits.of(engine)
     hold = threading.Event()
 
     def command(n):
@@ -205,7 +205,7 @@ def test_a_unit_failing_on_an_earlier_units_write_raises_only_once_that_write_is
     store = SqlEventStore(sqlite_engine)
     with store.unit_of_work() as uow:
         uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")
-    group = _group_commits[sqlite_engine]
+    group = _group_commits.of(sqlite_engine)
     third_may_finish = threading.Event()
     seen_by_loser: list[int] = []
 
@@ -254,7 +254,7 @@ def test_a_failing_first_unit_ends_its_batch_and_the_unit_queued_behind_it_commi
     store = SqlEventStore(sqlite_engine)
     with store.unit_of_work() as uow:
         uow.events.append("warm-up", 0, [new_event(0)], stream_type="round")
-    group = _group_commits[sqlite_engine]
+    group = _group_commits.of(sqlite_engine)
     outcomes: dict[str, object] = {}
 
     def first() -> None:

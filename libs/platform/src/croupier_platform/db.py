@@ -5,10 +5,10 @@ Everything here is SQLAlchemy Core that runs on SQLite (embedded mode) and Postg
 
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -131,11 +131,7 @@ def transaction(engine: Engine) -> Any:
     returns only once its effects are durable."""
     if engine.dialect.name != "sqlite":
         return engine.begin()
-    with _group_commits_lock:
-        group = _group_commits.get(engine)
-        if group is None:
-            group = _group_commits[engine] = GroupCommit(engine)
-    return group.unit()
+    return _group_commits.of(engine).unit()
 
 
 class BatchLost(Exception):
@@ -273,8 +269,27 @@ class GroupCommit:
                 batch.committed.set()
 
 
-_group_commits: "weakref.WeakKeyDictionary[Engine, GroupCommit]" = weakref.WeakKeyDictionary()
-_group_commits_lock = threading.Lock()
+T = TypeVar("T")
+
+
+class PerEngine(Generic[T]):
+    """One `make(engine)` per engine (a SQLite file's writer, its outbox hand-off), made on first use
+    and gone with the engine."""
+
+    def __init__(self, make: Callable[[Engine], T]) -> None:
+        self._make = make
+        self._made: "weakref.WeakKeyDictionary[Engine, T]" = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def of(self, engine: Engine) -> T:
+        with self._lock:
+            made = self._made.get(engine)
+            if made is None:
+                made = self._made[engine] = self._make(engine)
+            return made
+
+
+_group_commits: PerEngine[GroupCommit] = PerEngine(GroupCommit)
 
 
 _INSERT_NEW: dict[tuple[str, str], Any] = {}

@@ -6,7 +6,6 @@ import json
 import logging
 import sys
 import threading
-import weakref
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -14,9 +13,9 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import NamedTuple, TypeVar
 
-from sqlalchemy import Connection, Engine, func, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
-from croupier_platform.db import outbox_table, reading, transaction
+from croupier_platform.db import PerEngine, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope
 from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership
 
@@ -201,7 +200,7 @@ class Outbox(ABC):
 class SqlOutbox(Outbox):
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._handoff = _sqlite_handoff(engine) if engine.dialect.name == "sqlite" else None
+        self._handoff = _sqlite_handoffs.of(engine) if engine.dialect.name == "sqlite" else None
 
     def leadership(self) -> "Leadership":
         return OutboxLeadership(self._engine)
@@ -257,15 +256,18 @@ class SqlOutbox(Outbox):
             raise
 
 
+# The database's clock, not the process's: this is bookkeeping, never hashed or replayed. Built once:
+# on SQLite it rides most units of work.
+_MARK_PUBLISHED = (
+    update(outbox_table)
+    .where(outbox_table.c.id.in_(bindparam("ids", expanding=True)), outbox_table.c.published_at.is_(None))
+    .values(published_at=func.current_timestamp())
+)
+
+
 def write_marks(connection: Connection, ids: Sequence[int]) -> None:
     """Mark rows published, in the connection's transaction: one UPDATE for them all."""
-    # The database's clock, not the process's: this is bookkeeping, never hashed or replayed.
-    statement = (
-        update(outbox_table)
-        .where(outbox_table.c.id.in_(ids), outbox_table.c.published_at.is_(None))
-        .values(published_at=func.current_timestamp())
-    )
-    connection.execute(statement)
+    connection.execute(_MARK_PUBLISHED, {"ids": list(ids)})
 
 
 class InMemoryOutbox(Outbox):
@@ -293,13 +295,4 @@ class InMemoryOutbox(Outbox):
 
 
 # One hand-off per SQLite file (engine), whichever stores of the process write it.
-_sqlite_handoffs: "weakref.WeakKeyDictionary[Engine, OutboxHandoff]" = weakref.WeakKeyDictionary()
-_sqlite_handoffs_lock = threading.Lock()
-
-
-def _sqlite_handoff(engine: Engine) -> OutboxHandoff:
-    with _sqlite_handoffs_lock:
-        handoff = _sqlite_handoffs.get(engine)
-        if handoff is None:
-            handoff = _sqlite_handoffs[engine] = OutboxHandoff()
-        return handoff
+_sqlite_handoffs: PerEngine[OutboxHandoff] = PerEngine(lambda _engine: OutboxHandoff())
