@@ -45,4 +45,5 @@ class RecentShoes:
             self._by_round[shoe.round_id] = shoe
             while len(self._by_id) > self._size:
                 _, oldest = self._by_id.popitem(last=False)
-                del self._by_round[oldest.round_id]
+                if self._by_round.get(oldest.round_id) is oldest:  # not a later shoe kept for its round
+                    del self._by_round[oldest.round_id]
