@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine.default import CACHE_HIT
 from sqlalchemy.pool import Pool
 
 from tests.e2e.conftest import Casino, ServerThread, ready_channel, start_embedded
@@ -48,6 +49,10 @@ SQLITE_STATEMENTS_PER_ROUND = 92  # 84.4 measured (SQLAlchemy's count 63.4; 160 
 SQLITE_COMMITS_PER_ROUND = 12  # 9.8 measured (the relay's marks ride the units of work)
 POSTGRES_STATEMENTS_PER_ROUND = 66  # 59.3 measured (96 at the start; SQLAlchemy's count: psycopg's BEGIN is not a statement)
 POSTGRES_COMMITS_PER_ROUND = 18  # 15.9 measured
+# Statements SQLAlchemy compiled for the call (a cache miss: a statement whose shape changes per call,
+# such as a VALUES list of as many rows as given), at ~10x a cached statement's cost. 2.0 before the
+# wallet's account deltas were built once (bench/PROFILE.md); none is on a round's path now.
+COMPILED_PER_ROUND = 0.5
 # Statements a second with no round being played (relay safety polls, keeper, reconciler).
 IDLE_STATEMENTS_PER_S = 65  # 50 measured (SQLAlchemy counts 28 of them)
 
@@ -69,11 +74,13 @@ class SqlCounter:
     sqlalchemy: Counter[str] = field(default_factory=Counter)  # by database, SQLAlchemy's before_cursor_execute
     commits: Counter[str] = field(default_factory=Counter)
     shapes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Statements SQLAlchemy compiled for the call (not found in its cache): each costs ~10x a cached one.
+    compiled: Counter[tuple[str, str]] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def clear(self) -> None:
         with self._lock:
-            for counter in (self.statements, self.sqlalchemy, self.commits, self.shapes):
+            for counter in (self.statements, self.sqlalchemy, self.commits, self.shapes, self.compiled):
                 counter.clear()
 
     @contextmanager
@@ -91,12 +98,14 @@ class SqlCounter:
             for target, name, listener in listeners:
                 event.remove(target, name, listener)
 
-    def _before_cursor_execute(self, connection, _cursor, statement, _parameters, _context, _many) -> None:
+    def _before_cursor_execute(self, connection, _cursor, statement, _parameters, context, _many) -> None:
         if not self.counting:
             return
         database = _database_of(connection.engine)
         with self._lock:
             self.sqlalchemy[database] += 1
+            if getattr(context, "compiled", None) is not None and context.cache_hit is not CACHE_HIT:
+                self.compiled[(database, _shape(statement))] += 1
             if connection.dialect.name != "sqlite":  # no library trace: SQLAlchemy's count is the count
                 self.statements[database] += 1
                 self.shapes[(database, _shape(statement))] += 1
@@ -124,7 +133,10 @@ class SqlCounter:
             f"statements per {unit}: {sum(self.statements.values()) / per:.1f} {_per(self.statements, per)}",
             f"  (SQLAlchemy's count: {sum(self.sqlalchemy.values()) / per:.1f} {_per(self.sqlalchemy, per)})",
             f"commits per {unit}: {sum(self.commits.values()) / per:.1f} {_per(self.commits, per)}",
+            f"statements compiled for the call per {unit}: {sum(self.compiled.values()) / per:.1f}",
         ]
+        for (database, shape), count in self.compiled.most_common(10):
+            lines.append(f"  compiled {count / per:6.2f} {database:10s} {shape}")
         for (database, shape), count in self.shapes.most_common(40):
             lines.append(f"  {count / per:6.2f} {database:10s} {shape}")
         return "\n".join(lines)
@@ -175,7 +187,7 @@ def measure(counter: SqlCounter, casino: Casino) -> tuple[SqlCounter, float]:
     settled(player, view.round_id)
     counter.counting = False
     rounds_report = counter.report(ROUNDS, "round")
-    totals = (Counter(counter.statements), Counter(counter.commits))
+    totals = (Counter(counter.statements), Counter(counter.commits), Counter(counter.compiled))
     counter.clear()
     counter.counting = True
     idle_start = time.monotonic()
@@ -187,6 +199,7 @@ def measure(counter: SqlCounter, casino: Casino) -> tuple[SqlCounter, float]:
     counter.clear()
     counter.statements.update(totals[0])
     counter.commits.update(totals[1])
+    counter.compiled.update(totals[2])
     return counter, idle_per_s
 
 
@@ -194,6 +207,8 @@ def assert_within(counter: SqlCounter, idle_per_s: float, statements_bound: floa
     statements = sum(counter.statements.values()) / ROUNDS
     commits = sum(counter.commits.values()) / ROUNDS
     assert statements <= statements_bound, f"{statements:.1f} statements per round"
+    compiled = sum(counter.compiled.values()) / ROUNDS
+    assert compiled <= COMPILED_PER_ROUND, f"{compiled:.1f} statements compiled for the call per round: {counter.compiled.most_common(3)}"
     assert commits <= commits_bound, f"{commits:.1f} commits per round"
     assert idle_per_s <= IDLE_STATEMENTS_PER_S, f"{idle_per_s:.1f} statements per idle second"
 

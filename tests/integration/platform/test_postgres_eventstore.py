@@ -16,6 +16,7 @@ from croupier_platform.migrate import schema_engine, service_metadata
 from tests.integration.conftest import migrated_schema
 from tests.unit.platform.test_eventstore_contract import SqlEventStoreContract, append_round
 from tests.unit.platform.test_outbox_contract import OutboxContract
+from tests.unit.platform.test_prepared import PreparedContract
 
 pytestmark = pytest.mark.integration
 
@@ -89,3 +90,9 @@ class TestPostgresOutbox(OutboxContract):
     @pytest.fixture
     def store(self, postgres_engine: Engine) -> EventStore:
         return SqlEventStore(postgres_engine)
+
+
+class TestPostgresPrepared(PreparedContract):
+    @pytest.fixture
+    def engine(self, postgres_engine: Engine) -> Engine:
+        return postgres_engine

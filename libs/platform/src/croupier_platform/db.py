@@ -3,6 +3,7 @@
 Everything here is SQLAlchemy Core that runs on SQLite (embedded mode) and PostgreSQL.
 """
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,8 @@ from sqlalchemy import (
     make_url,
 )
 from sqlalchemy.engine import URL
+
+from .prepared import Prepared
 
 # Deterministic constraint names, so Alembic migrations can refer to them.
 NAMING_CONVENTION = {
@@ -292,28 +295,28 @@ class PerEngine(Generic[T]):
 _group_commits: PerEngine[GroupCommit] = PerEngine(GroupCommit)
 
 
-_INSERT_NEW: dict[tuple[str, str], Any] = {}
+def dialect_insert(dialect: str, table: Table) -> Any:
+    """The dialect's INSERT of `table`, which has the ON CONFLICT clauses (SQLite and PostgreSQL)."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as of_dialect
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as of_dialect
+    else:
+        raise NotImplementedError(f"SQLite or PostgreSQL, not {dialect}")
+    return of_dialect(table)
 
 
-def insert_new(connection: Connection, table: Table) -> Any:
-    """`INSERT … ON CONFLICT DO NOTHING` into `table` on the connection's dialect (SQLite, PostgreSQL),
-    built once: a row whose key (any unique one) is taken is left out, and the result's rowcount (0)
-    says so. One statement where a savepoint and a caught IntegrityError took three, and a failed
-    insert does not end a PostgreSQL transaction."""
-    key = (connection.dialect.name, table.fullname)
-    if (statement := _INSERT_NEW.get(key)) is None:
-        if key[0] == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        elif key[0] == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            raise NotImplementedError(f"insert_new: SQLite or PostgreSQL, not {key[0]}")
-        # preserve_rowcount: SQLAlchemy 2 leaves an INSERT's rowcount unset (-1) on psycopg without it.
-        statement = _INSERT_NEW[key] = dialect_insert(table).on_conflict_do_nothing().execution_options(preserve_rowcount=True)
-    return statement
+def insert_new(connection: Connection, table: Table, row: dict[str, Any]) -> bool:
+    """Insert `row` into `table` unless a row with one of its unique keys is there: True when inserted.
+    One `INSERT … ON CONFLICT DO NOTHING` (SQLite, PostgreSQL), built once, where a savepoint and a
+    caught IntegrityError took three; and a conflict does not end a PostgreSQL transaction."""
+    return _insert_new(connection.dialect.name, table).execute(connection, row).rowcount == 1
 
 
-_INSERTS: dict[str, Any] = {}
+@functools.cache
+def _insert_new(dialect: str, table: Table) -> Prepared:
+    # preserve_rowcount: SQLAlchemy 2 leaves an INSERT's rowcount unset (-1) on psycopg without it.
+    return Prepared(dialect_insert(dialect, table).on_conflict_do_nothing().execution_options(preserve_rowcount=True))
 
 
 def insert_rows(connection: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
@@ -321,9 +324,12 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[dict[str, A
     sqlite3 steps the statement once per row in C). Not one INSERT with a VALUES row each: SQLAlchemy
     compiles such a statement afresh on every call, ~20x the executemany's cost at ten rows."""
     if rows:
-        if (statement := _INSERTS.get(table.fullname)) is None:
-            statement = _INSERTS[table.fullname] = insert(table)
-        connection.execute(statement, list(rows) if len(rows) > 1 else rows[0])
+        _inserts(table).execute(connection, list(rows))
+
+
+@functools.cache
+def _inserts(table: Table) -> Prepared:
+    return Prepared(insert(table))
 
 
 def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:

@@ -31,7 +31,7 @@ def record(connection: Connection, consumer: str, event_id: str) -> None:
     """Insert the tracking row; raises AlreadyProcessed when it is there already. One statement for
     "seen before?" and "now seen" (a concurrent duplicate waits for the first writer's key, then
     inserts nothing)."""
-    if connection.execute(insert_new(connection, tracking_table), {"consumer": consumer, "event_id": event_id}).rowcount != 1:
+    if not insert_new(connection, tracking_table, {"consumer": consumer, "event_id": event_id}):
         raise AlreadyProcessed(consumer, event_id)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    bindparam,
     insert,
     Connection,
     Engine,
@@ -23,6 +24,7 @@ from croupier_platform.bus import topic_for_stream
 from croupier_platform.db import events_table, insert_rows, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope, EventRecord
 from croupier_platform.outbox import Outbox, OutboxMessage, SqlOutbox, write_marks
+from croupier_platform.prepared import Prepared
 from croupier_platform.tracking import SqlTracking
 
 from .port import (
@@ -94,19 +96,15 @@ class _SqlEventLog(EventLog):
         else:
             # The ids in the rows' order (sort_by_parameter_order), from the one statement built once.
             arguments = outbox_rows if len(outbox_rows) > 1 else outbox_rows[0]
-            ids = list(self._connection.execute(_INSERT_OUTBOX_RETURNING_ID, arguments).scalars())
+            ids = list(_INSERT_OUTBOX_RETURNING_ID.execute(self._connection, arguments).scalars())
             self._handed.extend(OutboxMessage(i, topic, stream_id, e) for i, e in zip(ids, sealed, strict=True))
         last = sealed[-1]
         self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
         return sealed
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
-        query = (
-            select(events_table)
-            .where(events_table.c.stream_id == stream_id, events_table.c.version >= from_version)
-            .order_by(events_table.c.version)
-        )
-        return [_envelope_from_row(row) for row in self._connection.execute(query)]
+        rows = _READ_STREAM.execute(self._connection, {"b_stream": stream_id, "b_from": from_version})
+        return [_envelope_from_row(row) for row in rows]
 
     def read_all(self, after_position: int = 0, limit: int = DEFAULT_READ_LIMIT) -> list[StoredEvent]:
         if self._connection.dialect.name == "postgresql":
@@ -210,13 +208,7 @@ class _SqlEventLog(EventLog):
         return streams
 
     def _head(self, stream_id: str) -> StreamHead | None:
-        query = (
-            select(events_table.c.version, events_table.c.stream_type, events_table.c.hash)
-            .where(events_table.c.stream_id == stream_id)
-            .order_by(events_table.c.version.desc())
-            .limit(1)
-        )
-        row = self._connection.execute(query).first()
+        row = _HEAD.execute(self._connection, {"b_stream": stream_id}).first()
         head = self._heads[stream_id] = StreamHead(row.version, row.stream_type, row.hash) if row else None
         return head
 
@@ -256,7 +248,18 @@ class SqlEventStore(EventStore):
 
 _TXID_SHIFT = 1 << 64  # a PostgreSQL read_all position: txid * 2**64 + row position
 
-_INSERT_OUTBOX_RETURNING_ID = insert(outbox_table).returning(outbox_table.c.id, sort_by_parameter_order=True)
+_INSERT_OUTBOX_RETURNING_ID = Prepared(insert(outbox_table).returning(outbox_table.c.id, sort_by_parameter_order=True))
+_READ_STREAM = Prepared(
+    select(events_table)
+    .where(events_table.c.stream_id == bindparam("b_stream"), events_table.c.version >= bindparam("b_from"))
+    .order_by(events_table.c.version)
+)
+_HEAD = Prepared(
+    select(events_table.c.version, events_table.c.stream_type, events_table.c.hash)
+    .where(events_table.c.stream_id == bindparam("b_stream"))
+    .order_by(events_table.c.version.desc())
+    .limit(1)
+)
 
 _RECORD_QUERY = select(*(events_table.c[name] for name in EventRecord._fields))
 

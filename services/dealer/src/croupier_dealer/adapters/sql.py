@@ -49,7 +49,7 @@ class SqlCutRepository:
             "next_position": shoe.next_position,
             "created_at": iso(at),
         }
-        if self._connection.execute(insert_new(self._connection, cuts_table), row).rowcount != 1:
+        if not insert_new(self._connection, cuts_table, row):
             raise CutAlreadyStored(f"round {shoe.round_id!r} has its cut already")
 
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:

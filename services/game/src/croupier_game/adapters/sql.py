@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from croupier_platform.db import NAMING_CONVENTION
 from croupier_platform.eventstore import SqlEventStore, SqlUnitOfWork
 from croupier_platform.outbox import Outbox
+from croupier_platform.prepared import Prepared
 
 from ..application.ports import DuplicateRow, GameUnitOfWork, IdempotencyKeys, RoundRow, Rounds, Seats
 from ..domain.round import OVER_PHASES
@@ -93,29 +94,34 @@ Index("ix_game_rounds_player", rounds_table.c.player_id, rounds_table.c.id)
 Index("ix_game_rounds_reconciled", rounds_table.c.reconciled, rounds_table.c.id)
 _ROW_COLUMNS = [rounds_table.c[name] for name in RoundRow.__dataclass_fields__]
 
-# A round's statements, built once: SQLAlchemy builds, keys and adapts a statement made afresh on
-# every call, which costs several times what running it costs (bench/PROFILE.md). An UPDATE's SET
-# comes from the parameters passed; its WHERE names its parameters b_* (a column's name is the SET's).
-_SEAT = select(seats_table).where(seats_table.c.seat_id == bindparam("seat_id"))
-_SEAT_AT_TABLE = select(seats_table).where(
-    seats_table.c.player_id == bindparam("player_id"), seats_table.c.table_id == bindparam("table_id")
+# A round's statements, built once and run on the driver (croupier_platform.prepared): SQLAlchemy
+# builds, keys and adapts a statement on every call, which costs several times what running it costs
+# (bench/PROFILE.md). An UPDATE's SET comes from the parameters passed; its WHERE names its parameters
+# b_* (a column's name is the SET's).
+_SEAT = Prepared(select(seats_table).where(seats_table.c.seat_id == bindparam("seat_id")))
+_SEAT_AT_TABLE = Prepared(
+    select(seats_table).where(seats_table.c.player_id == bindparam("player_id"), seats_table.c.table_id == bindparam("table_id"))
 )
-_SEAT_WAITING_FOR = select(seats_table).where(seats_table.c.next_round_id == bindparam("round_id"))
-_ADD_SEAT = insert(seats_table)
-_UPDATE_SEAT = update(seats_table).where(seats_table.c.seat_id == bindparam("b_seat_id"))
-_UPDATE_SEAT_WAITING = update(seats_table).where(
-    seats_table.c.seat_id == bindparam("b_seat_id"),
-    seats_table.c.player_id == bindparam("b_player_id"),
-    seats_table.c.next_round_id == bindparam("b_round_id"),
+_SEAT_WAITING_FOR = Prepared(select(seats_table).where(seats_table.c.next_round_id == bindparam("round_id")))
+_ADD_SEAT = Prepared(insert(seats_table))
+_UPDATE_SEAT = Prepared(update(seats_table).where(seats_table.c.seat_id == bindparam("b_seat_id")))
+_UPDATE_SEAT_WAITING = Prepared(
+    update(seats_table).where(
+        seats_table.c.seat_id == bindparam("b_seat_id"),
+        seats_table.c.player_id == bindparam("b_player_id"),
+        seats_table.c.next_round_id == bindparam("b_round_id"),
+    )
 )
-_UPDATE_SEATS = update(seats_table).where(seats_table.c.seat_id.in_(bindparam("b_seat_ids", expanding=True)))
-_KEY = select(idempotency_table.c.round_id).where(
-    idempotency_table.c.player_id == bindparam("player_id"), idempotency_table.c.idempotency_key == bindparam("key")
+_UPDATE_SEATS = Prepared(update(seats_table).where(seats_table.c.seat_id.in_(bindparam("b_seat_ids", expanding=True))))
+_KEY = Prepared(
+    select(idempotency_table.c.round_id).where(
+        idempotency_table.c.player_id == bindparam("player_id"), idempotency_table.c.idempotency_key == bindparam("key")
+    )
 )
-_ADD_KEY = insert(idempotency_table)
-_ROUND = select(*_ROW_COLUMNS).where(rounds_table.c.round_id == bindparam("round_id"))
-_ADD_ROUND = insert(rounds_table)
-_UPDATE_ROUND = update(rounds_table).where(rounds_table.c.round_id == bindparam("b_round_id"))
+_ADD_KEY = Prepared(insert(idempotency_table))
+_ROUND = Prepared(select(*_ROW_COLUMNS).where(rounds_table.c.round_id == bindparam("round_id")))
+_ADD_ROUND = Prepared(insert(rounds_table))
+_UPDATE_ROUND = Prepared(update(rounds_table).where(rounds_table.c.round_id == bindparam("b_round_id")))
 
 
 class _SqlSeats(Seats):
@@ -123,16 +129,16 @@ class _SqlSeats(Seats):
         self._c = connection
 
     def get(self, seat_id: str) -> Seat | None:
-        row = self._c.execute(_SEAT, {"seat_id": seat_id}).first()
+        row = _SEAT.execute(self._c, {"seat_id": seat_id}).first()
         return Seat(**row._mapping) if row else None
 
     def find(self, player_id: str, table_id: str) -> Seat | None:
-        row = self._c.execute(_SEAT_AT_TABLE, {"player_id": player_id, "table_id": table_id}).first()
+        row = _SEAT_AT_TABLE.execute(self._c, {"player_id": player_id, "table_id": table_id}).first()
         return Seat(**row._mapping) if row else None
 
     def add(self, seat: Seat) -> None:
         try:
-            self._c.execute(_ADD_SEAT, seat.__dict__)
+            _ADD_SEAT.execute(self._c, seat.__dict__)
         except IntegrityError as exc:
             raise DuplicateRow(f"{seat.player_id} already sits at {seat.table_id}") from exc
 
@@ -140,12 +146,12 @@ class _SqlSeats(Seats):
         self._c.execute(delete(seats_table).where(seats_table.c.seat_id == seat_id))
 
     def update(self, seat: Seat) -> None:
-        self._c.execute(_UPDATE_SEAT, {"b_seat_id": seat.seat_id, **seat.__dict__})
+        _UPDATE_SEAT.execute(self._c, {"b_seat_id": seat.seat_id, **seat.__dict__})
 
     def round_used(self, seat: Seat, round_id: str, next_round_id: str, at: str, *, opened: bool) -> bool:
         values = {"next_round_id": next_round_id, "seen_at": at, **({"last_round_id": round_id} if opened else {})}
         waiting = {"b_seat_id": seat.seat_id, "b_player_id": seat.player_id, "b_round_id": round_id}
-        return self._c.execute(_UPDATE_SEAT_WAITING, {**waiting, **values}).rowcount == 1
+        return _UPDATE_SEAT_WAITING.execute(self._c, {**waiting, **values}).rowcount == 1
 
     def unpaired(self, table_id: str, role: str) -> list[Seat]:
         query = (
@@ -159,7 +165,7 @@ class _SqlSeats(Seats):
         return [Seat(**row._mapping) for row in self._c.execute(query)]
 
     def waiting_for(self, round_id: str) -> Seat | None:
-        row = self._c.execute(_SEAT_WAITING_FOR, {"round_id": round_id}).first()
+        row = _SEAT_WAITING_FOR.execute(self._c, {"round_id": round_id}).first()
         return Seat(**row._mapping) if row else None
 
     def seen_before(self, moment: str, limit: int, *, watched_only: bool = False) -> list[Seat]:
@@ -174,7 +180,7 @@ class _SqlSeats(Seats):
     def mark_seen(self, seat_ids: Sequence[str], moment: str, *, watched: bool) -> None:
         if seat_ids:
             values = {"seen_at": moment, **({"watched": True} if watched else {})}
-            self._c.execute(_UPDATE_SEATS, {"b_seat_ids": list(seat_ids), **values})
+            _UPDATE_SEATS.execute(self._c, {"b_seat_ids": list(seat_ids), **values})
 
 
 class _SqlKeys(IdempotencyKeys):
@@ -182,11 +188,11 @@ class _SqlKeys(IdempotencyKeys):
         self._c = connection
 
     def get(self, player_id: str, key: str) -> str | None:
-        return self._c.execute(_KEY, {"player_id": player_id, "key": key}).scalar_one_or_none()
+        return _KEY.execute(self._c, {"player_id": player_id, "key": key}).scalar_one_or_none()
 
     def add(self, player_id: str, key: str, round_id: str) -> None:
         try:
-            self._c.execute(_ADD_KEY, {"player_id": player_id, "idempotency_key": key, "round_id": round_id})
+            _ADD_KEY.execute(self._c, {"player_id": player_id, "idempotency_key": key, "round_id": round_id})
         except IntegrityError as exc:
             raise DuplicateRow(f"idempotency key {key!r} of {player_id} is already used") from exc
 
@@ -196,14 +202,14 @@ class _SqlRounds(Rounds):
         self._c = connection
 
     def get(self, round_id: str) -> RoundRow | None:
-        row = self._c.execute(_ROUND, {"round_id": round_id}).first()
+        row = _ROUND.execute(self._c, {"round_id": round_id}).first()
         return RoundRow(**row._mapping) if row else None
 
     def add(self, row: RoundRow) -> None:
-        self._c.execute(_ADD_ROUND, row.__dict__)
+        _ADD_ROUND.execute(self._c, row.__dict__)
 
     def update(self, round_id: str, phase: str, version: int) -> None:
-        self._c.execute(_UPDATE_ROUND, {"b_round_id": round_id, "phase": phase, "version": version})
+        _UPDATE_ROUND.execute(self._c, {"b_round_id": round_id, "phase": phase, "version": version})
 
     def open_rounds(self, limit: int) -> list[RoundRow]:
         query = select(*_ROW_COLUMNS).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)

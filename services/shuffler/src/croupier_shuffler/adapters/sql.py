@@ -59,7 +59,7 @@ class SqlShoeRepository:
             "created_at": iso(shoe.created_at),
             "revealed_at": iso(shoe.revealed_at) if shoe.revealed_at else None,
         }
-        return self._connection.execute(insert_new(self._connection, shoes_table), row).rowcount == 1
+        return insert_new(self._connection, shoes_table, row)
 
     def reveal_round(self, round_id: str, at: datetime) -> Shoe | None:
         return self._one(_REVEAL_ROUND, {"b_round_id": round_id, "revealed_at": iso(at)})

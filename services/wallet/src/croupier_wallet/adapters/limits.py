@@ -7,13 +7,14 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Row, String, and_, bindparam, case, func, select
 
+from croupier_platform.db import dialect_insert
 from croupier_platform.runtime import iso
 
 from croupier_wallet.domain.ledger import Kind, Status, player_account
 from croupier_wallet.domain.limits import AMOUNT_LIMITS, CurrencyLimits, DailyUsage, Pending, Setting
 from croupier_wallet.domain.rounds import RoundStatus
 
-from .sql_schema import dialect_insert, limits_table, rounds_table, self_exclusions_table, transfers_table
+from .sql_schema import limits_table, rounds_table, self_exclusions_table, transfers_table
 
 
 def _stake_limits_query():  # noqa: ANN202
@@ -74,7 +75,7 @@ class SqlLimitsRepository:
         """The player's self-exclusion, its row created when missing and locked for the rest of the
         transaction: the player's lock for changing limits."""
         empty = {"player_id": player_id, "pending": False, "updated_at": now, "updated_by": by}
-        self._c.execute(dialect_insert(self._c, self_exclusions_table).values(empty).on_conflict_do_nothing())
+        self._c.execute(dialect_insert(self._c.dialect.name, self_exclusions_table).values(empty).on_conflict_do_nothing())
         query = select(self_exclusions_table).where(self_exclusions_table.c.player_id == player_id).with_for_update()
         return _exclusion(self._c.execute(query).one())
 
@@ -113,7 +114,7 @@ class SqlLimitsRepository:
         return DailyUsage(int(wagered), int(net_loss))
 
     def _upsert(self, table, row: dict, keys: list[str]) -> None:  # noqa: ANN001
-        statement = dialect_insert(self._c, table).values(row)
+        statement = dialect_insert(self._c.dialect.name, table).values(row)
         self._c.execute(statement.on_conflict_do_update(index_elements=keys, set_={k: v for k, v in row.items() if k not in keys}))
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, Integer, Row, String, and_, bindparam, func, insert, or_, select, tuple_, update
 
-from croupier_platform.db import events_table, insert_rows, reading
+from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 
@@ -18,7 +19,7 @@ from croupier_wallet.domain.rounds import Round, RoundStatus
 
 from .limits import SqlLimitsRepository
 from .reports import SqlLedgerReports
-from .sql_schema import accounts_table, dialect_insert, entries_table, rounds_table, transfers_table
+from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
 
 # The statements of every stake and settlement, built once: SQLAlchemy then reuses their cache keys
@@ -66,19 +67,23 @@ _ROUND_TRANSFERS = select(transfers_table).where(_t.round_id == bindparam("b_rou
 
 
 def _add_to_accounts(connection: Connection, rows: list[dict]) -> None:
-    """System accounts' deltas, added in one statement (the ON CONFLICT clause is written per dialect).
-    The executor inserts (and locks) a VALUES list row by row in its order: the caller's order is the lock order."""
-    new = dialect_insert(connection).values(rows)
-    connection.execute(
-        new.on_conflict_do_update(
-            index_elements=[_a.account_id, _a.currency],
-            set_={
-                "balance": _a.balance + new.excluded.balance,
-                "pending_debits": _a.pending_debits + new.excluded.pending_debits,
-                "pending_credits": _a.pending_credits + new.excluded.pending_credits,
-                "version": _a.version + 1,
-            },
-        )
+    """System accounts' deltas, one upsert a row, sent together: the rows are applied (and locked) in
+    the caller's order, which is the lock order."""
+    connection.execute(_account_deltas(connection.dialect.name), rows)
+
+
+@functools.cache
+def _account_deltas(dialect: str):  # noqa: ANN202
+    """Built once per dialect: a VALUES list of the rows would be compiled afresh on every call."""
+    new = dialect_insert(dialect, accounts_table)
+    return new.on_conflict_do_update(
+        index_elements=[_a.account_id, _a.currency],
+        set_={
+            "balance": _a.balance + new.excluded.balance,
+            "pending_debits": _a.pending_debits + new.excluded.pending_debits,
+            "pending_credits": _a.pending_credits + new.excluded.pending_credits,
+            "version": _a.version + 1,
+        },
     )
 
 
@@ -269,7 +274,7 @@ class SqlLedgerRepository:
 
 
 def _insert_ignoring_duplicates(connection: Connection):
-    return dialect_insert(connection).on_conflict_do_nothing()
+    return dialect_insert(connection.dialect.name, accounts_table).on_conflict_do_nothing()
 
 
 def _round_from(row: Row) -> Round:

@@ -7,8 +7,7 @@ rows get the transaction's deltas added (INSERT ... ON CONFLICT DO UPDATE) as it
 these hot rows are locked only around the commit. check_ledger verifies one against the other.
 """
 
-from sqlalchemy import BigInteger, Boolean, Column, Connection, ForeignKey, Index, Integer, MetaData, String, Table, Text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import BigInteger, Boolean, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text
 
 from croupier_platform.db import NAMING_CONVENTION
 
@@ -122,12 +121,3 @@ self_exclusions_table = Table(
     Column("updated_by", String(200), nullable=False),
 )
 
-
-def dialect_insert(connection: Connection, table: Table = accounts_table):  # noqa: ANN201
-    """INSERT with the dialect's ON CONFLICT clauses (SQLite and PostgreSQL)."""
-    dialect = connection.dialect.name
-    if dialect == "sqlite":
-        return sqlite.insert(table)
-    if dialect == "postgresql":
-        return postgresql.insert(table)
-    raise NotImplementedError(f"the wallet supports SQLite and PostgreSQL, not {dialect}")
