@@ -29,8 +29,12 @@ its figures under scaleout_* keys, for the scale-out comparison in `make bench`.
 
 Kafka and PostgreSQL are left running (`scripts/infra.sh up` is idempotent; others may be using them).
 
-`--keep-running SECONDS` / `--only-level N` exist for profiling (see bench/PROFILE.md): run one level,
-and print the services' pids first so a profiler can attach.
+For profiling (see bench/PROFILE.md): the services' pids are printed first, `--pause-before SECONDS`
+waits after that so a profiler can attach, `--idle-seconds SECONDS` measures each process's CPU while the
+stack is idle (its fixed cost), and `--rounds N` makes each level's window a number of rounds (CPU per
+round from a fixed amount of work: far steadier than a rate on a shared box). Postgres counts the server's
+own processes, the backends of the stack's database and the backends that ended meanwhile (the
+postmaster's children: other stacks' too, on a shared server).
 """
 
 from __future__ import annotations
@@ -68,25 +72,39 @@ def infra(command: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(ROOT / "scripts" / "infra.sh"), command], capture_output=True, text=True)
 
 
-def _cpu_ticks(pid: int) -> int:
-    """utime + stime of a process, in clock ticks (0 once it is gone)."""
+def _cpu_ticks(pid: int, children: bool = False) -> int:
+    """utime + stime of a process, in clock ticks (0 once it is gone); with `children`, plus those of
+    its children that ended (the postmaster's: the backends of connections closed meanwhile)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0
-    return int(fields[11]) + int(fields[12])
+    return int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
 
 
-def _postgres_pids() -> list[int]:
+def _postgres_pids(database: str | None = None) -> list[int]:
+    """Every postgres process; with `database`, only the server's own processes (postmaster, WAL writer,
+    checkpointer, ...) and the backends connected to that database, not other stacks' backends."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "comm").read_text().strip() == "postgres":
-                    pids.append(int(entry.name))
+                if (entry / "comm").read_text().strip() != "postgres":
+                    continue
+                if database is not None and _postgres_backend_of_other_database(
+                        (entry / "cmdline").read_bytes().decode(errors="replace"), database):
+                    continue
+                pids.append(int(entry.name))
             except OSError:
                 pass
     return pids
+
+
+def _postgres_backend_of_other_database(cmdline: str, database: str) -> bool:
+    """A backend names itself `postgres: USER DATABASE HOST(PORT) STATE`; the server's own processes
+    (`postgres: walwriter`, the postmaster's path) name no database."""
+    words = cmdline.replace("\0", " ").split()
+    return len(words) >= 4 and words[0] == "postgres:" and "(" in words[3] and words[2] != database
 
 
 def _kafka_pids() -> list[int]:
@@ -112,12 +130,13 @@ def _machine_ticks() -> tuple[int, int]:
 class CpuMeter:
     """CPU time of the services, of every postgres process and of the Kafka broker over a window, in ms."""
 
-    def __init__(self, pids: dict[str, list[int]]) -> None:
+    def __init__(self, pids: dict[str, list[int]], database: str | None = None) -> None:
         self.pids = {**pids, "kafka": _kafka_pids()}
+        self.database = database  # count only this database's backends (and the server's own processes)
 
     def sample(self) -> dict:
         services = {name: sum(_cpu_ticks(p) for p in procs) for name, procs in self.pids.items()}
-        return {"services": services, "postgres": {p: _cpu_ticks(p) for p in _postgres_pids()},
+        return {"services": services, "postgres": {p: _cpu_ticks(p, children=True) for p in _postgres_pids(self.database)},
                 "machine": _machine_ticks()}
 
     @staticmethod
@@ -129,6 +148,19 @@ class CpuMeter:
         total = after["machine"][1] - before["machine"][1]
         out["machine_busy_share"] = round(busy / total, 3) if total else None
         return out
+
+
+def idle_cpu(meter: CpuMeter, seconds: float, settle_s: float = 5.0) -> dict[str, float]:
+    """CPU ms per second of each process (and postgres, the broker) while the stack has nothing to do:
+    its fixed cost (polls, probes, heartbeats), after `settle_s` for the start's own work to end."""
+    time.sleep(settle_s)
+    before = meter.sample()
+    time.sleep(seconds)
+    used = CpuMeter.used(before, meter.sample())
+    used.pop("machine_busy_share")
+    out = {name: round(ms / seconds, 1) for name, ms in used.items()}
+    out["total"] = round(sum(used.values()) / seconds, 1)
+    return out
 
 
 def percentile(samples: list[float], q: float) -> float | None:
@@ -273,9 +305,10 @@ class Player:
 
 
 async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
-                    meter: CpuMeter | None = None, lag: LagSampler | None = None) -> dict:
+                    meter: CpuMeter | None = None, lag: LagSampler | None = None, rounds_n: int | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
-    window of `seconds` counts the rounds and commands that complete inside it."""
+    window of `seconds` (or, with `rounds_n`, until that many rounds completed) counts the rounds and
+    commands that complete inside it."""
     authority = TokenAuthority(stack.secret)
     options = [("grpc.use_local_subchannel_pool", 1)]
     # A few channels (HTTP/2 connections) so 64 streams do not all queue on one connection.
@@ -317,7 +350,15 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
                         task.result()  # surfaces a failure
             started, wall_started = time.monotonic(), time.time()
             cpu_before = meter.sample() if meter else None
-            await asyncio.sleep(seconds)
+            if rounds_n is None:
+                await asyncio.sleep(seconds)
+            else:  # a count of rounds: CPU per round from a fixed amount of work, whatever the box's speed
+                done_before = len(rounds_done)
+                while len(rounds_done) - done_before < rounds_n:
+                    await asyncio.sleep(0.01)
+                    for task in tasks:
+                        if task.done():
+                            task.result()
             ended, wall_ended = time.monotonic(), time.time()
             cpu_after = meter.sample() if meter else None
         finally:
@@ -327,7 +368,7 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
         load_stopped = time.monotonic()
         elapsed = ended - started
         window = [(name, ms) for name, at, ms in samples if started <= at < ended]
-        rounds = sum(1 for at in rounds_done if started <= at < ended)
+        rounds = sum(1 for at in rounds_done if started <= at <= ended)
         every = [ms for _, ms in window]
         level = {
             "players": players_n,
@@ -437,6 +478,10 @@ def main() -> int:
                              "keys get the prefix scaleout_")
     parser.add_argument("--pause-before", type=float, default=0.0,
                         help="seconds to wait after printing the service pids (attach a profiler)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="each level's window is this many rounds (not --seconds): CPU per round from a fixed amount of work")
+    parser.add_argument("--idle-seconds", type=float, default=0.0,
+                        help="first measure the stack's CPU while idle (no rounds, no lag sampling) over this many seconds")
     args = parser.parse_args()
     levels_n = [int(n) for n in args.levels.split(",")]
     replicas = {svc: int(n) for svc, _, n in (item.partition("=") for item in args.replicas.split(",") if item)}
@@ -454,12 +499,16 @@ def main() -> int:
             print("service pids: " + json.dumps(pids), flush=True)
             if args.pause_before:
                 time.sleep(args.pause_before)
+            idle = idle_cpu(CpuMeter(pids, stack.database), args.idle_seconds) if args.idle_seconds else None
+            if idle:
+                print("idle: CPU ms per second " + ", ".join(f"{k} {v}" for k, v in idle.items()), flush=True)
             lag = LagSampler(stack.env["KAFKA_BOOTSTRAP_SERVERS"], stack.env["KAFKA_TOPIC_PREFIX"],
                              create_database_url(stack))
             lag.start()
             levels = []
             for n in levels_n:
-                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids), lag))
+                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database), lag,
+                                              rounds_n=args.rounds))
                 levels.append(level)
                 print(f"{n} players: {level['rounds_per_s']} rounds/s (warm-up {level['warmup_s']} s), p50 {level['p50_ms']} ms, "
                       f"p99 {level['p99_ms']} ms", flush=True)
@@ -494,6 +543,8 @@ def main() -> int:
         "rounds_per_s_over_pgbench_tps": round(top["rounds_per_s"] / tps, 5) if tps else None,
         "distributed_levels": {str(level["players"]): level for level in levels},
     }
+    if idle:
+        summary["idle_cpu_ms_per_s"] = idle
     if replicas:
         summary = {"scaleout_replicas": replicas, **{f"scaleout_{key}": value for key, value in summary.items()
                                                        if key in SCALE_OUT_KEYS}}
