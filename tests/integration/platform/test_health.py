@@ -103,3 +103,53 @@ def test_the_overall_health_is_not_serving_while_postgres_is_down_and_serving_on
         subprocess.run(["bash", str(ROOT / "infra" / "postgres" / "postgres.sh"), "stop"], env=postgres.env,
                        capture_output=True, timeout=300)  # fmt: skip
         shutil.rmtree(state, ignore_errors=True)
+
+
+class _Recording:
+    """Passes a client's requests through and keeps the answers."""
+
+    def __init__(self, send):
+        self._send = send
+        self.answers: list = []
+
+    async def __call__(self, node_id, request, **kwargs):
+        answer = await self._send(node_id, request, **kwargs)
+        self.answers.append(answer)
+        return answer
+
+
+def test_the_broker_probe_passes_against_a_live_broker_and_asks_about_no_topic(kafka_bootstrap_servers: str) -> None:
+    from croupier_platform.health import KafkaProbe
+    from croupier_platform.kafka_bus import ensure_topics
+
+    ensure_topics(kafka_bootstrap_servers, [f"probe-{secrets.token_hex(4)}"])  # the cluster holds at least one topic
+
+    async def look() -> list:
+        probe = KafkaProbe(kafka_bootstrap_servers)
+        try:
+            await probe()  # connects
+            recording = probe._client.send = _Recording(probe._client.send)
+            await probe()
+            await probe()
+            return recording.answers
+        finally:
+            await probe.close()
+
+    answers = asyncio.run(look())
+    assert len(answers) == 2
+    # Its cost does not grow with the cluster's topics: the answer names the brokers and no topic.
+    assert all(answer.brokers and not answer.topics for answer in answers)
+
+
+def test_the_broker_probe_fails_while_no_broker_answers() -> None:
+    from croupier_platform.health import KafkaProbe, Unhealthy
+
+    async def look() -> None:
+        probe = KafkaProbe(f"127.0.0.1:{free_port()}", timeout_s=1)
+        try:
+            await probe()
+        finally:
+            await probe.close()
+
+    with pytest.raises(Unhealthy, match="broker unreachable"):
+        asyncio.run(look())
