@@ -77,3 +77,9 @@ def test_dead_letters_are_listed_replayed_once_and_handled_after_the_fix(kafka_b
         original = next(r for r in records if r.value == replay.value and r is not replay)
         assert (replay.key, replay.partition) == (original.key, original.partition)  # same key, same partition
         assert {k: v for k, v in headers_of(replay).items() if k != "dlq_replayed_from"} == headers_of(original)
+
+
+def test_dead_letter_topics_not_created_yet_hold_no_letters(kafka_bootstrap_servers: str, namespace: str) -> None:
+    dead_letters = KafkaDeadLetters(kafka_bootstrap_servers, [f"{namespace}.never-created.dlq"])
+    assert dead_letters.letters(include_replayed=True) == []
+    assert dead_letters.pending_by_group([f"{namespace}.wallet"]) == {}
