@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from croupier_platform.bus import Publisher
 from croupier_platform.events import EventEnvelope
@@ -141,6 +141,37 @@ def test_the_lock_is_one_per_schema_and_free_again_after_release(engines: dict[s
     finally:
         a.release()
         b.release()
+
+
+def test_a_leader_looks_at_its_session_once_a_window_and_steps_down_at_the_first_look_after_it_died(
+    engines: dict[str, Engine], admin: Engine, replicas: Replicas
+) -> None:
+    now = [0.0]
+    leader = OutboxLeadership(engines["a"], recheck_after_s=5, clock=lambda: now[0])
+    other = OutboxLeadership(engines["b"])
+    looks: list[str] = []
+
+    def count(conn, cursor, statement, *args) -> None:
+        looks.append(statement)
+
+    try:
+        assert leader.acquire()
+        event.listen(engines["a"], "before_cursor_execute", count)
+        now[0] = 4.9
+        assert leader.acquire()  # within the window: trusted, no statement
+        assert looks == []
+        [pid] = replicas.lock_holders(admin)  # the schema's outbox lock (replicas: its loops are not started)
+        with admin.connect() as connection:  # the leader's session dies
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        assert leader.acquire()  # still within the window: a duplicate at worst, never a loss
+        now[0] = 5.0
+        assert not leader.acquire()  # the first look after it: steps down
+        assert looks  # that look asked the server
+        assert other.acquire()  # the lock is free for another replica
+    finally:
+        event.remove(engines["a"], "before_cursor_execute", count)
+        leader.release()
+        other.release()
 
 
 def test_only_the_leader_publishes_and_another_takes_over_when_its_connection_dies(

@@ -4,11 +4,19 @@ the game's keeper): a PostgreSQL advisory lock; SQLite and in-memory stores alwa
 import hashlib
 import logging
 import threading
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, text
 
 logger = logging.getLogger(__name__)
+
+# How long a leader trusts its session after a look found it alive: a relay asks at every pass
+# (after every commit, under load), and a `SELECT 1` each time was a statement and a round trip a pass.
+# A session that dies within the window still publishes what it read until the next look: duplicates
+# (at-least-once, idempotent consumers), never a loss; the other replica takes over meanwhile.
+DEFAULT_RECHECK_AFTER_S = 1.0
 
 
 class Leadership(ABC):
@@ -51,9 +59,15 @@ class OutboxLeadership(Leadership):
     the outbox relay's.
     """
 
-    def __init__(self, engine: Engine, name: str = "outbox") -> None:
+    def __init__(
+        self, engine: Engine, name: str = "outbox", recheck_after_s: float = DEFAULT_RECHECK_AFTER_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._engine = engine
         self._name = name
+        self._recheck_after_s = recheck_after_s
+        self._clock = clock
+        self._checked_at: float | None = None  # when the session was last seen alive (holding the lock)
         self._postgres = engine.dialect.name == "postgresql"
         self._connection: Connection | None = None
         self._key: int | None = None
@@ -76,7 +90,11 @@ class OutboxLeadership(Leadership):
             return True
         with self._lock:
             if self._leading and self._connection is not None:
+                now = self._clock()
+                if self._checked_at is not None and now - self._checked_at < self._recheck_after_s:
+                    return True  # seen alive a moment ago (see DEFAULT_RECHECK_AFTER_S)
                 if self._alive(self._connection):
+                    self._checked_at = now
                     return True
                 self._drop_connection()  # the session and its lock are gone: step down this time
                 return False
@@ -89,6 +107,7 @@ class OutboxLeadership(Leadership):
                 self._leading = bool(
                     self._connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": self._key}).scalar_one()
                 )
+                self._checked_at = self._clock() if self._leading else None
             except Exception:
                 self._drop_connection()
                 raise
@@ -101,6 +120,7 @@ class OutboxLeadership(Leadership):
         with self._lock:
             connection, self._connection = self._connection, None
             leading, self._leading = self._leading, False
+            self._checked_at = None
             if connection is None:
                 return
             try:
@@ -124,6 +144,7 @@ class OutboxLeadership(Leadership):
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
         self._leading = False
+        self._checked_at = None
         if connection is None:
             return
         try:
