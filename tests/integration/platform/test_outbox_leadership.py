@@ -158,13 +158,14 @@ def test_a_leader_looks_at_its_session_once_a_window_and_steps_down_at_the_first
         assert leader.acquire()
         event.listen(engines["a"], "before_cursor_execute", count)
         now[0] = 4.9
-        assert leader.acquire()  # within the window: trusted, no statement
+        assert leader.held() and leader.acquire()  # within the window: trusted, no statement
         assert looks == []
         [pid] = replicas.lock_holders(admin)  # the schema's outbox lock (replicas: its loops are not started)
         with admin.connect() as connection:  # the leader's session dies
             connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         assert leader.acquire()  # still within the window: a duplicate at worst, never a loss
         now[0] = 5.0
+        assert not leader.held()  # the window is over: ask
         assert not leader.acquire()  # the first look after it: steps down
         assert looks  # that look asked the server
         assert other.acquire()  # the lock is free for another replica

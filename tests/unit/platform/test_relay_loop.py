@@ -441,3 +441,43 @@ def test_a_wake_does_not_cut_a_backoff_short() -> None:
         await loop.stop()
 
     run(scenario)
+
+
+def test_a_lead_known_without_io_is_not_asked_again_and_one_that_is_not_is() -> None:
+    """A leadership that knows it leads (`held`: SQLite, in memory, a PostgreSQL session seen alive a
+    moment ago) is not asked to `acquire` at every pass (a thread hop each); one that does not know is."""
+
+    class Known(SwitchLeadership):
+        def __init__(self) -> None:
+            super().__init__()
+            self.known = True
+
+        def held(self) -> bool:
+            return self.known and self.available
+
+    async def scenario(h: Harness) -> None:
+        leadership = Known()
+        loop = h.loop(leadership=leadership)
+        append_events(h.store, "round-1", 2)
+        assert await loop.drain() == 2 and loop.leading
+        assert leadership.acquires == 0
+        leadership.known = False
+        append_events(h.store, "round-2", 1)
+        assert await loop.drain() == 1
+        assert leadership.acquires == 1
+        leadership.available = False  # another replica took it: asked, and the answer is no
+        append_events(h.store, "round-3", 1)
+        assert await loop.drain() == 0 and not loop.leading
+        assert leadership.acquires == 2
+        await loop.stop()
+
+    run(scenario)
+
+
+def test_sqlite_and_in_memory_leads_are_known_without_io(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'lead.db'}")
+    try:
+        assert OutboxLeadership(engine).held()
+        assert AlwaysLeader().held()
+    finally:
+        engine.dispose()

@@ -62,6 +62,9 @@ class LeaderLoop(ABC):
 
     async def lead(self) -> bool:
         """Take (or keep) the lead; False when another replica holds it."""
+        if self._leadership.held():  # known without I/O: no thread hop (a relay asks at every pass)
+            self._leading = True
+            return True
         # Shielded and remembered: a stop that cancels this pass waits for the thread before it
         # releases, or a late acquire could take the lock after the release and keep it.
         self._acquiring = asyncio.ensure_future(asyncio.to_thread(self._leadership.acquire))

@@ -29,11 +29,18 @@ class Leadership(ABC):
     def release(self) -> None:
         """Give the lead up (idempotent); a later `acquire` may take it again."""
 
+    def held(self) -> bool:
+        """True when `acquire` would answer True without any I/O (so without a thread hop); False: ask it."""
+        return False
+
 
 class AlwaysLeader(Leadership):
     """For an outbox no other process relays: an in-memory one, or SQLite (one process per file)."""
 
     def acquire(self) -> bool:
+        return True
+
+    def held(self) -> bool:
         return True
 
 
@@ -83,6 +90,12 @@ class OutboxLeadership(Leadership):
     def key(self) -> int | None:
         """The advisory-lock key, once a connection learned the schema (PostgreSQL only)."""
         return self._key
+
+    def held(self) -> bool:
+        if not self._postgres:
+            return True
+        checked_at = self._checked_at
+        return self._leading and checked_at is not None and self._clock() - checked_at < self._recheck_after_s
 
     def acquire(self) -> bool:
         if not self._postgres:
