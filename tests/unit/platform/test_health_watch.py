@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert, update
+from sqlalchemy import event, insert, update
 
 from croupier_platform.db import create_schema, make_engine, outbox_table
 from croupier_platform.health import HealthWatch, Probe, StoreProbe, Unhealthy
@@ -173,3 +173,19 @@ def test_a_store_without_an_outbox_is_only_asked_select_1(tmp_path: Path) -> Non
     probe = StoreProbe(f"sqlite:///{tmp_path / 'dealer.db'}", stuck_after_s=30)  # the dealer keeps no outbox
     asyncio.run(probe())
     probe.close()
+
+
+def test_the_store_probe_keeps_one_connection_across_its_looks(store_url: str) -> None:
+    probe = StoreProbe(store_url, stuck_after_s=30)
+    connects: list[object] = []
+    event.listen(probe._engine, "connect", lambda connection, record: connects.append(connection))
+
+    async def looks() -> None:
+        for _ in range(3):
+            await probe()
+
+    try:
+        asyncio.run(looks())
+    finally:
+        probe.close()
+    assert len(connects) == 1  # not a connection (on PostgreSQL a backend and an authentication) a look

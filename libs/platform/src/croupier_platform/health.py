@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, func, inspect, select, text
-from sqlalchemy.pool import NullPool
 
 from .db import make_engine, outbox_table, reading
 from .logs import RateLimitedLog
@@ -113,14 +112,16 @@ class StoreProbe:
     when this probe first saw it: no clock of the rows is trusted, and a relay that keeps moving
     is never stuck, however long its backlog).
 
-    Its own engine with no pool (a fresh connection each look: a pool's dead connections would
-    fail the first look after a recovery, and a service's busy pool must not make it look down);
+    Its own engine with one kept connection, pinged before each look and replaced when dead (so a
+    recovered store passes the first look after it; a fresh connection each look cost the store a
+    backend start and an authentication every few seconds), never the service's pool (a busy pool
+    must not make it look down);
     the blocking work runs in a thread of its own (not the default executor, where the services'
     own work queues), and a look still under way when the next is due counts as a failure rather
     than piling threads up."""
 
     def __init__(self, database_url: str, stuck_after_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._engine: Engine = make_engine(database_url, poolclass=NullPool)
+        self._engine: Engine = make_engine(database_url, pool_size=1, max_overflow=0, pool_pre_ping=True)
         self._stuck_after_s = stuck_after_s
         self._clock = clock
         self._oldest: tuple[int, float] | None = None  # (row id, when first seen oldest)
