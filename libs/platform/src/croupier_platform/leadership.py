@@ -92,8 +92,10 @@ class OutboxLeadership(Leadership):
         return self._key
 
     def held(self) -> bool:
-        if not self._postgres:
-            return True
+        return not self._postgres or self._seen_alive_lately()
+
+    def _seen_alive_lately(self) -> bool:
+        """Leading, and the session was seen alive within the window (see DEFAULT_RECHECK_AFTER_S)."""
         checked_at = self._checked_at
         return self._leading and checked_at is not None and self._clock() - checked_at < self._recheck_after_s
 
@@ -103,11 +105,10 @@ class OutboxLeadership(Leadership):
             return True
         with self._lock:
             if self._leading and self._connection is not None:
-                now = self._clock()
-                if self._checked_at is not None and now - self._checked_at < self._recheck_after_s:
-                    return True  # seen alive a moment ago (see DEFAULT_RECHECK_AFTER_S)
+                if self._seen_alive_lately():
+                    return True
                 if self._alive(self._connection):
-                    self._checked_at = now
+                    self._checked_at = self._clock()
                     return True
                 self._drop_connection()  # the session and its lock are gone: step down this time
                 return False
