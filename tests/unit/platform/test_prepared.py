@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Boolean, Column, Connection, Engine, Integer, MetaData, Table, Text, bindparam, event, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, StatementError
 
 from croupier_platform.db import dialect_insert, insert_new
 from croupier_platform.prepared import Prepared
@@ -33,6 +33,7 @@ _SET = Prepared(update(things).where(things.c.id == bindparam("b_id")))
 _BUMP = Prepared(update(things).where(things.c.id == bindparam("b_id")).values(count=things.c.count + bindparam("b_by"), note="bumped"))
 _ADD_RETURNING = Prepared(insert(things).returning(things.c.id, sort_by_parameter_order=True))
 _FLAG = Prepared(select(flags).where(flags.c.id == bindparam("b_id")))
+_ADD_FLAG = Prepared(insert(flags))
 _IN = Prepared(select(things.c.id).where(things.c.id.in_(bindparam("b_ids", expanding=True))).order_by(things.c.id))
 
 
@@ -66,8 +67,7 @@ class PreparedContract:
         assert _BUMP.runs_on_driver(connection, {"b_id": "a", "b_by": 1}) and _ADD_RETURNING.runs_on_driver(connection, _row("a"))
         assert not _ADD.runs_on_driver(connection, {"id": "a", "name": "x"})  # `count`'s default is Python's
         assert not _IN.runs_on_driver(connection, {"b_ids": ["a"]})  # an expanding list
-        if connection.dialect.name == "sqlite":
-            assert not _FLAG.runs_on_driver(connection, {"b_id": "f"})  # SQLite's 0/1 made a bool
+        assert _FLAG.runs_on_driver(connection, {"b_id": "f"})  # SQLite's 0/1 made a bool as SQLAlchemy makes it
 
     def test_an_update_sets_the_columns_passed_and_counts_its_rows(self, connection: Connection) -> None:
         _ADD.execute(connection, _row("a"))
@@ -99,9 +99,16 @@ class PreparedContract:
         assert insert_new(connection, things, _row("a")) is False
         assert insert_new(connection, things, _row("b")) is True
 
-    def test_a_statement_needing_type_processing_or_a_list_takes_sqlalchemys_path(self, connection: Connection) -> None:
-        connection.execute(insert(flags), {"id": "f", "on": True})
-        assert _FLAG.execute(connection, {"b_id": "f"}).first().on is True  # a bool, not SQLite's 1
+    def test_values_are_converted_as_sqlalchemy_converts_them(self, connection: Connection) -> None:
+        _ADD_FLAG.execute(connection, [{"id": "t", "on": True}, {"id": "f", "on": False}])
+        assert _FLAG.execute(connection, {"b_id": "t"}).first().on is True  # a bool, not SQLite's 1
+        assert _FLAG.execute(connection, {"b_id": "f"}).first().on is False
+        assert connection.execute(_FLAG.statement, {"b_id": "t"}).first().on is True
+        for run in (_ADD_FLAG.execute, lambda c, p: c.execute(_ADD_FLAG.statement, p)):
+            with pytest.raises(StatementError, match="Not a boolean value"):  # a string for a boolean, refused alike
+                run(connection, {"id": "x", "on": "yes"})
+
+    def test_a_list_parameter_takes_sqlalchemys_path(self, connection: Connection) -> None:
         _ADD.execute(connection, [_row("a"), _row("b"), _row("c")])
         assert list(_IN.execute(connection, {"b_ids": ["c", "a"]}).scalars()) == ["a", "c"]
 

@@ -7,9 +7,9 @@ and a round sends some sixty. A `Prepared` statement is still defined with SQLAl
 tables of db.py and the services' schemas), compiled once per dialect, and then handed to the
 driver with its parameters in the compiled order.
 
-It takes SQLAlchemy's path, with the same result, whenever the shortcut would differ: a statement
-whose parameters or columns need type processing (a boolean or date on SQLite), that fills a
-column default in Python, or that expands a list; a connection outside a transaction; and an
+Values are converted as SQLAlchemy converts them (its types' processors: a boolean on SQLite). It
+takes SQLAlchemy's path, with the same result, whenever the shortcut would differ: a statement that
+fills a column default in Python or expands a list; a connection outside a transaction; and an
 engine with statement listeners (`before_cursor_execute`: the statement budget counts through them).
 A driver's error goes through SQLAlchemy's own handler: raised as its exception (IntegrityError …),
 a lost connection invalidated, as `Connection.execute` does.
@@ -18,7 +18,7 @@ a lost connection invalidated, as `Connection.execute` does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
@@ -33,6 +33,8 @@ class _Compiled(NamedTuple):
     names: tuple[str, ...] | None  # positional parameter order (qmark); None: by name
     defaults: dict[str, Any]  # values the statement carries (literals, values(x=...)), by bind name
     row: type | None  # the result row's class; None: no rows (or SQLAlchemy's path)
+    to_driver: dict[str, Callable[[Any], Any]]  # SQLAlchemy's bind processors, by bind name (a bool on SQLite)
+    from_driver: tuple[Callable[[Any], Any] | None, ...] | None  # its result processors, by column; None: none
 
 
 class _Row(tuple):
@@ -123,15 +125,14 @@ class Prepared:
                     for one in parameters:
                         cursor.execute(compiled.sql, _arguments(compiled, one))
                         rows.extend(cursor.fetchall())
-                    return Result([compiled.row(row) for row in rows], len(rows))
+                    return Result(_rows(compiled, rows), len(rows))
                 if many:
                     cursor.executemany(compiled.sql, [_arguments(compiled, p) for p in parameters])
                 else:
                     cursor.execute(compiled.sql, _arguments(compiled, parameters or {}))
             except Exception as error:  # noqa: BLE001 - SQLAlchemy's handler wraps a driver's error and invalidates a dead connection
                 connection._handle_dbapi_exception(error, compiled.sql, parameters, cursor, None)
-            rows = [compiled.row(row) for row in cursor.fetchall()] if compiled.row is not None else []
-            return Result(rows, cursor.rowcount)
+            return Result(_rows(compiled, cursor.fetchall()) if compiled.row is not None else [], cursor.rowcount)
         finally:
             cursor.close()
 
@@ -157,9 +158,19 @@ class Prepared:
 
 def _arguments(compiled: _Compiled, parameters: Mapping[str, Any]) -> Any:
     values = {**compiled.defaults, **parameters} if compiled.defaults else parameters
+    if compiled.to_driver:
+        values = {**values, **{name: to(values[name]) for name, to in compiled.to_driver.items() if name in values}}
     if compiled.names is None:
         return values
     return tuple(values.get(name) for name in compiled.names)
+
+
+def _rows(compiled: _Compiled, fetched: list[Any]) -> list[Any]:
+    row = compiled.row
+    if compiled.from_driver is None:
+        return [row(values) for values in fetched]
+    processors = compiled.from_driver
+    return [row(value if to is None else to(value) for value, to in zip(values, processors, strict=True)) for values in fetched]
 
 
 def _compile(statement: ClauseElement, dialect: Dialect, keys: frozenset[str] | None) -> _Compiled | None:
@@ -169,12 +180,10 @@ def _compile(statement: ClauseElement, dialect: Dialect, keys: frozenset[str] | 
     options: dict[str, Any] = {"for_executemany": True} if getattr(statement, "is_insert", False) else {}
     compiled = statement.compile(dialect=dialect, column_keys=sorted(keys) if keys else None, **options)
     if (
-        compiled._bind_processors
-        or getattr(compiled, "insert_prefetch", None)
+        getattr(compiled, "insert_prefetch", None)
         or getattr(compiled, "update_prefetch", None)
         or getattr(compiled, "escaped_bind_names", None)
         or any(bind.expanding or bind.callable is not None for bind in compiled.bind_names)
-        or any(column.type._cached_result_processor(dialect, None) is not None for column in compiled._result_columns)
     ):
         return None
     required = {name for bind, name in compiled.bind_names.items() if bind.required}
@@ -182,4 +191,8 @@ def _compile(statement: ClauseElement, dialect: Dialect, keys: frozenset[str] | 
     names = tuple(compiled.positiontup) if dialect.paramstyle == "qmark" else None
     fields = [column.keyname for column in compiled._result_columns]
     returns_rows = bool(fields) and (getattr(statement, "is_select", False) or bool(compiled.effective_returning))
-    return _Compiled(compiled.string, names, defaults, _row_class(fields) if returns_rows else None)
+    from_driver = tuple(column.type._cached_result_processor(dialect, None) for column in compiled._result_columns)
+    return _Compiled(
+        compiled.string, names, defaults, _row_class(fields) if returns_rows else None, dict(compiled._bind_processors),
+        from_driver if any(from_driver) else None,
+    )

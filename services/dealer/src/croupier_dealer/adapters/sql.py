@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, Row, bindparam, insert, select, updat
 
 from croupier_platform.db import insert_new, reading, transaction
 from croupier_platform.runtime import iso
+from croupier_platform.prepared import Prepared
 
 from ..application.ports import CursorMoved, CutAlreadyStored
 from ..domain.dealing import CutShoe, Deal
@@ -19,15 +20,15 @@ from .sql_schema import cuts_table, deals_table
 
 
 # Built once (a statement made afresh costs more to build than to run: bench/PROFILE.md).
-_CUT = select(cuts_table).where(cuts_table.c.round_id == bindparam("round_id"))
-_CUT_FOR_UPDATE = _CUT.with_for_update()
+_CUT = Prepared(select(cuts_table).where(cuts_table.c.round_id == bindparam("round_id")))
+_CUT_FOR_UPDATE = Prepared(_CUT.statement.with_for_update())
 _AT_CURSOR = (cuts_table.c.round_id == bindparam("b_round_id"), cuts_table.c.next_position == bindparam("b_from"))
-_ADVANCE = update(cuts_table).where(*_AT_CURSOR)
+_ADVANCE = Prepared(update(cuts_table).where(*_AT_CURSOR))
 # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the row as updated. On PostgreSQL a concurrent
 # claim waits for the row and then matches nothing.
-_CLAIM = update(cuts_table).where(*_AT_CURSOR).returning(*cuts_table.c)
-_DEAL = select(deals_table).where(deals_table.c.round_id == bindparam("round_id"), deals_table.c.from_position == bindparam("from_position"))
-_ADD_DEAL = insert(deals_table)
+_CLAIM = Prepared(update(cuts_table).where(*_AT_CURSOR).returning(*cuts_table.c))
+_DEAL = Prepared(select(deals_table).where(deals_table.c.round_id == bindparam("round_id"), deals_table.c.from_position == bindparam("from_position")))
+_ADD_DEAL = Prepared(insert(deals_table))
 
 
 class SqlCutRepository:
@@ -35,7 +36,7 @@ class SqlCutRepository:
         self._connection = connection
 
     def get(self, round_id: str, *, for_update: bool = False) -> CutShoe | None:
-        row = self._connection.execute(_CUT_FOR_UPDATE if for_update else _CUT, {"round_id": round_id}).first()
+        row = (_CUT_FOR_UPDATE if for_update else _CUT).execute(self._connection, {"round_id": round_id}).first()
         return _cut_from_row(row) if row else None
 
     def add(self, shoe: CutShoe, at: datetime) -> None:
@@ -53,14 +54,14 @@ class SqlCutRepository:
             raise CutAlreadyStored(f"round {shoe.round_id!r} has its cut already")
 
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
-        result = self._connection.execute(_ADVANCE, {"b_round_id": round_id, "b_from": from_position, "next_position": to_position})
+        result = _ADVANCE.execute(self._connection, {"b_round_id": round_id, "b_from": from_position, "next_position": to_position})
         if result.rowcount != 1:
             # Unreachable while the row is locked for the deal; a guard against a lost update all the same.
             raise CursorMoved(f"round {round_id!r}: the cursor moved from {from_position} meanwhile; deal again")
 
     def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
         # The row as updated, its cursor put back to where it stood.
-        row = self._connection.execute(_CLAIM, {"b_round_id": round_id, "b_from": from_position, "next_position": to_position}).first()
+        row = _CLAIM.execute(self._connection, {"b_round_id": round_id, "b_from": from_position, "next_position": to_position}).first()
         return replace(_cut_from_row(row), next_position=from_position) if row else None
 
 
@@ -81,13 +82,13 @@ class SqlDealRepository:
         self._connection = connection
 
     def starting_at(self, round_id: str, from_position: int) -> Deal | None:
-        row = self._connection.execute(_DEAL, {"round_id": round_id, "from_position": from_position}).first()
+        row = _DEAL.execute(self._connection, {"round_id": round_id, "from_position": from_position}).first()
         return Deal(row.round_id, row.from_position, tuple(row.cards.split(","))) if row else None
 
     def add(self, deal: Deal, at: datetime) -> None:
         row = {"round_id": deal.round_id, "from_position": deal.from_position, "card_count": deal.count,
                "cards": ",".join(deal.cards), "dealt_at": iso(at)}  # fmt: skip
-        self._connection.execute(_ADD_DEAL, row)
+        _ADD_DEAL.execute(self._connection, row)
 
 
 @dataclass(frozen=True)

@@ -15,18 +15,19 @@ from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.unit_of_work import JoinedUnitOfWorkFactory
 from croupier_platform.runtime import iso
 from croupier_platform.tracking import Tracking
+from croupier_platform.prepared import Prepared
 
 from ..domain.shoe import Shoe
 from .sql_schema import shoes_table
 
 
-# Built once (a statement made afresh costs more to build than to run: bench/PROFILE.md).
-_SHOE = select(shoes_table).where(shoes_table.c.shoe_id == bindparam("shoe_id"))
+# Built once and run on the driver (a statement made afresh costs more to build than to run: bench/PROFILE.md).
+_SHOE = Prepared(select(shoes_table).where(shoes_table.c.shoe_id == bindparam("shoe_id")))
 _SHOES = select(shoes_table).where(shoes_table.c.shoe_id.in_(bindparam("shoe_ids", expanding=True)))
-_ROUND_SHOE = select(shoes_table).where(shoes_table.c.round_id == bindparam("round_id"))
+_ROUND_SHOE = Prepared(select(shoes_table).where(shoes_table.c.round_id == bindparam("round_id")))
 # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the mark and the shoe in one statement; on
 # PostgreSQL a concurrent reveal waits for the row, then finds it revealed and matches nothing.
-_REVEAL_ROUND = (
+_REVEAL_ROUND = Prepared(
     update(shoes_table)
     .where(shoes_table.c.round_id == bindparam("b_round_id"), shoes_table.c.revealed_at.is_(None))
     .returning(*shoes_table.c)
@@ -64,8 +65,8 @@ class SqlShoeRepository:
     def reveal_round(self, round_id: str, at: datetime) -> Shoe | None:
         return self._one(_REVEAL_ROUND, {"b_round_id": round_id, "revealed_at": iso(at)})
 
-    def _one(self, query: Any, parameters: dict[str, Any]) -> Shoe | None:
-        row = self._connection.execute(query, parameters).first()
+    def _one(self, query: Prepared, parameters: dict[str, Any]) -> Shoe | None:
+        row = query.execute(self._connection, parameters).first()
         return _shoe_from_row(row) if row else None
 
 
