@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from opentelemetry import context, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, Outgoing, dead_letter_topic
+from croupier_platform.bus import ROUND_EVENTS, BatchHandler, Bus, Handler, Outgoing, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 from croupier_platform.kafka_bus import DEFAULT_PARTITIONS, KafkaBus
 from tests.unit.platform.test_bus_contract import FAST_RETRY, BusContract, envelope, eventually, recorder
@@ -40,8 +40,11 @@ class NamespacedBus(Bus):
     def group(self, group: str) -> str:
         return f"{self.namespace}.{group}"
 
-    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
-        self.inner.subscribe(self.topic(topic), self.group(group), handler, event_types)
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
+        self.inner.subscribe(self.topic(topic), self.group(group), handler, event_types, batch=batch)
 
     async def start(self) -> None:
         await self.inner.start()

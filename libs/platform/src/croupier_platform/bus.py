@@ -40,6 +40,10 @@ DEFAULT_MAX_ATTEMPTS = 3
 RETRY_LOG_INTERVAL_S = 10.0
 
 Handler = Callable[[EventEnvelope], Awaitable[None]]
+# Handles several messages of one partition, in order, in one go (one unit of work): returns how many,
+# from the first, are handled, and the error that stopped the rest (None when all are). Nothing after
+# that message may have been applied: the bus handles it alone next (`Handler`: retries, dead letter).
+BatchHandler = Callable[[Sequence[EventEnvelope]], Awaitable[tuple[int, BaseException | None]]]
 
 logger = logging.getLogger(__name__)
 
@@ -99,11 +103,17 @@ class Publisher(ABC):
 
 class Subscriber(ABC):
     @abstractmethod
-    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
         """Every group gets every message; the handlers of one group share the keys among them.
 
         `event_types`: the only types the handler is given (None: every type). The others pass it by
-        as handled, undecoded where the bus can read the type from a header (Kafka: EVENT_TYPE_HEADER)."""
+        as handled, undecoded where the bus can read the type from a header (Kafka: EVENT_TYPE_HEADER).
+        `batch`: where the bus has several messages of a partition in hand (Kafka: a fetch), it may give
+        them to `batch` together; a message `batch` did not handle is then given to `handler` alone, with
+        the retries and the dead letter of any message. A bus that delivers one at a time ignores it."""
 
     @abstractmethod
     async def start(self) -> None: ...
@@ -154,7 +164,12 @@ class InProcessBus(Bus):
         # Groups of the dead letters since start; nothing replays them in process, so they stay.
         self._dead_letters: Counter[str] = Counter()
 
-    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
+        # `batch` unused: a message is delivered inside its `publish`, alone (on SQLite the units of work
+        # of concurrent deliveries already share their commits: db.GroupCommit).
         if self._running:
             raise RuntimeError("the bus is running: subscribe before start()")
         types = None if event_types is None else frozenset(event_types)
@@ -230,9 +245,12 @@ class PrefixedBus(Bus):
     async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
         return await self._inner.publish_many([m._replace(topic=self._prefix + m.topic) for m in messages])
 
-    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
         # Groups too: on a shared broker one stack's consumers must not rebalance another's.
-        self._inner.subscribe(self._prefix + topic, self._prefix + group, handler, event_types)
+        self._inner.subscribe(self._prefix + topic, self._prefix + group, handler, event_types, batch=batch)
 
     async def start(self) -> None:
         await self._inner.start()

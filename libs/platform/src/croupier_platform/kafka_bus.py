@@ -5,8 +5,11 @@ partition, one order), and `publish` returns only once every in-sync replica has
 (idempotent producer, acks=all), so the outbox relay marks a row only after Kafka has it.
 
 Consuming: each group is a Kafka consumer group, and every subscriber is one aiokafka consumer
-(auto-commit off) that fetches in batches (`getmany`) and handles the messages of a partition one
-at a time, in order (the partitions of a batch concurrently):
+(auto-commit off) that fetches in batches (`getmany`) and handles the messages of a partition in
+order (the partitions of a batch concurrently). A subscriber with a batch handler is given a
+partition's messages of the fetch together (one unit of work: one commit for them all), up to the
+first that cannot go in a batch (undecodable, or failed before); what the batch handler did not
+handle is handled alone from its first message, as below. Alone, one message at a time:
 
 - a message whose EVENT_TYPE_HEADER names a type the subscriber did not declare is passed by,
   undecoded, as handled;
@@ -54,6 +57,7 @@ from croupier_platform.bus import (
     ROUND_EVENTS,
     SEAT_EVENTS,
     SHOE_REVEALS,
+    BatchHandler,
     Bus,
     Handler,
     Outgoing,
@@ -125,6 +129,7 @@ class _Subscription:
     group: str
     handler: Handler
     event_types: frozenset[str] | None = None
+    batch: BatchHandler | None = None
 
 
 @dataclass
@@ -198,11 +203,14 @@ class KafkaBus(Bus):
             lag[state.group] = lag.get(state.group, 0) + sum(state.lag.values())
         return lag
 
-    def subscribe(self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None) -> None:
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
         if self._broker is not None:
             raise RuntimeError("the bus is running: subscribe before start()")
         types = None if event_types is None else frozenset(event_types)
-        self._subscriptions.append(_Subscription(topic, group, handler, types))
+        self._subscriptions.append(_Subscription(topic, group, handler, types, batch))
 
     async def start(self) -> None:
         if self._broker is not None:
@@ -361,17 +369,31 @@ class KafkaBus(Bus):
     ) -> int | None:
         """Handle a partition's records in order; the next offset to commit (None: nothing new)."""
         handled: int | None = None
-        for record in records:
+        position = 0
+        while position < len(records):
             if self._stopping.is_set() or tp not in state.partitions:
                 break  # left for the next owner (or this one, restarted): read again
-            if await self._handle(broker, subscription, state, record):
+            retry_now = True
+            if subscription.batch is not None:
+                done, stopped_by = await self._handle_batch(subscription, state, records[position:])
+                if done:
+                    handled = records[position + done - 1].offset + 1
+                    position += done
+                    if stopped_by is None:
+                        continue  # what follows: another batch, or a message that goes alone
+                if stopped_by is not None:
+                    # The message that stopped the batch: an attempt (or a transient failure), then alone.
+                    retry_now = not self._count_failure(subscription, state, records[position], stopped_by)
+            record = records[position]
+            if retry_now and await self._handle(broker, subscription, state, record):
                 handled = record.offset + 1
+                position += 1
                 continue
             # Read it again after a backoff; commit what came before it first, so an outage does
             # not hold back what was handled.
             if handled is not None:
                 await self._commit(consumer, subscription.group, {tp: handled})
-            failures = state.failures.get((record.topic, record.partition, record.offset))
+            failures = state.failures.get(_where(record))
             await self._back_off(self._retry.delay(failures.transient if failures else 1))
             try:
                 consumer.seek(tp, record.offset)
@@ -379,6 +401,65 @@ class KafkaBus(Bus):
                 pass  # revoked meanwhile: the next owner reads from the committed offset
             return None
         return handled
+
+    async def _handle_batch(
+        self, subscription: _Subscription, state: _ConsumerState, records: list[ConsumerRecord]
+    ) -> tuple[int, BaseException | None]:
+        """Give the batch handler the records from the first up to one that must be handled alone
+        (undecodable, or failed before); those of types the subscriber does not handle are passed by.
+        How many records, from the first, are handled, and the error the first of the rest failed with
+        (None: it was not tried). (0, None) when fewer than two are for the handler: they go alone."""
+        assert subscription.batch is not None
+        run: list[tuple[ConsumerRecord, EventEnvelope | None]] = []
+        for record in records:
+            if _where(record) in state.failures:
+                break
+            headers = _decoded_headers(record)
+            try:
+                envelope = _envelope(subscription, record, headers)
+            except ValidationError:
+                break  # dead-lettered alone
+            run.append((record, envelope))
+        envelopes = [envelope for _, envelope in run if envelope is not None]
+        if len(envelopes) < 2:
+            return 0, None
+        with _batch_span([_decoded_headers(record) for record, envelope in run if envelope is not None],
+                         subscription.topic, subscription.group):  # fmt: skip
+            try:
+                done, stopped_by = await subscription.batch(envelopes)
+            except Exception as error:  # noqa: BLE001 - as though the first message failed
+                done, stopped_by = 0, error
+        if stopped_by is None:
+            return len(run), None
+        # The records up to the one that failed: the handled envelopes and the types passed by among them.
+        failed = envelopes[done]
+        return next(index for index, (_, envelope) in enumerate(run) if envelope is failed), stopped_by
+
+    def _count_failure(
+        self, subscription: _Subscription, state: _ConsumerState, record: ConsumerRecord, error: BaseException
+    ) -> bool:
+        """Note a failure of the handler on the record; True when it is transient (it never counts
+        toward the dead letter, and the partition waits), False when it counts as an attempt."""
+        where = _where(record)
+        failures = state.failures.setdefault(where, _Failures())
+        event_id = _decoded_headers(record).get(EVENT_ID_HEADER, "")
+        if (cause := transient_cause(error)) is not None:
+            failures.transient += 1
+            self._retrying.warning(
+                f"{subscription.group} {record.topic}",
+                "group %s cannot handle event %s of %s/%d@%d yet (%s; %d tries); retrying, the partition waits",
+                subscription.group, event_id, *where, cause, failures.transient,
+            )  # fmt: skip
+            return True
+        failures.count += 1
+        failures.last_error = _describe(error)
+        if failures.count < self._max_attempts:
+            logger.warning(
+                "group %s failed on event %s of %s (attempt %d of %d); trying it again",
+                subscription.group, event_id, record.topic, failures.count, self._max_attempts,
+                exc_info=error,
+            )  # fmt: skip
+        return False
 
     async def _commit(self, consumer: AIOKafkaConsumer, group: str, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:
@@ -397,18 +478,15 @@ class KafkaBus(Bus):
         """True once the message is handled (or passed by, or dead-lettered); False when it must be
         read again: a transient failure (its count in `state.failures`), a failed dead-letter
         publish, or a stop."""
-        where = (record.topic, record.partition, record.offset)
-        headers = {name: value.decode(errors="replace") for name, value in record.headers}
-        wanted = subscription.event_types
-        if wanted is not None and EVENT_TYPE_HEADER in headers and headers[EVENT_TYPE_HEADER] not in wanted:
-            return True  # not a type this subscriber handles: passed by undecoded
+        where = _where(record)
+        headers = _decoded_headers(record)
         try:
-            envelope = EventEnvelope.model_validate_json(record.value or b"")
+            envelope = _envelope(subscription, record, headers)
         except ValidationError as error:
             logger.error("group %s cannot decode %s/%d@%d", subscription.group, *where, exc_info=True)
             return await self._dead_letter(broker, subscription.group, record, headers, 1, _describe(error))
-        if wanted is not None and envelope.event_type not in wanted:
-            return True  # no header to say so: decoded, and not a type this subscriber handles
+        if envelope is None:
+            return True  # not a type this subscriber handles: passed by
         failures = state.failures.setdefault(where, _Failures())
         while failures.count < self._max_attempts:
             if self._stopping.is_set():
@@ -417,22 +495,8 @@ class KafkaBus(Bus):
                 with _consumer_span(headers, record.topic, subscription.group, envelope.event_id):
                     await subscription.handler(envelope)
             except Exception as error:
-                if (cause := transient_cause(error)) is not None:
-                    failures.transient += 1
-                    self._retrying.warning(
-                        f"{subscription.group} {record.topic}",
-                        "group %s cannot handle event %s of %s/%d@%d yet (%s; %d tries); retrying, the partition waits",
-                        subscription.group, envelope.event_id, *where, cause, failures.transient,
-                    )  # fmt: skip
+                if self._count_failure(subscription, state, record, error):
                     return False  # backed off, then read again from this offset
-                failures.count += 1
-                failures.last_error = _describe(error)
-                if failures.count < self._max_attempts:
-                    logger.warning(
-                        "group %s failed on event %s of %s (attempt %d of %d); trying it again",
-                        subscription.group, envelope.event_id, record.topic, failures.count, self._max_attempts,
-                        exc_info=True,
-                    )  # fmt: skip
             else:
                 state.failures.pop(where, None)
                 return True
@@ -498,6 +562,26 @@ class KafkaBus(Bus):
             logger.warning("consumers not all assigned after %.0f s; consuming anyway", self._ready_timeout)
 
 
+def _where(record: ConsumerRecord) -> tuple[str, int, int]:
+    return record.topic, record.partition, record.offset
+
+
+def _decoded_headers(record: ConsumerRecord) -> dict[str, str]:
+    return {name: value.decode(errors="replace") for name, value in record.headers}
+
+
+def _envelope(subscription: _Subscription, record: ConsumerRecord, headers: Mapping[str, str]) -> EventEnvelope | None:
+    """The record's envelope, or None when it is of a type the subscriber does not handle (then left
+    undecoded where the header names the type); raises ValidationError when it is no envelope."""
+    wanted = subscription.event_types
+    if wanted is not None and EVENT_TYPE_HEADER in headers and headers[EVENT_TYPE_HEADER] not in wanted:
+        return None
+    envelope = EventEnvelope.model_validate_json(record.value or b"")
+    if wanted is not None and envelope.event_type not in wanted:
+        return None  # no header to say so: decoded, and not a type this subscriber handles
+    return envelope
+
+
 def _headers(envelope: EventEnvelope) -> dict[str, str]:
     return {
         "content-type": "application/json",
@@ -539,6 +623,31 @@ def _consumer_span(headers: Mapping[str, str], topic: str, group: str, event_id:
             "messaging.destination.name": topic,
             "messaging.consumer.group.name": group,
             "messaging.message.id": event_id,
+        },
+    ):
+        yield
+
+
+@contextmanager
+def _batch_span(headers: Sequence[Mapping[str, str]], topic: str, group: str) -> Iterator[None]:
+    """One CONSUMER span for a batch, linked to each message's context (a batch has no one parent)."""
+    links = []
+    for message_headers in headers:
+        carried = propagate.extract({name: message_headers[name] for name in TRACE_HEADERS if name in message_headers})
+        context = trace.get_current_span(carried).get_span_context()
+        if context.is_valid:
+            links.append(trace.Link(context))
+    with trace.get_tracer(__name__).start_as_current_span(
+        f"process {topic}",
+        context=trace.set_span_in_context(trace.INVALID_SPAN),  # no parent: a batch has many
+        kind=trace.SpanKind.CONSUMER,
+        links=links,
+        attributes={
+            "messaging.system": "kafka",
+            "messaging.operation.type": "process",
+            "messaging.destination.name": topic,
+            "messaging.consumer.group.name": group,
+            "messaging.batch.message_count": len(headers),
         },
     ):
         yield

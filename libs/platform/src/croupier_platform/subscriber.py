@@ -3,7 +3,10 @@
 A `Subscriber` names its topic, its consumer (the bus's group and the tracking rows' name) and the
 event types it acts on, and gives the use case that applies one event inside a unit of work. Each
 event is applied once (tracking.handle_once: the tracking row commits with the effects); a failure
-raises, so the bus retries the message and dead-letters it at last. The same object, awaited, is what
+raises, so the bus retries the message and dead-letters it at last. Where the bus has several messages
+of a partition in hand (a Kafka fetch), they are applied in order in ONE unit of work (one commit,
+tracking.handle_batch_once); one that fails is left, with those after it, to the bus, which hands it
+over alone as above. The same object, awaited, is what
 the service's ApplyRoundEvent runs when the game's reconciler re-drives an event the bus lost.
 """
 
@@ -12,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from typing import Generic
 
 from .bus import Bus
 from .events import EventEnvelope
-from .tracking import UnitOfWorkT, handle_once
+from .tracking import UnitOfWorkT, handle_batch_once, handle_once
 
 logger = logging.getLogger(__name__)
 
@@ -50,17 +53,48 @@ class Subscriber(Generic[UnitOfWorkT]):
         self.consumer = consumer
         self.event_types = frozenset(event_types)
         self._handle = handle_once(uow_factory, consumer, apply)
+        self._handle_batch = handle_batch_once(uow_factory, consumer, apply)
         self._before = before
         self._on_commit = on_commit
         self._executor = executor
         self._concerns = concerns
 
     def subscribe(self, bus: Bus) -> None:
-        bus.subscribe(self.topic, self.consumer, self.on_event, self.event_types)
+        bus.subscribe(self.topic, self.consumer, self.on_event, self.event_types, batch=self.on_batch)
 
     async def on_event(self, envelope: EventEnvelope) -> None:
         """The bus's handler (the bus wants no answer)."""
         await self(envelope)
+
+    async def on_batch(self, envelopes: Sequence[EventEnvelope]) -> tuple[int, BaseException | None]:
+        """The bus's batch handler: the events (one partition's, in order) applied in one unit of work;
+        how many, from the first, are handled (applied, duplicates, or not for this service), and the
+        error that stopped the rest. A `before` step runs for each first, in order; one that fails stops
+        the batch there."""
+        ready, stopped_by = len(envelopes), None
+        if self._before is not None:
+            for index, envelope in enumerate(envelopes):
+                try:
+                    if self._acts_on(envelope):
+                        await self._before(envelope)
+                except Exception as error:  # noqa: BLE001 - handed back: the bus retries that message alone
+                    ready, stopped_by = index, error
+                    break
+        wanted = [index for index in range(ready) if self._acts_on(envelopes[index])]
+        if not wanted:
+            return ready, stopped_by
+        context = contextvars.copy_context()
+        applied, failure = await asyncio.get_running_loop().run_in_executor(
+            self._executor, context.run, self._handle_batch, [envelopes[index] for index in wanted]
+        )
+        if any(applied) and self._on_commit is not None:
+            self._on_commit()
+        for index, was_applied in zip(wanted, applied, strict=False):
+            if not was_applied:
+                self._log_duplicate(envelopes[index])
+        if failure is not None:
+            return wanted[len(applied)], failure
+        return ready, stopped_by
 
     def handle(self, envelope: EventEnvelope) -> bool:
         """`__call__` without the thread hop, for a caller already off the event loop (tests, a CLI);
@@ -87,5 +121,8 @@ class Subscriber(Generic[UnitOfWorkT]):
     def _apply_once(self, envelope: EventEnvelope) -> bool:
         applied = self._handle(envelope)
         if not applied:
-            logger.info("event %s (%s) already handled by %s", envelope.event_id, envelope.event_type, self.consumer)
+            self._log_duplicate(envelope)
         return applied
+
+    def _log_duplicate(self, envelope: EventEnvelope) -> None:
+        logger.info("event %s (%s) already handled by %s", envelope.event_id, envelope.event_type, self.consumer)

@@ -115,3 +115,45 @@ def handle_once(
             return False  # processed before, or by a concurrent duplicate: nothing was written
 
     return handle
+
+
+def handle_batch_once(
+    uow_factory: Callable[[], AbstractContextManager[UnitOfWorkT]],
+    consumer: str,
+    handler: Callable[[UnitOfWorkT, EventEnvelope], None],
+) -> Callable[[Sequence[EventEnvelope]], tuple[list[bool], BaseException | None]]:
+    """`handle_once` for several events in order, in ONE unit of work (one commit) with every tracking
+    row. The wrapper returns, for the events handled from the first, whether each was applied (False: a
+    duplicate), and the error that stopped the rest (None when all were handled).
+
+    An event that raises undoes the whole unit, and the events before it are applied again in a fresh
+    one: nothing of the failing event or after it is written, and the happy path pays no SAVEPOINT (two
+    statements an event on PostgreSQL). A failed commit is the first event's error: nothing was written."""
+
+    def handle(envelopes: Sequence[EventEnvelope]) -> tuple[list[bool], BaseException | None]:
+        count, stopped_by = len(envelopes), None
+        while count:
+            failing = 0
+            try:
+                with uow_factory() as uow:
+                    applied: list[bool] = []
+                    for failing, envelope in enumerate(envelopes[:count]):
+                        applied.append(_apply_once(uow, consumer, handler, envelope))
+                    failing = 0  # from here on, the commit: no event to blame
+                return applied, stopped_by
+            except Exception as error:  # noqa: BLE001 - the caller hands the failing event on alone
+                count, stopped_by = failing, error
+        return [], stopped_by
+
+    return handle
+
+
+def _apply_once(
+    uow: UnitOfWorkT, consumer: str, handler: Callable[[UnitOfWorkT, EventEnvelope], None], envelope: EventEnvelope
+) -> bool:
+    try:
+        uow.tracking.record(consumer, envelope.event_id)  # nothing written when it raises
+    except AlreadyProcessed:
+        return False  # processed before (or earlier in this unit: a message delivered twice)
+    handler(uow, envelope)
+    return True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection, Engine, Integer, Row, String, and_, bindparam, func, insert, or_, select, tuple_, update
 
@@ -90,7 +90,11 @@ def _account_deltas(dialect: str):  # noqa: ANN202
 class SqlLedgerRepository:
     def __init__(self, connection: Connection) -> None:
         self._c = connection
-        self._ledger_heads: dict[str, tuple[int, str]] = {}  # by player account id, from rows locked in this unit
+        # By player account id, from rows locked or written in this unit: a later transfer of the player in
+        # the unit (the next settlement of a batch) appends without reading the stream.
+        self._ledger_heads: dict[str, tuple[int, str]] = {}
+        # System accounts' deltas, added up over the unit and written as its last statement (write_deferred).
+        self._system_deltas: dict[AccountKey, Account] = {}
 
     # ------------------------------------------------------------------ accounts
 
@@ -160,11 +164,25 @@ class SqlLedgerRepository:
                 self._ledger_heads[account.id] = head
 
     def add_to_accounts(self, deltas: Iterable[Account]) -> None:
+        # Deferred to the end of the unit, so a unit that settles a batch of rounds locks the hot rows
+        # (table, house) once, last, after every player row it needs: a player row locked after them could
+        # deadlock with a stake, which locks its player row first and these last.
+        for delta in deltas:
+            if (summed := self._system_deltas.get(delta.key)) is not None:
+                delta = replace(
+                    summed, balance=summed.balance + delta.balance, pending_debits=summed.pending_debits + delta.pending_debits,
+                    pending_credits=summed.pending_credits + delta.pending_credits,
+                )  # fmt: skip
+            self._system_deltas[delta.key] = delta
+
+    def write_deferred(self) -> None:
+        """The system accounts' deltas of the unit, in one statement: the unit's last write."""
         rows = [
             {"account_id": d.id, "currency": d.currency, "balance": d.balance, "pending_debits": d.pending_debits,
              "pending_credits": d.pending_credits, "version": 1}
-            for d in sorted(deltas, key=lambda d: d.key)  # one lock order for every transaction
+            for d in sorted(self._system_deltas.values(), key=lambda d: d.key)  # one lock order for every transaction
         ]  # fmt: skip
+        self._system_deltas.clear()
         if rows:
             _add_to_accounts(self._c, rows)
 
@@ -338,6 +356,8 @@ class SqlWalletUnitOfWorkFactory:
     @contextmanager
     def __call__(self) -> Iterator[SqlWalletUnitOfWork]:
         with self._store.unit_of_work() as uow:
-            yield SqlWalletUnitOfWork(SqlLedgerRepository(uow.connection), uow.events, uow.tracking, uow.connection)
+            ledger = SqlLedgerRepository(uow.connection)
+            yield SqlWalletUnitOfWork(ledger, uow.events, uow.tracking, uow.connection)
+            ledger.write_deferred()
         if self.on_commit is not None:
             self.on_commit()

@@ -38,7 +38,8 @@ class LedgerRepository(Protocol):
 
     def add_to_accounts(self, deltas: Iterable[Account]) -> None:
         """Add each Account's balance and pending amounts to the stored row (created when new), without
-        reading it first: for system accounts, which need no balance check. In key order."""
+        reading it first: for system accounts, which need no balance check. Written at the end of the unit
+        of work, the deltas of all its calls summed, in key order: nothing reads these rows in the unit."""
 
     def transfer(self, transfer_id: str) -> Transfer | None: ...
 

@@ -6,7 +6,8 @@ Consumed (envelope.stream_id is the round id):
   RoundVoided   payload {"reason": str, "refunds": {bet: int}}
                 -> release pending stakes, or refund/reverse a settled round exactly
 Everything else is ignored. Each event is handled once: its tracking row commits in the same
-transaction as its effects (croupier_platform.subscriber.Subscriber). A payload that cannot be
+transaction as its effects (croupier_platform.subscriber.Subscriber); the settlements a Kafka fetch
+brings for one partition are applied in one transaction (one commit for the batch). A payload that cannot be
 read, or a settlement that disagrees with the reserved stakes, raises: the bus retries it and
 then dead-letters it; nothing is half-applied.
 """
@@ -52,7 +53,7 @@ class RoundEventsConsumer(Subscriber[WalletUnitOfWork]):
         self._app = app
         # Threads of their own: settlements do not queue in the default executor behind the gRPC
         # requests (at 64 players, dozens of ReserveStakes wait there). The bus hands over one
-        # message per partition at a time (4 partitions by default).
+        # message, or one batch, per partition at a time (4 partitions by default).
         executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="wallet-settlements")
         super().__init__(ROUND_EVENTS, CONSUMER, HANDLED, uow_factory, self._apply, executor=executor)
 
