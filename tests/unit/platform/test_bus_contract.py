@@ -6,14 +6,14 @@ Assertions wait with `eventually`, because a broker delivers after `publish` ret
 import asyncio
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import psycopg
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from croupier_platform.bus import ROUND_EVENTS, Bus, Handler, InProcessBus, RetryPolicy, dead_letter_topic
+from croupier_platform.bus import ROUND_EVENTS, BatchHandler, Bus, Handler, InProcessBus, RetryPolicy, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 
 TIMEOUT_SECONDS = 5.0
@@ -44,6 +44,20 @@ async def eventually(condition: Callable[[], bool]) -> None:
 def recorder(into: list[EventEnvelope]) -> Handler:
     async def handle(message: EventEnvelope) -> None:
         into.append(message)
+
+    return handle
+
+
+def batch_recorder(into: list[EventEnvelope], batches: list[int], fails: Callable[[EventEnvelope], bool]) -> BatchHandler:
+    """A batch handler as Subscriber.on_batch behaves: in order, stopping at the first that fails."""
+
+    async def handle(messages: Sequence[EventEnvelope]) -> tuple[int, BaseException | None]:
+        batches.append(len(messages))
+        for done, message in enumerate(messages):
+            if fails(message):
+                return done, ValueError("the settlement disagrees with the reserved stakes")
+            into.append(message)
+        return len(messages), None
 
     return handle
 
@@ -234,6 +248,59 @@ class BusContract(ABC):
         assert attempts == [poison] * self.MAX_ATTEMPTS
         assert pending == {"wallet": 1}  # the operators' group reads the letters; it has none of its own
 
+
+    def test_with_a_batch_handler_each_message_is_handled_once_in_order_per_key(self, bus: Bus) -> None:
+        handled: list[EventEnvelope] = []
+        batches: list[int] = []
+        messages = [envelope(f"round-{n % 3}", version=n // 3 + 1) for n in range(30)]
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", recorder(handled), batch=batch_recorder(handled, batches, lambda _: False))
+            await bus.start()
+            await asyncio.gather(*(bus.publish(ROUND_EVENTS, m.stream_id, m) for m in messages))
+            await eventually(lambda: len(handled) == len(messages))
+            await asyncio.sleep(0.2)  # room for a duplicate to (wrongly) show up
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        assert sorted(m.event_id for m in handled) == sorted(m.event_id for m in messages)
+        for key in {m.stream_id for m in messages}:
+            assert [m.version for m in handled if m.stream_id == key] == list(range(1, 11)), key
+
+    def test_a_message_that_stops_a_batch_is_dead_lettered_alone_and_the_others_handled_once(self, bus: Bus) -> None:
+        handled: list[EventEnvelope] = []
+        batches: list[int] = []
+        tries: list[EventEnvelope] = []
+        dead: list[EventEnvelope] = []
+        messages = [envelope("round-1", version=n) for n in range(1, 6)]
+        poison = messages[2]
+
+        def is_poison(message: EventEnvelope) -> bool:
+            if message.event_id == poison.event_id:
+                tries.append(message)
+                return True
+            return False
+
+        async def alone(message: EventEnvelope) -> None:
+            if is_poison(message):
+                raise ValueError("the settlement disagrees with the reserved stakes")
+            handled.append(message)
+
+        async def scenario() -> None:
+            bus.subscribe(ROUND_EVENTS, "wallet", alone, batch=batch_recorder(handled, batches, is_poison))
+            bus.subscribe(dead_letter_topic(ROUND_EVENTS), "operators", recorder(dead))
+            await bus.start()
+            await asyncio.gather(*(bus.publish(ROUND_EVENTS, m.stream_id, m) for m in messages))
+            await eventually(lambda: len(handled) == 4 and len(dead) == 1)
+            await asyncio.sleep(0.2)  # room for a duplicate to (wrongly) show up
+            await bus.stop()
+
+        asyncio.run(scenario())
+
+        assert handled == [m for m in messages if m is not poison]  # in order, each once
+        assert dead == [poison]
+        assert tries == [poison] * self.MAX_ATTEMPTS  # its tries in a batch count toward the dead letter
 
     def test_events_of_types_a_subscriber_did_not_declare_are_never_handed_to_it(self, bus: Bus) -> None:
         settlements: list[EventEnvelope] = []
