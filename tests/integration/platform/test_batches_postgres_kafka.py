@@ -14,6 +14,7 @@ from sqlalchemy import Engine, text
 from croupier_platform.bus import ROUND_EVENTS, Bus, dead_letter_topic
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import EventStore, SqlEventStore, UnitOfWork
+from croupier_platform.kafka_bus import MAX_HANDLER_BATCH
 from croupier_platform.migrate import schema_engine, service_metadata
 from croupier_platform.subscriber import Subscriber
 from tests.integration.conftest import migrated_schema
@@ -97,8 +98,8 @@ async def offset_committed(servers: str, bus: NamespacedBus) -> int | None:
     return await committed(servers, bus.group(CONSUMER), bus.topic(ROUND_EVENTS), partition)
 
 
-def test_a_fetch_of_settlements_is_applied_in_one_unit_of_work(kafka_bootstrap_servers, namespace, store) -> None:
-    messages = [round_event(f"round-{n}") for n in range(10)]
+def test_a_fetch_of_settlements_is_applied_in_units_of_work_of_a_batch_each(kafka_bootstrap_servers, namespace, store) -> None:
+    messages = [round_event(f"round-{n}") for n in range(MAX_HANDLER_BATCH + 8)]
     consumer = Consumer(store)
     bus = kafka_bus(kafka_bootstrap_servers, namespace)
 
@@ -111,9 +112,9 @@ def test_a_fetch_of_settlements_is_applied_in_one_unit_of_work(kafka_bootstrap_s
 
     offset = asyncio.run(scenario())
 
-    assert consumer.batches == [10]
-    assert (consumer.units.opened, consumer.units.committed) == (1, 1)  # one transaction for the ten
-    assert offset == 10
+    assert consumer.batches == [MAX_HANDLER_BATCH, 8]  # one fetch, cut at the most a unit of work takes
+    assert (consumer.units.opened, consumer.units.committed) == (2, 2)  # one transaction each, not forty
+    assert offset == len(messages)
 
 
 def test_a_poison_message_in_a_fetch_is_dead_lettered_alone_and_the_others_commit(

@@ -97,6 +97,9 @@ DEFAULT_READY_TIMEOUT_SECONDS = 30.0
 MAX_IN_HANDLER_BACKOFF_S = 30.0
 # At most this many messages a fetch; their offsets are committed together.
 MAX_BATCH = 200
+# At most this many messages to one call of a batch handler (one unit of work): the locks a unit takes
+# are held until its commit, so a stake on a player whose settlement is in the batch waits that long.
+MAX_HANDLER_BATCH = 32
 # How long `stop` lets a consumer finish the message in hand before cancelling it.
 GRACEFUL_STOP_S = 15.0
 
@@ -406,13 +409,15 @@ class KafkaBus(Bus):
         self, subscription: _Subscription, state: _ConsumerState, records: list[ConsumerRecord]
     ) -> tuple[int, BaseException | None]:
         """Give the batch handler the records from the first up to one that must be handled alone
-        (undecodable, or failed before); those of types the subscriber does not handle are passed by.
+        (undecodable, or failed before), at most MAX_HANDLER_BATCH for it; those of types the subscriber
+        does not handle are passed by.
         How many records, from the first, are handled, and the error the first of the rest failed with
         (None: it was not tried). (0, None) when fewer than two are for the handler: they go alone."""
         assert subscription.batch is not None
         run: list[tuple[ConsumerRecord, EventEnvelope | None]] = []
+        wanted = 0
         for record in records:
-            if _where(record) in state.failures:
+            if _where(record) in state.failures or wanted == MAX_HANDLER_BATCH:
                 break
             headers = _decoded_headers(record)
             try:
@@ -420,6 +425,7 @@ class KafkaBus(Bus):
             except ValidationError:
                 break  # dead-lettered alone
             run.append((record, envelope))
+            wanted += envelope is not None
         envelopes = [envelope for _, envelope in run if envelope is not None]
         if len(envelopes) < 2:
             return 0, None
