@@ -6,19 +6,18 @@ tests/unit/platform/test_subscriber_batches.py on PostgreSQL.
 """
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from croupier_platform.bus import ROUND_EVENTS, Bus, dead_letter_topic
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import EventStore, SqlEventStore, UnitOfWork
 from croupier_platform.kafka_bus import MAX_HANDLER_BATCH
-from croupier_platform.migrate import schema_engine, service_metadata
 from croupier_platform.subscriber import Subscriber
-from tests.integration.conftest import migrated_schema
 from tests.integration.platform.test_kafka_bus import NamespacedBus, committed, kafka_bus, namespace, read_records, running
+from tests.integration.platform.test_postgres_eventstore import postgres_engine, postgres_schema
 from tests.unit.platform.test_bus_contract import eventually, recorder
 from tests.unit.platform.test_subscriber_batches import (
     CONSUMER,
@@ -31,25 +30,7 @@ from tests.unit.platform.test_subscriber_batches import (
 )
 
 pytestmark = pytest.mark.integration
-__all__ = ["namespace"]  # the fixture, imported for these tests
-
-SERVICE = "game"  # any service: each schema holds the platform tables
-
-
-@pytest.fixture(scope="module")
-def postgres_schema() -> Iterator[tuple[str, str]]:
-    yield from migrated_schema(SERVICE, "test_batches")
-
-
-@pytest.fixture
-def postgres_engine(postgres_schema: tuple[str, str]) -> Iterator[Engine]:
-    url, schema = postgres_schema
-    engine = schema_engine(url, schema)
-    tables = ", ".join(t.name for metadata in service_metadata(SERVICE) for t in metadata.sorted_tables)
-    with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY"))
-    yield engine
-    engine.dispose()
+__all__ = ["namespace", "postgres_engine", "postgres_schema"]  # fixtures, imported for these tests
 
 
 class TestPostgresStoreBatches(SubscriberBatchContract):
