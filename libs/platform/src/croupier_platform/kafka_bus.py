@@ -435,7 +435,7 @@ class KafkaBus(Bus):
                 done, stopped_by = await subscription.batch(envelopes)
             except Exception as error:  # noqa: BLE001 - as though the first message failed
                 done, stopped_by = 0, error
-        if stopped_by is None:
+        if stopped_by is None or done >= len(envelopes):
             return len(run), None
         # The records up to the one that failed: the handled envelopes and the types passed by among them.
         failed = envelopes[done]
