@@ -176,7 +176,7 @@ class SqlLedgerRepository:
             self._system_deltas[delta.key] = delta
 
     def write_deferred(self) -> None:
-        """The system accounts' deltas of the unit, in one statement: the unit's last write."""
+        """The system accounts' deltas of the unit, sent together: the unit's last write."""
         rows = [
             {"account_id": d.id, "currency": d.currency, "balance": d.balance, "pending_debits": d.pending_debits,
              "pending_credits": d.pending_credits, "version": 1}
