@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import Connection, Row, String, and_, bindparam, case, func, select
 
 from croupier_platform.db import dialect_insert
+from croupier_platform.prepared import Prepared
 from croupier_platform.runtime import iso
 
 from croupier_wallet.domain.ledger import Kind, Status, player_account
@@ -26,7 +27,7 @@ def _stake_limits_query():  # noqa: ANN202
     )  # fmt: skip
 
 
-_STAKE_LIMITS = _stake_limits_query()  # built once: a stake only binds its values
+_STAKE_LIMITS = Prepared(_stake_limits_query())  # built once, run on the driver: a stake only binds its values
 
 
 class SqlLimitsRepository:
@@ -61,7 +62,7 @@ class SqlLimitsRepository:
     def stake_limits(self, player_id: str, currency: str) -> tuple[CurrencyLimits, Setting[datetime]]:
         """The currency's limits and the self-exclusion in one read (a stake's check): one row per limit
         set, or one row of NULLs, each carrying the exclusion's columns."""
-        rows = self._c.execute(_STAKE_LIMITS, {"b_player": player_id, "b_currency": currency}).all()
+        rows = _STAKE_LIMITS.execute(self._c, {"b_player": player_id, "b_currency": currency}).all()
         limits = next(iter(_currency_limits(row for row in rows if row.limit_name is not None)), CurrencyLimits(currency))
         return limits, _exclusion(rows[0], prefix="x_") if rows[0].x_player_id is not None else Setting()
 

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, Integer, Row, String, and_, bindparam
 from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
+from croupier_platform.prepared import Prepared
 
 from croupier_wallet.application.ports import AccountKey, StaleAccount
 from croupier_wallet.domain.ledger import Account, Kind, Status, Transfer, TransferRequest, entries_of, player_account
@@ -22,21 +23,20 @@ from .reports import SqlLedgerReports
 from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
 
-# The statements of every stake and settlement, built once: SQLAlchemy then reuses their cache keys
-# and compiled forms, and a call only binds its values (building a statement per call cost more
-# than running it).
+# The statements of every stake and settlement, built once and run on the driver
+# (croupier_platform.prepared): a call only binds its values.
 _a, _t, _r = accounts_table.c, transfers_table.c, rounds_table.c
 # A player account's ledger stream (whose id is the account id: ledger_session.ledger_stream) as the
 # locking statement's snapshot sees it, beside the head the row records (see ledger_head).
 _STREAM_VERSION = (
     select(func.max(events_table.c.version)).where(events_table.c.stream_id == _a.account_id).scalar_subquery().label("stream_version")
 )
-_LOCK_ACCOUNT = (
+_LOCK_ACCOUNT = Prepared(
     select(accounts_table, _STREAM_VERSION)
     .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"))
     .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
 )
-_SAVE_ACCOUNT = (
+_SAVE_ACCOUNT = Prepared(
     update(accounts_table)
     .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"), _a.version == bindparam("b_version"))
     .values(
@@ -46,16 +46,16 @@ _SAVE_ACCOUNT = (
         ledger_hash=func.coalesce(bindparam("b_ledger_hash", type_=String), _a.ledger_hash),
     )  # fmt: skip
 )
-_TRANSFER = select(transfers_table).where(_t.transfer_id == bindparam("b_transfer"))
-_SET_STATUS = (
+_TRANSFER = Prepared(select(transfers_table).where(_t.transfer_id == bindparam("b_transfer")))
+_SET_STATUS = Prepared(
     update(transfers_table)
     .where(_t.transfer_id == bindparam("b_transfer"))
     .values(status=bindparam("b_status"), updated_at=bindparam("b_updated_at"))
 )
-_ROUND = select(rounds_table).where(_r.round_id == bindparam("b_round"))
-_ROUND_FOR_UPDATE = _ROUND.with_for_update()
-_ADD_ROUND = insert(rounds_table)
-_SAVE_ROUND = (
+_ROUND = Prepared(select(rounds_table).where(_r.round_id == bindparam("b_round")))
+_ROUND_FOR_UPDATE = Prepared(_ROUND.statement.with_for_update())
+_ADD_ROUND = Prepared(insert(rounds_table))
+_SAVE_ROUND = Prepared(
     update(rounds_table)
     .where(_r.round_id == bindparam("b_round"), _r.version == bindparam("b_version"))
     .values(
@@ -63,20 +63,20 @@ _SAVE_ROUND = (
         version=bindparam("b_version") + 1,
     )  # fmt: skip
 )
-_ROUND_TRANSFERS = select(transfers_table).where(_t.round_id == bindparam("b_round")).order_by(_t.seq)
+_ROUND_TRANSFERS = Prepared(select(transfers_table).where(_t.round_id == bindparam("b_round")).order_by(_t.seq))
 
 
 def _add_to_accounts(connection: Connection, rows: list[dict]) -> None:
     """System accounts' deltas, one upsert a row, sent together: the rows are applied (and locked) in
     the caller's order, which is the lock order."""
-    connection.execute(_account_deltas(connection.dialect.name), rows)
+    _account_deltas(connection.dialect.name).execute(connection, rows)
 
 
 @functools.cache
-def _account_deltas(dialect: str):  # noqa: ANN202
+def _account_deltas(dialect: str) -> Prepared:
     """Built once per dialect: a VALUES list of the rows would be compiled afresh on every call."""
     new = dialect_insert(dialect, accounts_table)
-    return new.on_conflict_do_update(
+    return Prepared(new.on_conflict_do_update(
         index_elements=[_a.account_id, _a.currency],
         set_={
             "balance": _a.balance + new.excluded.balance,
@@ -84,7 +84,7 @@ def _account_deltas(dialect: str):  # noqa: ANN202
             "pending_credits": _a.pending_credits + new.excluded.pending_credits,
             "version": _a.version + 1,
         },
-    )
+    ))
 
 
 class SqlLedgerRepository:
@@ -119,7 +119,7 @@ class SqlLedgerRepository:
     def _lock_accounts(self, ordered: list[AccountKey]) -> dict[AccountKey, Account]:
         if len(ordered) == 1:  # the usual case: one player's account
             (account_id, currency), = ordered
-            rows = self._c.execute(_LOCK_ACCOUNT, {"b_account": account_id, "b_currency": currency}).all()
+            rows = _LOCK_ACCOUNT.execute(self._c, {"b_account": account_id, "b_currency": currency}).all()
         else:
             rows = self._c.execute(self._lock_query(ordered)).all()
         for row in rows:
@@ -152,7 +152,7 @@ class SqlLedgerRepository:
     def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
         for account in accounts:
             head = (ledger_heads or {}).get(account.id)
-            result = self._c.execute(_SAVE_ACCOUNT, {
+            result = _SAVE_ACCOUNT.execute(self._c, {
                 "b_account": account.id, "b_currency": account.currency, "b_version": account.version,
                 "b_balance": account.balance, "b_pending_debits": account.pending_debits,
                 "b_pending_credits": account.pending_credits,
@@ -197,7 +197,7 @@ class SqlLedgerRepository:
     # ------------------------------------------------------------------ transfers
 
     def transfer(self, transfer_id: str) -> Transfer | None:
-        row = self._c.execute(_TRANSFER, {"b_transfer": transfer_id}).first()
+        row = _TRANSFER.execute(self._c, {"b_transfer": transfer_id}).first()
         return _transfer(row) if row else None
 
     def add_transfers(self, transfers: Sequence[Transfer]) -> None:
@@ -214,7 +214,7 @@ class SqlLedgerRepository:
         insert_rows(self._c, transfers_table, rows)
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
-        self._c.execute(_SET_STATUS, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})
+        _SET_STATUS.execute(self._c, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})
 
     def add_entries(self, posted: Sequence[Transfer], occurred_at: str) -> None:
         rows = [
@@ -237,7 +237,7 @@ class SqlLedgerRepository:
         return [((row.expires_at, row.seq), _transfer(row)) for row in self._c.execute(query)]
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
-        return [_transfer(row) for row in self._c.execute(_ROUND_TRANSFERS, {"b_round": round_id})]
+        return [_transfer(row) for row in _ROUND_TRANSFERS.execute(self._c, {"b_round": round_id})]
 
     def player_transfers(self, player_id: str, limit: int, before: int | None = None) -> Sequence[tuple[int, Transfer]]:
         account = player_account(player_id)
@@ -262,8 +262,8 @@ class SqlLedgerRepository:
     def round_for_update(self, round_id: str) -> Round | None:
         return self._round(_ROUND_FOR_UPDATE, round_id)
 
-    def _round(self, query, round_id: str) -> Round | None:
-        row = self._c.execute(query, {"b_round": round_id}).first()
+    def _round(self, query: Prepared, round_id: str) -> Round | None:
+        row = query.execute(self._c, {"b_round": round_id}).first()
         if row is None:
             return None
         return _round_from(row)
@@ -277,13 +277,13 @@ class SqlLedgerRepository:
 
     def save_round(self, round_: Round) -> None:
         if round_.version == 0:
-            self._c.execute(_ADD_ROUND, {
+            _ADD_ROUND.execute(self._c, {
                 "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,
                 "opened_at": round_.opened_at or None, "player_id": round_.player_id, "currency": round_.currency,
                 "status": round_.status.value,
             })  # fmt: skip
             return
-        result = self._c.execute(_SAVE_ROUND, {
+        result = _SAVE_ROUND.execute(self._c, {
             "b_round": round_.round_id, "b_version": round_.version, "b_player": round_.player_id,
             "b_currency": round_.currency, "b_status": round_.status.value,
         })  # fmt: skip
