@@ -82,6 +82,24 @@ def _cpu_ticks(pid: int, children: bool = False) -> int:
     return int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
 
 
+def _context_switches(pid: int) -> int:
+    """Voluntary context switches of every thread of a process (a thread that sleeps and is woken: a
+    wake count, steady whatever else shares the box; 0 once it is gone)."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
 def _postgres_pids(database: str | None = None) -> list[int]:
     """Every postgres process; with `database`, only the server's own processes (postmaster, WAL writer,
     checkpointer, ...) and the backends connected to that database, not other stacks' backends."""
@@ -136,10 +154,27 @@ class CpuMeter:
 
     def sample(self) -> dict:
         services = {name: sum(_cpu_ticks(p) for p in procs) for name, procs in self.pids.items()}
+        # Each replica alone too (name#index), where a service runs more than one: the relay's leader and
+        # the keeper's are one of them.
+        replicas = {f"{name}#{i}": _cpu_ticks(p) for name, procs in self.pids.items() if len(procs) > 1
+                    for i, p in enumerate(procs)}
+        wakes = {name: sum(_context_switches(p) for p in procs) for name, procs in self.pids.items() if name != "kafka"}
         postgres = _postgres_pids(self.database)
-        return {"services": services, "postgres": {p: _cpu_ticks(p) for p in postgres},
+        return {"services": services, "replicas": replicas, "wakes": wakes,
+                "postgres": {p: _cpu_ticks(p) for p in postgres},
                 "postgres_ended": {p: _cpu_ticks(p, children=True) - _cpu_ticks(p) for p in postgres},
                 "machine": _machine_ticks()}
+
+    @staticmethod
+    def per_replica(before: dict, after: dict) -> dict[str, float]:
+        """CPU ms of each replica of a service that runs several, over the window."""
+        tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+        return {name: (t - before["replicas"][name]) * tick_ms for name, t in after["replicas"].items()}
+
+    @staticmethod
+    def wakes(before: dict, after: dict) -> dict[str, int]:
+        """Voluntary context switches of each service (all its replicas and threads) over the window."""
+        return {name: t - before["wakes"][name] for name, t in after["wakes"].items()}
 
     @staticmethod
     def used(before: dict, after: dict) -> dict:
@@ -153,6 +188,48 @@ class CpuMeter:
         total = after["machine"][1] - before["machine"][1]
         out["machine_busy_share"] = round(busy / total, 3) if total else None
         return out
+
+
+class TableCounts:
+    """PostgreSQL's own counts for the stack's database: per schema (one per service) the table scans
+    (sequential and by index: about one per statement that reads or changes rows) and rows inserted and
+    updated, and the database's commits and rollbacks. Counts, not timings: steady on a busy box. The
+    server flushes a busy backend's counts at most once a second, so a window's figures are within a
+    second's work of exact."""
+
+    def __init__(self, database_url: str) -> None:
+        import psycopg
+
+        self.connection = psycopg.connect(database_url, autocommit=True)
+
+    def sample(self) -> dict:
+        rows = self.connection.execute(
+            "SELECT schemaname, relname, coalesce(seq_scan, 0) + coalesce(idx_scan, 0), n_tup_ins, n_tup_upd"
+            " FROM pg_stat_user_tables").fetchall()
+        commits, rollbacks = self.connection.execute(
+            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        schemas: dict[str, tuple[int, int, int]] = {}
+        for schema, _table, scans, inserted, updated in rows:
+            was = schemas.get(schema, (0, 0, 0))
+            schemas[schema] = (was[0] + scans, was[1] + inserted, was[2] + updated)
+        return {"schemas": schemas, "table_scans": {f"{schema}.{table}": scans for schema, table, scans, _, _ in rows},
+                "commits": commits, "rollbacks": rollbacks}
+
+    @staticmethod
+    def per_round(before: dict, after: dict, rounds: int) -> dict:
+        out: dict = {}
+        for schema, (scans, inserted, updated) in after["schemas"].items():
+            was = before["schemas"].get(schema, (0, 0, 0))
+            out[schema] = {"scans": round((scans - was[0]) / rounds, 1), "rows_inserted": round((inserted - was[1]) / rounds, 1),
+                           "rows_updated": round((updated - was[2]) / rounds, 1)}
+        scans = {table: round((n - before["table_scans"].get(table, 0)) / rounds, 2) for table, n in after["table_scans"].items()}
+        out["table_scans"] = {table: n for table, n in sorted(scans.items(), key=lambda item: -item[1]) if n}
+        out["commits"] = round((after["commits"] - before["commits"]) / rounds, 1)
+        out["rollbacks"] = round((after["rollbacks"] - before["rollbacks"]) / rounds, 2)
+        return out
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def idle_cpu(meter: CpuMeter, seconds: float, settle_s: float = 5.0) -> dict[str, float]:
@@ -312,7 +389,8 @@ class Player:
 
 
 async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
-                    meter: CpuMeter | None = None, lag: LagSampler | None = None, rounds_n: int | None = None) -> dict:
+                    meter: CpuMeter | None = None, lag: LagSampler | None = None, rounds_n: int | None = None,
+                    tables: TableCounts | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
     window of `seconds` (or, with `rounds_n`, until that many rounds completed) counts the rounds and
     commands that complete inside it."""
@@ -357,6 +435,7 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
                         task.result()  # surfaces a failure
             started, wall_started = time.monotonic(), time.time()
             cpu_before = meter.sample() if meter else None
+            tables_before = await asyncio.to_thread(tables.sample) if tables else None
             if rounds_n is None:
                 await asyncio.sleep(seconds)
             else:  # a count of rounds: CPU per round from a fixed amount of work, whatever the box's speed
@@ -368,6 +447,7 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
                             task.result()
             ended, wall_ended = time.monotonic(), time.time()
             cpu_after = meter.sample() if meter else None
+            tables_after = await asyncio.to_thread(tables.sample) if tables else None
         finally:
             for task in tasks:
                 task.cancel()
@@ -399,6 +479,12 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             level["cpu_ms_per_round"]["total"] = round(sum(used.values()) / rounds, 1)
             level["cpu_ms_per_round"]["postgres_ended_backends"] = round(ended / rounds, 1)
             level["machine_busy_share"] = share
+            if cpu_after["replicas"]:
+                level["cpu_ms_per_round_by_replica"] = {
+                    name: round(ms / rounds, 1) for name, ms in CpuMeter.per_replica(cpu_before, cpu_after).items()}
+            level["wakes_per_round"] = {name: round(n / rounds, 1) for name, n in CpuMeter.wakes(cpu_before, cpu_after).items()}
+        if tables and rounds:
+            level["postgres_per_round"] = TableCounts.per_round(tables_before, tables_after, rounds)
         for name in COMMANDS:
             these = [ms for command, ms in window if command == name]
             level[name] = {"n": len(these), "p50_ms": percentile(these, 50),
@@ -464,6 +550,14 @@ def print_table(levels: list[dict]) -> None:
             cpu = level["cpu_ms_per_round"]
             print(f"  {level['players']} players: CPU ms per round " + ", ".join(f"{k} {v}" for k, v in cpu.items())
                   + f" (machine {100 * level['machine_busy_share']:.0f}% busy; postgres = the server's processes and the stack's backends)")
+            if "cpu_ms_per_round_by_replica" in level:
+                print(f"  {level['players']} players: by replica " + ", ".join(
+                    f"{k} {v}" for k, v in level["cpu_ms_per_round_by_replica"].items()))
+            print(f"  {level['players']} players: voluntary context switches (wakes) per round "
+                  + ", ".join(f"{k} {v}" for k, v in level["wakes_per_round"].items()))
+        if "postgres_per_round" in level:
+            counts = {k: v for k, v in level["postgres_per_round"].items() if k != "table_scans"}
+            print(f"  {level['players']} players: PostgreSQL per round {json.dumps(counts)}")
     for level in levels:
         if "settle_lag_p99_ms" in level:
             print(f"  {level['players']} players: settlement lag p50 {fmt(level['settle_lag_p50_ms'])} ms, "
@@ -516,8 +610,12 @@ def main() -> int:
             lag.start()
             levels = []
             for n in levels_n:
-                level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database), lag,
-                                              rounds_n=args.rounds))
+                tables = TableCounts(create_database_url(stack))
+                try:
+                    level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database), lag,
+                                                  rounds_n=args.rounds, tables=tables))
+                finally:
+                    tables.close()
                 levels.append(level)
                 print(f"{n} players: {level['rounds_per_s']} rounds/s (warm-up {level['warmup_s']} s), p50 {level['p50_ms']} ms, "
                       f"p99 {level['p99_ms']} ms", flush=True)
