@@ -313,6 +313,30 @@ def test_nothing_happens_before_the_timeouts(svc: Service) -> None:
     assert svc.keep().voided == [dealing]
 
 
+def test_a_pass_reads_no_stream_of_a_round_this_process_wrote_at_the_projections_version() -> None:
+    # At 64 players the open rounds' streams, read and folded at each of their steps, were most of the
+    # keeper's cost; a round this process wrote is remembered at its version. One another replica moved
+    # on (a second service on the same store) is read, and acting always reads the round afresh.
+    world, store = fakes(), InMemoryGameStore()
+    mine, other = service(store, world), service(store, world)
+    deciding = mine.open_round("casino-war-usd", {"ante": 1000}, ["Kc", "Kd"])
+    loads: list[str] = []
+    load = mine.book.load
+
+    async def counted(round_id: str):  # noqa: ANN202
+        loads.append(round_id)
+        return await load(round_id)
+
+    mine.book.load = counted  # type: ignore[method-assign]
+    assert mine.keep() == KeeperPass() and loads == []
+    mine.run(other.play.decide(ALICE, deciding, "raise", ""))  # another replica's step: a version not remembered here
+    assert other.view(deciding).phase == "settled"
+    dealing = other.open_round("casino-war-usd", {"ante": 1000}, [], key="k2", deal=False)
+    mine.clock.advance(301)
+    assert mine.keep().voided == [dealing]
+    assert loads == [dealing, dealing]  # its due (another replica wrote it), then afresh to act
+
+
 # ---------------------------------------------------------------- races, leadership and restarts
 
 

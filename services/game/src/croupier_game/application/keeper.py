@@ -142,7 +142,10 @@ class Keeper(LeaderLoop):
             due = self._due.get(row.round_id)
             try:
                 if due is None or due.version != row.version:
-                    due = self._due_of(await self._book.load(row.round_id))
+                    # The round as this process wrote it, when that is the projection's version: the
+                    # open rounds' streams, read and folded at each of their steps, were most of a pass.
+                    known = self._book.remembered(row.round_id, row.version)
+                    due = self._due_of(known if known is not None else await self._book.load(row.round_id))
                 if due.action != IDLE and now > due.at:
                     due = await self._act(row.round_id, now, done)
             except BrokenRoundError as exc:  # edited storage: the operator's ReplayRound explains it

@@ -113,6 +113,12 @@ class RoundBook:
         while len(self._rounds) > ROUND_CACHE_SIZE:
             self._rounds.popitem(last=False)
 
+    def remembered(self, round_id: str, version: int) -> Round | None:
+        """The round as this process last wrote it, if that is `version` (a stream's version names its
+        events: the same round a read would fold); None otherwise."""
+        cached = self._rounds.get(round_id)
+        return cached if cached is not None and cached.version == version else None
+
     def known_over(self, round_id: str | None) -> bool:
         """Whether this process saw the round over (an over round stays over; False: not known)."""
         return round_id is not None and round_id in self._over
