@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -583,6 +584,7 @@ def main() -> int:
                         help="seconds to wait after printing the service pids (attach a profiler)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="each level's window is this many rounds (not --seconds): CPU per round from a fixed amount of work")
+    parser.add_argument("--keep-logs", default="", help="copy the services' logs to this directory at the end")
     parser.add_argument("--idle-seconds", type=float, default=0.0,
                         help="first measure the stack's CPU while idle (no rounds, no lag sampling) over this many seconds")
     args = parser.parse_args()
@@ -623,6 +625,8 @@ def main() -> int:
             lag = None
             stack.stop()
             stack = None
+            if args.keep_logs:  # the services' logs (name-index.log), before the work directory goes
+                shutil.copytree(workdir, args.keep_logs, dirs_exist_ok=True)
         baseline = None if args.no_pgbench else pgbench(args.pgbench_seconds)
     finally:
         if lag is not None:
