@@ -175,6 +175,39 @@ def test_a_page_of_rounds_every_service_applied_costs_one_status_query_per_servi
     assert w.commission.status_queries == 0 and w.commission.redrive_calls == 0  # no event of its games: not asked
 
 
+def test_a_round_first_seen_within_the_bound_has_its_stream_read_once_unless_it_moved(w: World) -> None:
+    # A round is seen first within the bound (to learn when it is due) and again past it: one read of
+    # its stream, kept with its version; a round whose version moved meanwhile (voided after its
+    # settlement) is read again, so its void is what gets driven.
+    reconciler = w.reconciler()
+    read_ids: list[str] = []
+    read = w.book.read
+
+    async def counted(work):  # noqa: ANN001, ANN202
+        def spied(uow):  # noqa: ANN001, ANN202
+            each = uow.events.read_each_stream
+
+            def read_each_stream(ids):  # noqa: ANN001, ANN202
+                read_ids.extend(ids)
+                return each(ids)
+
+            uow.events.read_each_stream = read_each_stream
+            return work(uow)
+
+        return await read(spied)
+
+    w.book.read = counted  # type: ignore[method-assign]
+    kept, moved = w.play_round(), w.play_round(key="k2", who=BOB)
+    w.deliver()
+    assert w.run(reconciler.run_once()) == ReconcilerPass()
+    assert sorted(read_ids) == sorted([kept, moved])
+    w.run(w.book.void(w.run(w.book.load(moved)), "an operator's correction"))
+    w.deliver()
+    w.clock.advance(BOUND_S + 1)
+    assert sorted(w.run(reconciler.run_once()).reconciled) == sorted([kept, moved])
+    assert sorted(read_ids) == sorted([kept, moved, moved])
+
+
 def test_a_service_that_cannot_say_what_it_applied_leaves_the_page_for_a_later_pass(w: World) -> None:
     reconciler = w.reconciler()
     round_id = settled_with_its_message_lost(w)

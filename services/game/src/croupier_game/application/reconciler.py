@@ -95,6 +95,9 @@ class Reconciler(LeaderLoop):
         self.settle_after_s = settle_after_s
         self._batch_size = batch_size
         self._later: dict[str, datetime] = {}  # round id -> not before (within the bound, or backing off)
+        # round id -> (its projection version, its stream) as a pass read it: a round is first seen within
+        # the bound and looked at again once past it, and its stream is the same unless the version moved.
+        self._streams: dict[str, tuple[int, list[EventEnvelope]]] = {}
         self._failures: dict[str, int] = {}
 
     # -------------------------------------------------------------- one pass
@@ -103,6 +106,7 @@ class Reconciler(LeaderLoop):
         if not await self.lead():
             self._later.clear()
             self._failures.clear()
+            self._streams.clear()
             return ReconcilerPass(leading=False)
         done = ReconcilerPass()
         now = self._clock()
@@ -110,6 +114,7 @@ class Reconciler(LeaderLoop):
         await self._over_rounds(now, done, seen)
         await self._expired_reservations(now, done, seen)
         self._later = {k: v for k, v in self._later.items() if k in seen}
+        self._streams = {k: v for k, v in self._streams.items() if k in seen}
         self._failures = {k: v for k, v in self._failures.items() if k in seen}
         if done.acted or done.failed:
             logger.info("%s: re-drove %d event(s), released %d orphan round(s), %d round(s) reconciled, %d failed",
@@ -118,12 +123,16 @@ class Reconciler(LeaderLoop):
 
     async def _over_rounds(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> None:
         rows = await self._book.read(lambda uow: uow.rounds.unreconciled_over(self._batch_size))
+        versions = {row.round_id: row.version for row in rows}
         page = [row.round_id for row in rows if not self._waiting(row.round_id, now)]
-        seen.update(row.round_id for row in rows)
-        streams = await self._book.read(lambda uow: uow.events.read_each_stream(page)) if page else {}
+        seen.update(versions)
+        unread = [round_id for round_id in page if self._kept(round_id, versions[round_id]) is None]
+        streams = await self._book.read(lambda uow: uow.events.read_each_stream(unread)) if unread else {}
         ready: dict[str, list[EventEnvelope]] = {}
         for round_id in page:
-            envelopes = streams.get(round_id, [])
+            envelopes = self._kept(round_id, versions[round_id]) or streams.get(round_id, [])
+            if envelopes:
+                self._streams[round_id] = (versions[round_id], envelopes)
             over = [e for e in envelopes if e.event_type in OVER_EVENTS]
             if not over:
                 error = ValueError("the round projection says it is over, but its stream has no RoundSettled or RoundVoided")
@@ -225,6 +234,11 @@ class Reconciler(LeaderLoop):
                                    self.name, round_id, sink.service, envelope.event_type, envelope.version,
                                    envelope.event_id)  # fmt: skip
         return applied_any
+
+    def _kept(self, round_id: str, version: int) -> list[EventEnvelope] | None:
+        """The round's stream as an earlier pass read it, if the round is still at that version."""
+        kept = self._streams.get(round_id)
+        return kept[1] if kept is not None and kept[0] == version else None
 
     def _waiting(self, round_id: str, now: datetime) -> bool:
         later = self._later.get(round_id)
