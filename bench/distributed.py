@@ -18,6 +18,9 @@ largest, and how long after the load stops it takes to return to zero.
 
 CPU per round: utime + stime from /proc of the five services, every postgres process and the Kafka
 broker's JVM, over the window, divided by the rounds in it.
+Counts per round beside it, steady on a busy box: each service's voluntary context switches (wakes,
+every thread), PostgreSQL's own table scans and rows written per schema and table, and its commits;
+with replicas, the CPU of each replica (`game#1`). `--keep-logs DIR` keeps the services' logs.
 
 Prints a table and, as the last line, one JSON object: rounds_per_s, p50_ms, p99_ms (64 players, all
 commands), cpu_ms_per_round (total), settle_lag_p50_ms / settle_lag_p99_ms, pgbench_tps, the ratio
