@@ -90,6 +90,14 @@ class PreparedContract:
         assert list(_ADD_RETURNING.execute(connection, [_row("c"), _row("a"), _row("b")]).scalars()) == ["c", "a", "b"]
         assert list(_ADD_RETURNING.execute(connection, [_row("d")]).scalars()) == ["d"]
 
+    def test_a_missing_parameter_is_refused_not_sent_as_null(self, connection: Connection) -> None:
+        _ADD.execute(connection, _row("a", 5))
+        nested = connection.begin_nested()
+        with pytest.raises(StatementError):
+            _BUMP.execute(connection, {"b_id": "a"})  # b_by missing
+        nested.rollback()
+        assert _BY_ID.execute(connection, {"b_id": "a"}).one().count == 5
+
     def test_a_driver_error_is_sqlalchemys(self, connection: Connection) -> None:
         _ADD.execute(connection, _row("a"))
         nested = connection.begin_nested()

@@ -95,8 +95,8 @@ class Result:
 
 
 class Prepared:
-    """`statement`, compiled once per dialect (and, for an INSERT, per set of columns given), run on the
-    connection's driver cursor (see the module's docstring)."""
+    """`statement`, compiled once per dialect (and, for an INSERT or UPDATE without values(), per set of
+    columns given), run on the connection's driver cursor (see the module's docstring)."""
 
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
@@ -162,7 +162,7 @@ def _arguments(compiled: _Compiled, parameters: Mapping[str, Any]) -> Any:
         values = {**values, **{name: to(values[name]) for name, to in compiled.to_driver.items() if name in values}}
     if compiled.names is None:
         return values
-    return tuple(values.get(name) for name in compiled.names)
+    return tuple(values[name] for name in compiled.names)  # a missing one raises, as SQLAlchemy's path does
 
 
 def _rows(compiled: _Compiled, fetched: list[Any]) -> list[Any]:
