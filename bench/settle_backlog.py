@@ -29,7 +29,7 @@ from sqlalchemy import create_engine, event, func, select, text
 from croupier_platform.bus import ROUND_EVENTS, Outgoing, PrefixedBus, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.kafka_bus import KafkaBus, ensure_topics
+from croupier_platform.kafka_bus import KafkaBus, delete_namespace, ensure_topics
 from croupier_platform.migrate import migrate, schema_engine
 from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
 from croupier_wallet.adapters.sql_schema import rounds_table
@@ -90,6 +90,7 @@ async def run(rounds: int, one_at_a_time: bool) -> None:
                 await asyncio.sleep(0.2)
         finally:
             await bus.stop()
+            await asyncio.to_thread(delete_namespace, servers, prefix)
         statements[0] -= polls  # the polls above are this script's, not the consumer's
         print(f"{rounds} rounds settled {'one at a time' if one_at_a_time else 'in batches'}: "
               f"{commits[0] / rounds:.2f} commits and ~{statements[0] / rounds:.1f} statements per round; "

@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from croupier_platform.kafka_bus import delete_namespace
 from croupier_platform.settings import service_address_variable
 from croupier_platform.tls import ClientTls, client_channel
 
@@ -207,6 +208,10 @@ class ServiceProcesses:
                 except subprocess.TimeoutExpired:
                     process.kill()
         drop_database(self.base_url, self.database)
+        try:
+            delete_namespace(self.env["KAFKA_BOOTSTRAP_SERVERS"], self.env["KAFKA_TOPIC_PREFIX"])
+        except Exception as error:  # noqa: BLE001 - a broker a chaos test left down: its topics stay, nothing else
+            print(f"topics of {self.database} not deleted: {error}", file=sys.stderr)
 
 
 def every_replica(ports: list[int]) -> str:

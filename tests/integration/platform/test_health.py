@@ -122,7 +122,7 @@ def test_the_broker_probe_passes_against_a_live_broker_and_asks_about_no_topic(k
     from croupier_platform.health import KafkaProbe
     from croupier_platform.kafka_bus import ensure_topics
 
-    ensure_topics(kafka_bootstrap_servers, [f"probe-{secrets.token_hex(4)}"])  # the cluster holds at least one topic
+    ensure_topics(kafka_bootstrap_servers, ["croupier-tests.probe"])  # the cluster holds at least one topic
 
     async def look() -> list:
         probe = KafkaProbe(kafka_bootstrap_servers)

@@ -7,7 +7,7 @@ meet; `scripts/infra.sh up` starts the broker, and a missing broker fails these 
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager
 
 import pytest
@@ -17,7 +17,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from croupier_platform.bus import ROUND_EVENTS, BatchHandler, Bus, Handler, Outgoing, dead_letter_topic
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
-from croupier_platform.kafka_bus import DEFAULT_PARTITIONS, KafkaBus
+from croupier_platform.kafka_bus import DEFAULT_PARTITIONS, KafkaBus, delete_namespace
 from tests.unit.platform.test_bus_contract import FAST_RETRY, BusContract, envelope, eventually, recorder
 
 pytestmark = pytest.mark.integration
@@ -67,8 +67,10 @@ class NamespacedBus(Bus):
 
 
 @pytest.fixture
-def namespace() -> str:
-    return f"test-{uuid.uuid4().hex[:12]}"
+def namespace(kafka_bootstrap_servers: str) -> Iterator[str]:
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    delete_namespace(kafka_bootstrap_servers, f"{name}.")
 
 
 def kafka_bus(servers: str, namespace: str, max_attempts: int = BusContract.MAX_ATTEMPTS) -> NamespacedBus:
@@ -462,3 +464,44 @@ def test_the_consumer_lag_counts_what_waits_behind_the_handler_and_returns_to_ze
 
     asyncio.run(scenario())
     assert 1 <= lags[0]["wallet"] <= 3  # the three published, less any the first fetch did not see
+
+
+def test_deleting_a_namespace_removes_its_topics_and_groups_and_nothing_else(kafka_bootstrap_servers: str) -> None:
+    from kafka import KafkaAdminClient
+
+    from croupier_platform.kafka_bus import ensure_topics
+
+    ours, theirs = f"test-{uuid.uuid4().hex[:12]}", f"test-{uuid.uuid4().hex[:12]}"
+    bus = kafka_bus(kafka_bootstrap_servers, ours)
+    seen: list[str] = []
+
+    async def handle(message: EventEnvelope) -> None:
+        seen.append(message.event_id)
+
+    async def consume_once() -> None:  # leaves a committed consumer group under the namespace
+        bus.subscribe(ROUND_EVENTS, "wallet", handle)
+        async with running(bus):
+            await bus.publish(ROUND_EVENTS, "round-1", envelope("round-1"))
+            await eventually(lambda: len(seen) == 1)
+
+    asyncio.run(consume_once())
+    ensure_topics(kafka_bootstrap_servers, [f"{theirs}.{ROUND_EVENTS}"])
+    # A namespace's prefix ends with its dot: "test-abc." never names "test-abcd.…".
+    deleted = delete_namespace(kafka_bootstrap_servers, f"{ours}.")
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap_servers)
+        try:
+            topics = set(admin.list_topics())
+            groups = {group["group_id"] for group in admin.list_groups()}
+        finally:
+            admin.close()
+        assert bus.topic(ROUND_EVENTS) in deleted
+        assert not any(name.startswith(f"{ours}.") for name in topics | groups)
+        assert f"{theirs}.{ROUND_EVENTS}" in topics
+    finally:
+        delete_namespace(kafka_bootstrap_servers, f"{theirs}.")
+
+
+def test_an_empty_namespace_is_refused_rather_than_deleting_every_topic() -> None:
+    with pytest.raises(ValueError, match="prefix is required"):
+        delete_namespace("127.0.0.1:1", "")

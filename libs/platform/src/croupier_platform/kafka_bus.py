@@ -126,6 +126,25 @@ def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int
         admin.close()
 
 
+def delete_namespace(bootstrap_servers: str, prefix: str) -> list[str]:
+    """Delete the topics and consumer groups whose names start with `prefix` — a test or bench
+    stack's own, at its end, so a shared broker does not gather thousands of dead topics (every
+    metadata request grows with them). Returns the topics deleted. Blocking (kafka-python)."""
+    if not prefix:
+        raise ValueError("a namespace prefix is required: an empty one would name every topic")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="croupier-topics")
+    try:
+        topics = sorted(name for name in admin.list_topics() if name.startswith(prefix))
+        if topics:
+            admin.delete_topics(topics, raise_errors=False)
+        ours = [group["group_id"] for group in admin.list_groups() if group["group_id"].startswith(prefix)]
+        if ours:
+            admin.delete_groups(ours)  # a group still joined stays (its errors are in the result)
+        return topics
+    finally:
+        admin.close()
+
+
 @dataclass
 class _Subscription:
     topic: str
