@@ -12,7 +12,9 @@ database, one-row insert transactions, 16 clients.
 
 Settlement lag, at every level: the time from a round's RoundSettled (its occurred_at in the game's
 log) to the wallet applying it (the occurred_at of the wallet's ledger event caused by it, stamped as
-the wallet's transaction starts), for the rounds settled in the window; the consumer groups' lag (end
+the wallet's transaction starts), for the rounds settled in the window, and its two halves split at the
+broker record's timestamp (the producer's send time): to the broker (the game's commit and outbox relay)
+and from it (the wallet's consumer); the consumer groups' lag (end
 offset minus committed offset, summed over partitions, sampled every 0.5 s by an admin client) at its
 largest, and how long after the load stops it takes to return to zero.
 
@@ -327,27 +329,57 @@ class LagSampler:
         self.database.close()
 
 
-def settlement_lags(stack: ServiceProcesses, since: float, until: float) -> tuple[list[float], int]:
-    """(lag ms per round, rounds not applied) for the rounds whose RoundSettled occurred in [since, until)
-    (wall clock): the wallet's first ledger event caused by it, minus the RoundSettled's occurred_at."""
+def settlement_lags(stack: ServiceProcesses, since: float, until: float) -> tuple[dict[str, list[float]], int]:
+    """Lag ms per round, and the rounds not applied, for the rounds whose RoundSettled occurred in
+    [since, until) (wall clock): "total" is the wallet's first ledger event caused by it minus the
+    RoundSettled's occurred_at; split at the broker's record timestamp (the producer's send time) into
+    "to_broker" (the game's commit and outbox relay) and "from_broker" (the wallet's consumer)."""
     import psycopg
 
     url = create_database_url(stack)
     with psycopg.connect(url) as connection:
         rows = connection.execute(
-            "SELECT g.occurred_at, min(w.occurred_at) FROM game.events g"
+            "SELECT g.event_id, g.occurred_at, min(w.occurred_at) FROM game.events g"
             " LEFT JOIN wallet.events w ON w.causation_id = g.event_id"
             " WHERE g.event_type = 'RoundSettled' GROUP BY g.event_id, g.occurred_at").fetchall()
-    lags, missing = [], 0
-    for settled_at, applied_at in rows:
+    sent = round_settled_sent_at(stack)
+    lags: dict[str, list[float]] = {"total": [], "to_broker": [], "from_broker": []}
+    missing = 0
+    for event_id, settled_at, applied_at in rows:
         settled = datetime.fromisoformat(settled_at).timestamp()
         if not since <= settled < until:
             continue
         if applied_at is None:
             missing += 1
-        else:
-            lags.append((datetime.fromisoformat(applied_at).timestamp() - settled) * 1000)
+            continue
+        applied = datetime.fromisoformat(applied_at).timestamp()
+        lags["total"].append((applied - settled) * 1000)
+        if event_id in sent:
+            lags["to_broker"].append((sent[event_id] - settled) * 1000)
+            lags["from_broker"].append((applied - sent[event_id]) * 1000)
     return lags, missing
+
+
+def round_settled_sent_at(stack: ServiceProcesses) -> dict[str, float]:
+    """Event id -> the broker record's timestamp (s) of every RoundSettled on the stack's round-events topic."""
+    from kafka import TopicPartition
+
+    topic = stack.env["KAFKA_TOPIC_PREFIX"] + "croupier.round-events"
+    consumer = KafkaConsumer(bootstrap_servers=stack.env["KAFKA_BOOTSTRAP_SERVERS"], client_id="bench-lag",
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(partitions)
+        ends = consumer.end_offsets(partitions)
+        sent: dict[str, float] = {}
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            for records in consumer.poll(timeout_ms=1000).values():
+                for record in records:
+                    if dict(record.headers).get("event_type") == b"RoundSettled":
+                        sent[json.loads(record.value)["event_id"]] = record.timestamp / 1000
+        return sent
+    finally:
+        consumer.close()
 
 
 def create_database_url(stack: ServiceProcesses) -> str:
@@ -497,9 +529,12 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             level["consumer_lag_max"] = lag.largest(started, load_stopped)
             level["lag_zero_after_s"] = await asyncio.to_thread(lag.drained_after, load_stopped)
             lags, missing = await asyncio.to_thread(settlement_lags, stack, wall_started, wall_ended)
-            level["settle_lag_p50_ms"] = percentile(lags, 50)
-            level["settle_lag_p99_ms"] = percentile(lags, 99)
-            level["settle_lag_max_ms"] = round(max(lags), 1) if lags else None
+            level["settle_lag_p50_ms"] = percentile(lags["total"], 50)
+            level["settle_lag_p99_ms"] = percentile(lags["total"], 99)
+            level["settle_lag_max_ms"] = round(max(lags["total"]), 1) if lags["total"] else None
+            for part in ("to_broker", "from_broker"):
+                level[f"settle_lag_{part}_p50_ms"] = percentile(lags[part], 50)
+                level[f"settle_lag_{part}_p99_ms"] = percentile(lags[part], 99)
             level["settled_not_applied"] = missing
         return level
     finally:
@@ -566,7 +601,9 @@ def print_table(levels: list[dict]) -> None:
         if "settle_lag_p99_ms" in level:
             print(f"  {level['players']} players: settlement lag p50 {fmt(level['settle_lag_p50_ms'])} ms, "
                   f"p99 {fmt(level['settle_lag_p99_ms'])} ms, max {fmt(level['settle_lag_max_ms'])} ms "
-                  f"({level['settled_not_applied']} not applied by the end); largest lag (messages; "
+                  f"(to the broker p50/p99 {fmt(level['settle_lag_to_broker_p50_ms'])}/{fmt(level['settle_lag_to_broker_p99_ms'])} ms, "
+                  f"from it {fmt(level['settle_lag_from_broker_p50_ms'])}/{fmt(level['settle_lag_from_broker_p99_ms'])} ms; "
+                  f"{level['settled_not_applied']} not applied by the end); largest lag (messages; "
                   f"game_outbox: rows not yet on the broker) {level['consumer_lag_max']}; zero again {level['lag_zero_after_s']} s after the load")
     for level in levels:
         for kind in level["error_kinds"]:
