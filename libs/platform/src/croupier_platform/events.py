@@ -6,7 +6,7 @@ missing or reordered event. Nothing here reads a clock or draws an id: both are 
 
 import hashlib
 import json
-import uuid
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,8 +20,12 @@ GENESIS_HASH = "0" * 64
 Payload = dict[str, JsonValue]
 
 
+# Exactly the strings str(uuid.UUID(value)) gives back unchanged (a match is C; a UUID parse is Python).
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def _canonical_uuid(value: str) -> str:
-    if str(uuid.UUID(value)) != value:
+    if _CANONICAL_UUID.fullmatch(value) is None:
         raise ValueError(f"event id {value!r} is not a lowercase hyphenated UUID")
     return value
 
@@ -69,8 +73,12 @@ class EventEnvelope(_EnvelopeBody):
 
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no spaces, UTF-8: the same data always gives the same bytes."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8")
+    return canonical_text(value).encode("utf-8")
+
+
+def canonical_text(value: Any) -> str:
+    """canonical_json as text (what the events table stores)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def seal(draft: EventDraft, prev_hash: str) -> EventEnvelope:
@@ -127,19 +135,29 @@ def _json_opt(value: str | None) -> str:
     return "null" if value is None else _json_text(value)
 
 
-def record_hash(record: EventRecord) -> str:
-    """SHA-256 of the record as `seal` hashed it, spliced from the stored text: the canonical JSON of
-    the envelope's fields, keys sorted, with the stored payload and trace context in place. Equal to
-    the sealed hash exactly when every field, and the payload's stored text, are as sealed."""
+def hashed_text(record: EventRecord) -> str:
+    """The canonical JSON of the record's fields but `hash` (what `seal` hashes), spliced from the
+    stored text: keys sorted, the stored payload and trace context in place."""
     r = record
-    text = (
+    return (
         f'{{"causation_id":{_json_opt(r.causation_id)},"correlation_id":{_json_opt(r.correlation_id)},'
         f'"event_id":{_json_text(r.event_id)},"event_type":{_json_text(r.event_type)},'
         f'"occurred_at":{_json_text(r.occurred_at)},"payload":{r.payload},"prev_hash":{_json_text(r.prev_hash)},'
         f'"schema_version":{int(r.schema_version)},"stream_id":{_json_text(r.stream_id)},'
         f'"stream_type":{_json_text(r.stream_type)},"trace_context":{r.trace_context},"version":{int(r.version)}}}'
     )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def record_hash(record: EventRecord) -> str:
+    """SHA-256 of the record as `seal` hashed it (`hashed_text`). Equal to the sealed hash exactly when
+    every field, and the payload's stored text, are as sealed."""
+    return hashlib.sha256(hashed_text(record).encode("utf-8")).hexdigest()
+
+
+def envelope_json(hashed: str, hash_: str) -> str:
+    """The envelope as JSON text (what EventEnvelope.model_validate_json reads), from `hashed_text` and
+    the hash over it: one more key spliced in, nothing serialised again."""
+    return f'{hashed[:-1]},"hash":"{hash_}"}}'
 
 
 def record_matches_hash(record: EventRecord) -> bool:

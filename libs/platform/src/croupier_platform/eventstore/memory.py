@@ -67,7 +67,7 @@ class _MemoryEventLog(EventLog):
         head = StreamHead(stream[-1].version, stream[-1].stream_type, stream[-1].hash) if stream else None
         if head_hash is not None and head is not None and head.version == expected_version and head.hash != head_hash:
             raise ConcurrencyConflict(stream_id, expected_version, None)  # not the stream the caller read
-        sealed = seal_batch(stream_id, stream_type, expected_version, head, new_events)
+        sealed = [s.envelope for s in seal_batch(stream_id, stream_type, expected_version, head, new_events)]
         if reused := [e.event_id for e in sealed if e.event_id in self._state.event_ids]:
             raise DuplicateEventId(reused)
         for envelope in sealed:

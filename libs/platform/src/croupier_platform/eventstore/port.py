@@ -5,6 +5,7 @@ writes one outbox row per event in the same transaction. A unit of work lets a c
 own writes (tracking rows, service tables) to that transaction, committed once on exit.
 """
 
+import hashlib
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -19,14 +20,15 @@ from croupier_platform.errors import Refusal, make_refusal, register_refusal_rul
 
 from croupier_platform.events import (
     GENESIS_HASH,
-    EventDraft,
     EventEnvelope,
     EventId,
     EventRecord,
     Payload,
     Timestamp,
     canonical_json,
-    seal,
+    canonical_text,
+    envelope_json,
+    hashed_text,
 )
 from croupier_platform.outbox import Outbox
 from croupier_platform.tracing import current_trace_context
@@ -186,10 +188,24 @@ class StreamHead(NamedTuple):
     hash: str
 
 
+class Sealed(NamedTuple):
+    """An event as an append writes it: the envelope, its row (`record`: payload and trace context as
+    their canonical JSON text) and the envelope as JSON text (the outbox's)."""
+
+    envelope: EventEnvelope
+    record: EventRecord
+    json: str
+
+
 def seal_batch(
     stream_id: str, stream_type: str, expected_version: int, head: StreamHead | None, new_events: Sequence[NewEvent]
-) -> list[EventEnvelope]:
-    """The checks and chaining every backend shares; raises before anything is written."""
+) -> list[Sealed]:
+    """The checks and chaining every backend shares; raises before anything is written.
+
+    Each event is serialised once: its payload's canonical JSON is the stored text, the hash is taken
+    over the record's canonical text (`hashed_text`, the bytes `seal` hashes), and the envelope is read
+    back from that text with the hash spliced in (validated in pydantic's JSON mode, which checks a
+    payload without a Python call per value)."""
     actual_version = head.version if head else 0
     if actual_version != expected_version:
         raise ConcurrencyConflict(stream_id, expected_version, actual_version)
@@ -198,15 +214,26 @@ def seal_batch(
     ids = [new.event_id for new in new_events]
     if len(set(ids)) != len(ids):
         raise DuplicateEventId({i for i in ids if ids.count(i) > 1})
-    sealed: list[EventEnvelope] = []
+    sealed: list[Sealed] = []
     prev_hash = head.hash if head else GENESIS_HASH
+    trace_text: str | None = None  # the batch is sealed under one span: its context is read once
     for version, new in enumerate(new_events, start=expected_version + 1):
-        fields = new.model_dump()
-        # The trace of the work that caused the event travels with it (outbox -> Kafka headers).
-        fields["trace_context"] = fields["trace_context"] or current_trace_context()
-        draft = EventDraft(stream_id=stream_id, stream_type=stream_type, version=version, **fields)
-        sealed.append(seal(draft, prev_hash))
-        prev_hash = sealed[-1].hash
+        if new.trace_context:
+            event_trace = canonical_text(new.trace_context)
+        else:
+            # The trace of the work that caused the event travels with it (outbox -> Kafka headers).
+            if trace_text is None:
+                trace_text = canonical_text(current_trace_context())
+            event_trace = trace_text
+        unhashed = EventRecord(
+            stream_id, stream_type, version, new.event_id, new.event_type, new.schema_version, new.occurred_at,
+            new.causation_id, new.correlation_id, event_trace, canonical_text(new.payload), prev_hash, "",
+        )  # fmt: skip
+        text = hashed_text(unhashed)
+        hash_ = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        as_json = envelope_json(text, hash_)
+        sealed.append(Sealed(EventEnvelope.model_validate_json(as_json), EventRecord(*unhashed[:-1], hash_), as_json))
+        prev_hash = hash_
     return sealed
 
 

@@ -39,7 +39,6 @@ from .port import (
     StreamHead,
     TopicFor,
     UnitOfWork,
-    event_row,
     seal_batch,
 )
 
@@ -80,27 +79,28 @@ class _SqlEventLog(EventLog):
         sealed = seal_batch(stream_id, stream_type, expected_version, head, new_events)
         if not sealed:
             return []
+        envelopes = [s.envelope for s in sealed]
         try:
             # Concurrent appends are not serialised: the loser of a race for a version meets the
             # UNIQUE (stream_id, version) constraint here, after the head it read went stale. A reused
             # event id meets UNIQUE (event_id) (no read before the insert: one round trip less).
-            insert_rows(self._connection, events_table, [event_row(e) for e in sealed])
+            insert_rows(self._connection, events_table, [s.record._asdict() for s in sealed])
         except IntegrityError as error:
             self._heads.pop(stream_id, None)
             if "event_id" in str(error.orig):
-                raise DuplicateEventId([e.event_id for e in sealed]) from error
+                raise DuplicateEventId([e.event_id for e in envelopes]) from error
             raise ConcurrencyConflict(stream_id, expected_version, None) from error  # the transaction is spent
-        outbox_rows = [{"topic": topic, "key": stream_id, "envelope": e.model_dump_json()} for e in sealed]
+        outbox_rows = [{"topic": topic, "key": stream_id, "envelope": s.json} for s in sealed]
         if self._handed is None:
             insert_rows(self._connection, outbox_table, outbox_rows)
         else:
             # The ids in the rows' order (sort_by_parameter_order), from the one statement built once.
             arguments = outbox_rows if len(outbox_rows) > 1 else outbox_rows[0]
             ids = list(_INSERT_OUTBOX_RETURNING_ID.execute(self._connection, arguments).scalars())
-            self._handed.extend(OutboxMessage(i, topic, stream_id, e) for i, e in zip(ids, sealed, strict=True))
-        last = sealed[-1]
+            self._handed.extend(OutboxMessage(i, topic, stream_id, e) for i, e in zip(ids, envelopes, strict=True))
+        last = envelopes[-1]
         self._heads[stream_id] = StreamHead(last.version, last.stream_type, last.hash)
-        return sealed
+        return envelopes
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]:
         rows = _READ_STREAM.execute(self._connection, {"b_stream": stream_id, "b_from": from_version})
