@@ -27,11 +27,13 @@ def lines() -> Iterator[io.StringIO]:
     """The process's logging as `croupier serve` sets it up, into a buffer; put back afterwards."""
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
+    lookups = logging._srcfile, logging.logThreads, logging.logProcesses, logging.logMultiprocessing
     buffer = io.StringIO()
     handler = configure_logging("INFO", buffer)
     yield buffer
     root.removeHandler(handler)
     root.setLevel(level)
+    logging._srcfile, logging.logThreads, logging.logProcesses, logging.logMultiprocessing = lookups
     assert root.handlers == handlers
 
 
@@ -144,3 +146,26 @@ def test_a_refused_call_and_a_failed_call_each_get_their_access_line_with_the_co
     assert (refused["code"], refused["subject"]) == ("UNAUTHENTICATED", None)
     assert (failed["code"], failed["subject"], failed["role"]) == ("NOT_FOUND", "pit-boss", "operator")
     assert failed["level"] == refused["level"] == "INFO"
+
+
+def test_a_line_looks_up_no_caller_frame_thread_or_process(lines: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One access line a call: no line shows where it was logged from, so no record walks the stack for it.
+    def no_stack_walk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("findCaller walked the stack")
+
+    monkeypatch.setattr(logging.Logger, "findCaller", no_stack_walk)
+    logging.getLogger("croupier.test").info("dealt")
+    [line] = parsed(lines)
+    assert line["message"] == "dealt"
+    assert not {"pathname", "lineno", "funcName", "thread", "process"} & line.keys()
+
+
+def test_extra_fields_of_any_type_stay_inside_the_json_line(lines: io.StringIO) -> None:
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque"
+
+    fields = {"who": Opaque(), "count": 3, "share": 0.5, "tags": ["a", "é"], "big": 2**40}
+    logging.getLogger("croupier.test").info("odd fields", extra=fields)
+    [line] = parsed(lines)
+    assert (line["count"], line["share"], line["tags"], line["who"], line["big"]) == (3, 0.5, ["a", "é"], "opaque", 2**40)
