@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue, ValidationError
+from sqlalchemy import update
 
-from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, canonical_text, seal, verify_chain
-from croupier_platform.eventstore import NewEvent
+from croupier_platform.db import create_schema, events_table, make_engine
+from croupier_platform.events import EventDraft, EventEnvelope, ViolationKind, canonical_text, seal, verify_chain
+from croupier_platform.eventstore import CorruptEvent, NewEvent, SqlEventStore
 from croupier_platform.eventstore.port import StreamHead, event_row, seal_batch
 
 from .test_hash_chain_properties import payloads
@@ -93,3 +95,33 @@ def test_an_event_id_is_accepted_exactly_when_it_is_its_own_canonical_uuid(value
     except ValidationError:
         accepted = False
     assert accepted == canonical
+
+
+@pytest.mark.parametrize(
+    ("stored_payload", "corrupt_on_read"),
+    [
+        ('{"a":1', True),  # no longer JSON
+        ("[1]", True),  # JSON, but no payload object
+        ('{"a":1},"event_type":"Forged"', False),  # spliced into the envelope's text: an edit like any other
+    ],
+)
+def test_a_payload_edited_in_storage_is_refused_on_read_or_found_by_the_chain(
+    tmp_path: Path, stored_payload: str, corrupt_on_read: bool
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'croupier.db'}")
+    create_schema(engine)
+    store = SqlEventStore(engine)
+    new = NewEvent(event_type="CardsDealt", schema_version=1, payload={"a": 1}, occurred_at="2024-05-01T12:00:00Z")
+    with store.unit_of_work() as uow:
+        uow.events.append("round-1", 0, [new], stream_type="round")
+    with engine.begin() as connection:
+        connection.execute(update(events_table).values(payload=stored_payload))
+
+    if corrupt_on_read:
+        with pytest.raises(CorruptEvent, match="version 1"), store.reading() as uow:
+            uow.events.read_stream("round-1")
+    else:
+        with store.reading() as uow:
+            [envelope] = uow.events.read_stream("round-1")
+        assert [v.kind for v in verify_chain([envelope])] == [ViolationKind.EDITED]
+    engine.dispose()

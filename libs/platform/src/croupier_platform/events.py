@@ -135,9 +135,10 @@ def _json_opt(value: str | None) -> str:
     return "null" if value is None else _json_text(value)
 
 
-def hashed_text(record: EventRecord) -> str:
+def hashed_text(record: EventRecord | Any) -> str:
     """The canonical JSON of the record's fields but `hash` (what `seal` hashes), spliced from the
-    stored text: keys sorted, the stored payload and trace context in place."""
+    stored text: keys sorted, the stored payload and trace context in place. `record`: anything with
+    the record's fields as attributes (a row of the events table)."""
     r = record
     return (
         f'{{"causation_id":{_json_opt(r.causation_id)},"correlation_id":{_json_opt(r.correlation_id)},'
@@ -157,7 +158,7 @@ def record_hash(record: EventRecord) -> str:
 def envelope_json(hashed: str, hash_: str) -> str:
     """The envelope as JSON text (what EventEnvelope.model_validate_json reads), from `hashed_text` and
     the hash over it: one more key spliced in, nothing serialised again."""
-    return f'{hashed[:-1]},"hash":"{hash_}"}}'
+    return f'{hashed[:-1]},"hash":{_json_text(hash_)}}}'
 
 
 def record_matches_hash(record: EventRecord) -> bool:
