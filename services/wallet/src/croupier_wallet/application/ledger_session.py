@@ -9,10 +9,17 @@ zero) and adds those deltas in one statement as the last write before the commit
 stay the exact fold of the entries but are held only for the commit itself.
 
 Ledger events (stream_type "ledger", stream_id "player:<player id>", so one player's money
-events stay in order on LEDGER_EVENTS; every transfer belongs to exactly one player):
+events stay in order on LEDGER_EVENTS; every transfer belongs to exactly one player). One event per
+player and currency a flush (a unit of work's use case), naming its one change:
   TransferReserved  a pending transfer was created (a stake)
   TransferPosted    a transfer was posted (created posted, or a pending one posted)
   TransferVoided    a pending transfer was released
+or, where the use case made several changes at once (a settlement, a void, a cover with its hold,
+a commission charge), all of them in one event, in order:
+  TransfersRecorded {"transfers": [each change's fields and "change": reserved|posted|voided], with
+                    the player's account after them all}
+The changes of one unit commit together, so the balances between them were never seen: one event
+records the same facts as one a change did, with one seal, one outbox row and one message.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ from .ports import AccountKey, WalletUnitOfWork
 
 LEDGER_STREAM_TYPE = "ledger"
 LEDGER_SCHEMA_VERSION = 1
+CHANGES = {"TransferReserved": "reserved", "TransferPosted": "posted", "TransferVoided": "voided"}
+FOLDED = "TransfersRecorded"
+# What an event says of the player's account after it: in a folded event, once (after every change).
+_ACCOUNT_AFTER = ("player_balance", "player_reserved", "player_available")
 
 
 def ledger_stream(player_id: str) -> str:
@@ -43,7 +54,8 @@ class LedgerSession:
         self._causation_id = causation_id
         self._accounts: dict[AccountKey, Account] = {}
         self._read: dict[AccountKey, Account] = {}  # as read, for the optimistic version check
-        self._events: dict[str, list[NewEvent]] = {}
+        # Each change's (event type, payload), by the player's stream and currency: folded at the flush.
+        self._changes: dict[tuple[str, str], list[tuple[str, dict]]] = {}
         # Written at the flush, each kind in one statement: the transfers created, then the entries of
         # those posted (a settlement's three postings: one INSERT of six entries, not three).
         self._created: dict[str, Transfer] = {}
@@ -128,7 +140,11 @@ class LedgerSession:
         # The events first: the player rows record where each player's stream now ends (its head), so the
         # next unit that locks a row appends without reading the stream.
         heads: dict[str, tuple[int, str]] = {}
-        for stream_id, new_events in self._events.items():
+        events: dict[str, list[NewEvent]] = {}
+        for (stream_id, _currency), changes in self._changes.items():
+            events.setdefault(stream_id, []).append(self._event(changes))
+        self._changes.clear()
+        for stream_id, new_events in events.items():
             if (known := self._uow.ledger.ledger_head(stream_id)) is not None:
                 version, head_hash = known
             else:  # a new account, a row from before wallet_0004, or a stream written through another currency
@@ -136,7 +152,6 @@ class LedgerSession:
             appended = self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE, head_hash=head_hash)
             last = appended[-1]
             heads[stream_id] = (last.version, last.hash)
-        self._events.clear()
         # A player's rows locked here, changed or with new events (their head), saved under the versions read.
         players = [
             key for key, account in self._accounts.items()
@@ -193,8 +208,24 @@ class LedgerSession:
             "player_reserved": player.pending_debits,
             "player_available": player.available,
         }
-        event = NewEvent(
+        self._changes.setdefault((ledger_stream(r.player_id), r.currency), []).append((event_type, payload))
+
+    def _event(self, changes: list[tuple[str, dict]]) -> NewEvent:
+        """One change as its own event; several (of one player and currency) folded into one."""
+        if len(changes) == 1:
+            event_type, payload = changes[0]
+        else:
+            last = changes[-1][1]  # recorded after every change before it: the account as the unit leaves it
+            round_ids = {p["round_id"] for _, p in changes}
+            event_type, payload = FOLDED, {
+                "player_id": last["player_id"], "currency": last["currency"],
+                "round_id": last["round_id"] if len(round_ids) == 1 else None,
+                "transfers": [
+                    {"change": CHANGES[kind], **{k: v for k, v in p.items() if k not in _ACCOUNT_AFTER}} for kind, p in changes
+                ],
+                **{k: last[k] for k in _ACCOUNT_AFTER},
+            }  # fmt: skip
+        return NewEvent(
             event_type=event_type, schema_version=LEDGER_SCHEMA_VERSION, payload=payload, occurred_at=self._now,
-            causation_id=self._causation_id, correlation_id=r.round_id,
+            causation_id=self._causation_id, correlation_id=payload["round_id"],
         )  # fmt: skip
-        self._events.setdefault(ledger_stream(r.player_id), []).append(event)
