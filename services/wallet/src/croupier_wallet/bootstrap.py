@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 
 import grpc
@@ -18,7 +19,7 @@ from croupier_platform.runtime import ServiceContext
 from .adapters.sql import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.sql_schema import wallet_metadata
 from .application.use_cases import WalletApp
-from .config import WalletSettings
+from .config import LEDGER_RELAY_DELAY_S, WalletSettings
 from .entrypoints import audit_server, grpc_server
 from .entrypoints.consumers import CONSUMER, RoundEventsConsumer
 
@@ -28,6 +29,43 @@ RELAY_POLL_INTERVAL_S = 0.5
 RELAY_MAX_BACKOFF_S = 1.0
 
 
+class GatheredWakes:
+    """Told of every commit (from the thread that committed), wakes the relay once, `delay_s` after the
+    first commit since its last wake: the commits of that window go out in one pass. A commit told after
+    the wake arms the next one, so none waits longer than `delay_s` (the relay's safety poll aside)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None], delay_s: float) -> None:
+        self._loop = loop
+        self._wake = wake
+        self._delay_s = delay_s
+        self._armed = False  # a wake is on its way: later commits of the window need not tell the loop
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __call__(self) -> None:
+        if self._armed:
+            return
+        self._armed = True
+        try:
+            self._loop.call_soon_threadsafe(self._arm)
+        except RuntimeError:  # the loop is closing: the rows wait for the next relay pass
+            self._armed = False
+
+    def _arm(self) -> None:
+        if self._timer is None:  # two threads may both have found it unarmed
+            self._timer = self._loop.call_later(self._delay_s, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._armed = False  # before the wake: a commit from here on arms the next
+        self._wake()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._armed = False
+
+
 class WalletModule:
     """The wallet as the composition root sees it (croupier_platform.runtime.ServiceModule)."""
 
@@ -35,7 +73,7 @@ class WalletModule:
 
     def __init__(
         self, engine: Engine, store: SqlEventStore, app: WalletApp, consumer: RoundEventsConsumer, bus: Bus,
-        uow_factory: SqlWalletUnitOfWorkFactory | None = None,
+        uow_factory: SqlWalletUnitOfWorkFactory | None = None, relay_delay_s: float = LEDGER_RELAY_DELAY_S,
     ) -> None:
         self.service_names = [*grpc_server.SERVICE_NAMES, audit_server.SERVICE_NAME]
         self.engine = engine
@@ -43,6 +81,8 @@ class WalletModule:
         self.app = app
         self._consumer = consumer
         self._uow_factory = uow_factory
+        self._relay_delay_s = relay_delay_s
+        self._wakes: GatheredWakes | None = None
         self._relay = RelayLoop(
             OutboxRelay(store.outbox, bus), RELAY_POLL_INTERVAL_S, RELAY_MAX_BACKOFF_S, name="wallet-outbox-relay"
         )
@@ -57,19 +97,14 @@ class WalletModule:
     async def start(self) -> None:
         self._relay.start()
         if self._uow_factory is not None:
-            loop, wake = asyncio.get_running_loop(), self._relay.wake
-
-            def woken() -> None:
-                try:
-                    loop.call_soon_threadsafe(wake)
-                except RuntimeError:  # the loop is closing: the rows wait for the next relay pass
-                    pass
-
-            self._uow_factory.on_commit = woken
+            self._wakes = GatheredWakes(asyncio.get_running_loop(), self._relay.wake, self._relay_delay_s)
+            self._uow_factory.on_commit = self._wakes
 
     async def stop(self) -> None:
         if self._uow_factory is not None:
             self._uow_factory.on_commit = None
+        if self._wakes is not None:
+            self._wakes.cancel()
         await self._relay.stop(drain=True)  # what committed before the stop still goes out
         self.engine.dispose()
 
@@ -80,7 +115,7 @@ class WalletModule:
 
 def bootstrap(ctx: ServiceContext, settings: WalletSettings | None = None) -> WalletModule:
     """The one signature of every service's bootstrap; `settings` None: WalletSettings from the environment
-    ($CROUPIER_LIMITS_COOLING_OFF_S, $CROUPIER_RESERVATION_TIMEOUT_S)."""
+    ($CROUPIER_LIMITS_COOLING_OFF_S, $CROUPIER_RESERVATION_TIMEOUT_S, $CROUPIER_LEDGER_RELAY_DELAY_S)."""
     settings = settings or WalletSettings()
     engine = make_engine(ctx.database_url)
     create_schema(engine)  # events, outbox, tracking
@@ -93,4 +128,6 @@ def bootstrap(ctx: ServiceContext, settings: WalletSettings | None = None) -> Wa
     )  # fmt: skip
     ctx.metrics.watch_outbox("wallet", store.outbox.backlog)
     ctx.metrics.watch_reservations(lambda: pending_reservations(engine))
-    return WalletModule(engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus, uow_factory)
+    return WalletModule(
+        engine, store, app, RoundEventsConsumer(app, uow_factory), ctx.bus, uow_factory, settings.ledger_relay_delay_s
+    )

@@ -1,4 +1,5 @@
-"""The wallet's configuration: the responsible-gaming cooling-off period, the reservations' expiry."""
+"""The wallet's configuration: the responsible-gaming cooling-off period, the reservations' expiry, how long
+the ledger events' relay gathers commits."""
 
 from __future__ import annotations
 
@@ -31,5 +32,20 @@ class ReservationSettings(BaseSettings):
     reservation_timeout_s: float = Field(default=RESERVATION_TIMEOUT_S, gt=0)
 
 
-class WalletSettings(LimitsSettings, ReservationSettings):
+# The ledger events (LEDGER_EVENTS) are for consumers outside Croupier (none of its services reads them):
+# a commit wakes the outbox relay at most this long after it, so that the commits of the window go out in
+# one pass (on PostgreSQL a pass is a read of the outbox and a transaction that marks its rows) instead
+# of a pass each. 0: a pass at every commit.
+LEDGER_RELAY_DELAY_S = 0.25
+
+
+class LedgerRelaySettings(BaseSettings):
+    """$CROUPIER_LEDGER_RELAY_DELAY_S: seconds the wallet's outbox relay gathers commits before a pass (may be 0)."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
+
+    ledger_relay_delay_s: float = Field(default=LEDGER_RELAY_DELAY_S, ge=0, le=5)
+
+
+class WalletSettings(LimitsSettings, ReservationSettings, LedgerRelaySettings):
     """All the wallet's settings, what `bootstrap(ctx, settings)` takes."""
