@@ -295,3 +295,36 @@ def test_check_ledger_finds_a_balance_that_disagrees_with_its_entries(wallet):
     assert report.balance_sum_by_currency == {"PLAY": 1} and report.entry_sum_by_currency == {"PLAY": 0}
     assert any("sum to 1" in line for line in report.problems())
     assert json.dumps(report.problems())
+
+
+def transfer_lookups(wallet):
+    """Counts the reads of one transfer by its id (the idempotency lookup) while the block runs."""
+    seen: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        if statement.lstrip().startswith("SELECT") and "FROM wallet_transfers" in statement and "wallet_transfers.transfer_id =" in statement:
+            seen.append(statement)
+
+    return seen, count
+
+
+def test_a_new_stake_does_not_look_its_id_up_and_a_retry_still_gets_its_original_reply(wallet):
+    from sqlalchemy import event
+
+    wallet.app.top_up("alice", 100, "PLAY", "tx")
+    seen, count = transfer_lookups(wallet)
+    event.listen(wallet.engine, "before_cursor_execute", count)
+    try:
+        first = wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+        assert seen == []  # the UNIQUE transfer id decides, not a read
+        before = wallet.snapshot()
+        # Refused by the rules now (nothing left to stake), yet a retry: its original reply, nothing moved.
+        assert wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100}) == first
+        assert len(seen) == 1 and wallet.snapshot() == before
+    finally:
+        event.remove(wallet.engine, "before_cursor_execute", count)
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds):  # a new stake is refused as before
+        wallet.app.reserve_stakes("s2", "alice", "r1", 100, "PLAY", {"raise": 100})
+    with raises_reason("IDEMPOTENCY_KEY_REUSED", TransferIdReused):
+        wallet.app.reserve_stakes("s1", "alice", "r1", 50, "PLAY", {"ante": 50})
+    assert balance(wallet) == (0, 100, 100) and wallet.check().ok

@@ -8,13 +8,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection, Engine, Integer, Row, String, and_, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 from croupier_platform.prepared import Prepared
 
-from croupier_wallet.application.ports import AccountKey, StaleAccount
+from croupier_wallet.application.ports import AccountKey, StaleAccount, TransferIdTaken
 from croupier_wallet.domain.ledger import Account, Kind, Status, Transfer, TransferRequest, entries_of, player_account
 from croupier_wallet.domain.rounds import Round, RoundStatus
 
@@ -211,7 +212,12 @@ class SqlLedgerRepository:
             )  # fmt: skip
             for t in transfers
         ]
-        insert_rows(self._c, transfers_table, rows)
+        try:
+            insert_rows(self._c, transfers_table, rows)
+        except IntegrityError as error:  # the transaction is spent (PostgreSQL): the unit of work rolls back
+            if "transfer_id" in str(error.orig):  # UNIQUE (transfer_id): uq_wallet_transfers_transfer_id
+                raise TransferIdTaken(", ".join(t.id for t in transfers)) from error
+            raise
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
         _SET_STATUS.execute(self._c, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})

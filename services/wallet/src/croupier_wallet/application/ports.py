@@ -23,6 +23,11 @@ class StaleAccount(Exception):
     """An account row changed under us (it should have been locked): the caller retries."""
 
 
+class TransferIdTaken(Exception):
+    """A transfer written as new has an id already stored (a retry its caller did not look up first):
+    nothing of the unit of work is written."""
+
+
 class LedgerRepository(Protocol):
     def accounts_for_update(self, keys: Iterable[AccountKey]) -> dict[AccountKey, Account]:
         """The accounts (created at zero when new), locked for the rest of the transaction."""
@@ -44,7 +49,7 @@ class LedgerRepository(Protocol):
     def transfer(self, transfer_id: str) -> Transfer | None: ...
 
     def add_transfers(self, transfers: Sequence[Transfer]) -> None:
-        """Insert new transfers (in one statement), in their order."""
+        """Insert new transfers (in one statement), in their order; raises TransferIdTaken when an id is stored."""
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None: ...
 

@@ -49,7 +49,7 @@ from croupier_wallet.domain.reports import CommissionReport, HouseReport, Ledger
 
 from .ledger_session import LedgerSession
 from .limits import LimitsUseCases, enforce_limits
-from .ports import UnitOfWorkFactory, WalletUnitOfWork
+from .ports import TransferIdTaken, UnitOfWorkFactory, WalletUnitOfWork
 
 logger = logging.getLogger(__name__)
 
@@ -187,13 +187,10 @@ class WalletApp:
                 check_id(name, value)
         request = stake_request(transaction_id, player_id, round_id, amount, currency)
         now = self._clock()
-        with self._uow() as uow:
-            session = LedgerSession(uow, iso(now))
-            # A retry first: it returns the original reply even once the round is closed, unless the stakes were
-            # released (the round never opened, or lost a race): a retry must not open a round on them.
-            if (found := session.existing(request)) is not None:
-                refuse_released(found)
-            else:
+        try:
+            with self._uow() as uow:
+                # The id is not looked up first (a read a stake): a retry is told apart once refused (below).
+                session = LedgerSession(uow, iso(now))
                 round_ = uow.ledger.round_for_update(round_id)
                 check_stake_fits(round_, player_id, currency)
                 session.account(player_account(player_id), currency)  # locked: concurrent stakes take turns here
@@ -205,7 +202,20 @@ class WalletApp:
                     expires_at=iso(now + self._reservation_timeout),
                 )
                 session.flush()
+        except (LedgerError, TransferIdTaken) as refused:
+            found = self._reserved_before(request, refused)
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
+
+    def _reserved_before(self, request: TransferRequest, refused: Exception) -> Transfer:
+        """A reservation refused (closed round, funds, limits) or whose id was taken: a retry gets the original
+        reply, even once its round is closed, unless it was released (a retry must not open a round on
+        released stakes); anything else is refused as it was. A different transfer under the id: TransferIdReused."""
+        with self._uow() as uow:
+            found = LedgerSession(uow, self._now()).existing(request)
+        if found is None:
+            raise refused
+        refuse_released(found)
+        return found
 
     def reserve_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
@@ -221,11 +231,9 @@ class WalletApp:
         check_amount(commission_hold, low=0, what="the commission hold")
         request = stake_request(transaction_id, dealer_id, round_id, cover, currency, Kind.COVER)
         now = self._clock()
-        with self._uow() as uow:
-            session = LedgerSession(uow, iso(now))
-            if (found := session.existing(request)) is not None:
-                refuse_released(found)
-            else:
+        try:
+            with self._uow() as uow:
+                session = LedgerSession(uow, iso(now))  # the id not looked up first, as a stake's
                 round_ = uow.ledger.round_for_update(round_id)
                 if round_ is None:
                     raise UnknownRound(f"round {round_id!r} holds no stakes yet; the player's stakes come before the dealer's cover")
@@ -243,6 +251,8 @@ class WalletApp:
                     hold = commission_hold_request(dealer_id, round_id, commission_hold, currency)
                     session.create(hold, pending=True, expires_at=expires_at)
                 session.flush()
+        except (LedgerError, TransferIdTaken) as refused:
+            found = self._reserved_before(request, refused)
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
 
     def release_stakes(self, transaction_id: str, round_id: str) -> bool:
