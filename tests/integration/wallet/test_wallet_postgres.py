@@ -143,3 +143,21 @@ def test_one_settlement_delivered_to_many_threads_at_once_pays_once(wallet: Wall
     assert wallet.consumer.handle(event) is False
     assert player_balance(wallet) == (1_200, 0)
     assert wallet.check().ok
+
+
+def test_one_stake_asked_from_many_threads_at_once_is_reserved_once_and_each_gets_its_reply(wallet: Wallet) -> None:
+    """The id is not looked up before the write: the UNIQUE transfer id stops the copies, which then
+    find the one reserved and answer with it."""
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-1")
+    wallet.app.reserve_stakes("s0", "alice", "r1", 100, "PLAY", {"ante": 100})  # the round is open
+
+    def raise_() -> object:
+        return wallet.app.reserve_stakes("s1", "alice", "r1", 300, "PLAY", {"raise": 300})
+
+    replies, errors = run_at_once([raise_] * THREADS)
+
+    assert errors == [] and len(replies) == THREADS and len(set(replies)) == 1, (errors, replies)
+    assert (replies[0].available_before, replies[0].available_after) == (900, 600)
+    assert player_balance(wallet) == (1_000, 400)
+    report = wallet.check()
+    assert report.ok, report.problems()
