@@ -15,6 +15,7 @@ from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
+from .adapters.csprng import UrandomBelow
 from .adapters.sql import sql_shuffler_unit_of_work_factory
 from .adapters.sql_schema import shuffler_metadata
 from .application.use_cases import CONSUMER, Shuffler
@@ -38,7 +39,7 @@ class ShufflerModule:
         self.shuffler = Shuffler(
             self._uow_factory,
             clock=ctx.clock,
-            randbelow=secrets.randbelow,
+            randbelow=UrandomBelow(),
             token_bytes=secrets.token_bytes,
             new_id=lambda: str(uuid.uuid4()),
         )
