@@ -43,6 +43,7 @@ class Harness:
     dealer: internal_pb2_grpc.DealerServiceStub
     bus: InProcessBus
     tokens: dict[str, str]
+    channel: grpc.aio.Channel  # to both services, for a client of the tests' own
     reveals: list[EventEnvelope] = field(default_factory=list)  # what reached SHOE_REVEALS
 
     def as_(self, role: str) -> tuple[tuple[str, str], ...]:
@@ -118,6 +119,7 @@ async def running(tmp_path: Path) -> AsyncIterator[Harness]:
             dealer=internal_pb2_grpc.DealerServiceStub(channel),
             bus=bus,
             tokens=tokens,
+            channel=channel,
             reveals=reveals,
         )
     finally:

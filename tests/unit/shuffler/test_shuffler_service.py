@@ -157,3 +157,39 @@ def test_an_audit_reveals_many_shoes_at_once_to_services_only(tmp_path):
             assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "UUID" in message
 
     run(scenario)
+
+
+def test_an_order_asked_for_brings_the_other_new_shoes_orders_each_once(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            service = h.as_("service")
+            shoes = [await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id=f"r{i}"), metadata=service) for i in range(3)]
+            first = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoes[0].shoe_id, with_new_orders=True), metadata=service)
+            # The shoe asked for is not among them: its order is the reply's own.
+            assert [order.shoe_id for order in first.new_orders] == [shoes[1].shoe_id, shoes[2].shoe_id]
+            for shoe, order in zip(shoes[1:], first.new_orders, strict=True):
+                revealed = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id), metadata=h.as_("operator"))
+                assert list(order.cards) == list(revealed.cards)
+                assert fairness.commitment(bytes.fromhex(revealed.salt_hex), order.cards) == shoe.commitment
+            again = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoes[1].shoe_id, with_new_orders=True), metadata=service)
+            assert list(again.cards) == list(first.new_orders[0].cards) and not again.new_orders  # handed out once
+
+            later = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r3"), metadata=service)
+            plain = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoes[0].shoe_id), metadata=service)
+            assert not plain.new_orders  # not asked for: left queued
+            asked = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoes[0].shoe_id, with_new_orders=True), metadata=service)
+            assert [order.shoe_id for order in asked.new_orders] == [later.shoe_id]
+
+    run(scenario)
+
+
+def test_a_new_shoe_asked_for_by_id_is_not_handed_out_again(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as h:
+            service = h.as_("service")
+            first, second = [await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id=f"r{i}"), metadata=service) for i in range(2)]
+            await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=second.shoe_id), metadata=service)
+            reply = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=first.shoe_id, with_new_orders=True), metadata=service)
+            assert not reply.new_orders
+
+    run(scenario)

@@ -21,6 +21,8 @@ SHOE_REVEALED_SCHEMA_VERSION = 1
 ROUND_OVER_EVENTS = frozenset({"RoundSettled", "RoundVoided"})
 CONSUMER = "shuffler"
 MAX_REVEAL_BATCH = 1_000
+# The new shoes' orders handed out with one GetShoeOrder (16-deck shoes: ~650 KB, under gRPC's 4 MB).
+MAX_NEW_ORDERS = 256
 
 
 class ShoeIdTaken(Exception):
@@ -55,7 +57,7 @@ class Shuffler:
                 shoe = self._store_new_shoe(decks, round_id)
             except ShoeIdTaken:
                 shoe = self._store_new_shoe(decks, round_id)
-            self._recent.keep(shoe)
+            self._recent.keep(shoe, new=True)
         if shoe.decks != decks:
             raise RoundHasAnotherShoe(round_id, shoe.decks)
         return shoe
@@ -83,7 +85,15 @@ class Shuffler:
     def shoe_order(self, shoe_id: str) -> Shoe:
         """The shoe with its order, for the dealer (the caller checked the service role)."""
         validate_shoe_id(shoe_id)
-        return self._recent.get(shoe_id) or self._read(shoe_id)
+        shoe = self._recent.get(shoe_id) or self._read(shoe_id)
+        self._recent.handed_out(shoe_id)
+        return shoe
+
+    def new_orders(self) -> list[Shoe]:
+        """The shoes drawn here lately whose order no one was given yet, each handed out once (the caller
+        checked the service role): the dealer keeps them for the cuts to come, one call instead of one
+        a round. One lost on the way is asked for by id at its cut, as any other."""
+        return self._recent.take_new(MAX_NEW_ORDERS)
 
     def reveal(self, shoe_id: str, *, auditor: bool) -> Shoe:
         """Salt and order once the round is over; an operator or a service may see them at any time."""

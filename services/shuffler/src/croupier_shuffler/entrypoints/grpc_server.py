@@ -56,7 +56,10 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
     ) -> internal_pb2.GetShoeOrderResponse:
         current_identity().require_service()
         shoe = await asyncio.to_thread(self._shuffler.shoe_order, request.shoe_id)
-        return internal_pb2.GetShoeOrderResponse(cards=shoe.cards)
+        new_orders = self._shuffler.new_orders() if request.with_new_orders else ()  # in memory: no thread
+        return internal_pb2.GetShoeOrderResponse(
+            cards=shoe.cards, new_orders=[internal_pb2.ShoeOrder(shoe_id=s.shoe_id, cards=s.cards) for s in new_orders]
+        )
 
     @handles_errors
     async def RevealShoe(
