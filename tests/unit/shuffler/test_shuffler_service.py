@@ -1,6 +1,7 @@
 """ShufflerService over a real gRPC server: shoes, permissions, and the reveal after the round."""
 
 import asyncio
+import hashlib
 import uuid
 
 import grpc
@@ -115,8 +116,12 @@ def test_the_shoe_is_revealed_to_players_once_the_round_is_settled(tmp_path):
                 "round_id": "r1",
                 "commitment": shoe.commitment,
                 "salt_hex": public.salt_hex,
-                "cards": list(public.cards),
+                "shoe_text": ",".join(public.cards),
             }
+            assert event.schema_version == 2
+            # What an outside verifier checks: the commitment over the salt and the shoe text as sent.
+            salt_and_text = bytes.fromhex(event.payload["salt_hex"]) + event.payload["shoe_text"].encode("ascii")
+            assert hashlib.sha256(salt_and_text).hexdigest() == shoe.commitment
             assert event.causation_id == settled.event_id
 
             # A redelivered settlement and a later void change nothing: one reveal per shoe.

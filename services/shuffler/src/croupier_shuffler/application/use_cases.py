@@ -16,7 +16,9 @@ from .recent_shoes import RecentShoes
 
 SHOE_STREAM_TYPE = "shoe"
 SHOE_REVEALED = "ShoeRevealed"
-SHOE_REVEALED_SCHEMA_VERSION = 1
+# 2: the order as the shoe text the commitment covers (docs/fairness.md §2), one string; 1 listed the
+# cards (312 JSON strings a six-deck shoe, ~5x the sealing and encoding of the whole event: bench/PROFILE.md).
+SHOE_REVEALED_SCHEMA_VERSION = 2
 # The round events after which nothing more is dealt from the round's shoe.
 ROUND_OVER_EVENTS = frozenset({"RoundSettled", "RoundVoided"})
 CONSUMER = "shuffler"
@@ -147,7 +149,7 @@ def _shoe_revealed(shoe: Shoe, cause: EventEnvelope, at: datetime | None) -> New
             "round_id": shoe.round_id,
             "commitment": shoe.commitment,
             "salt_hex": shoe.salt.hex(),
-            "cards": list(shoe.cards),
+            "shoe_text": ",".join(shoe.cards),  # commitment = sha256(salt || shoe_text)
         },
         occurred_at=iso(at),
         causation_id=cause.event_id,
