@@ -198,3 +198,32 @@ def test_a_new_shoe_asked_for_by_id_is_not_handed_out_again(tmp_path):
             assert not reply.new_orders
 
     run(scenario)
+
+
+def test_what_the_shuffler_remembers_is_answered_without_a_thread_and_the_rest_with_one(tmp_path, monkeypatch):
+    hops = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func, /, *args, **kwargs):
+        hops.append(func.__qualname__)
+        return await to_thread(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+
+    async def scenario():
+        async with running(tmp_path) as h:
+            service = h.as_("service")
+            shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=service)
+            assert hops == ["Shuffler.new_shoe"]  # drawn and stored
+            assert await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=service) == shoe
+            order = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=shoe.shoe_id), metadata=service)
+            audit = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id), metadata=service)
+            assert list(audit.cards) == list(order.cards) and audit.commitment == shoe.commitment
+            assert hops == ["Shuffler.new_shoe"]  # remembered: no thread
+            code, _, _ = await status_of(h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id), metadata=h.as_("player")))
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert hops == ["Shuffler.new_shoe", "Shuffler.reveal"]  # the revealed mark is the database's
+            code, _, reason = await status_of(h.shuffler.NewShoe(NewShoeRequest(decks=2, round_id="r1"), metadata=service))
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_MISMATCH")
+
+    run(scenario)

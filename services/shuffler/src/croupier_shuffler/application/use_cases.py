@@ -48,20 +48,30 @@ class Shuffler:
         self._new_id = new_id
         self._recent = recent if recent is not None else RecentShoes()
 
-    def new_shoe(self, decks: int, round_id: str) -> Shoe:
-        """The round's shoe: drawn now, or the one already drawn for it (a retried call, or the seat's
-        next round drawn ahead and asked for again when its bets are placed)."""
+    # Each `remembered_*` is its use case's answer from this process's memory, or None when it needs the
+    # database: no I/O, so the entrypoints call it on the event loop and hop to a thread only for the rest
+    # (the seat's shoe asked for again at its bets, the dealer's order and the game's reveal are remembered).
+
+    def remembered_shoe(self, decks: int, round_id: str) -> Shoe | None:
         validate_decks(decks)
         validate_round_id(round_id)
         shoe = self._recent.for_round(round_id)
+        if shoe is not None and shoe.decks != decks:
+            raise RoundHasAnotherShoe(round_id, shoe.decks)
+        return shoe
+
+    def new_shoe(self, decks: int, round_id: str) -> Shoe:
+        """The round's shoe: drawn now, or the one already drawn for it (a retried call, or the seat's
+        next round drawn ahead and asked for again when its bets are placed)."""
+        shoe = self.remembered_shoe(decks, round_id)
         if shoe is None:
             try:
                 shoe = self._store_new_shoe(decks, round_id)
             except ShoeIdTaken:
                 shoe = self._store_new_shoe(decks, round_id)
             self._recent.keep(shoe, new=True)
-        if shoe.decks != decks:
-            raise RoundHasAnotherShoe(round_id, shoe.decks)
+            if shoe.decks != decks:
+                raise RoundHasAnotherShoe(round_id, shoe.decks)
         return shoe
 
     def _store_new_shoe(self, decks: int, round_id: str) -> Shoe:
@@ -86,9 +96,17 @@ class Shuffler:
 
     def shoe_order(self, shoe_id: str) -> Shoe:
         """The shoe with its order, for the dealer (the caller checked the service role)."""
+        shoe = self.remembered_order(shoe_id)
+        if shoe is None:
+            shoe = self._read(shoe_id)
+            self._recent.handed_out(shoe_id)
+        return shoe
+
+    def remembered_order(self, shoe_id: str) -> Shoe | None:
         validate_shoe_id(shoe_id)
-        shoe = self._recent.get(shoe_id) or self._read(shoe_id)
-        self._recent.handed_out(shoe_id)
+        shoe = self._recent.get(shoe_id)
+        if shoe is not None:
+            self._recent.handed_out(shoe_id)
         return shoe
 
     def new_orders(self) -> list[Shoe]:
@@ -99,13 +117,17 @@ class Shuffler:
 
     def reveal(self, shoe_id: str, *, auditor: bool) -> Shoe:
         """Salt and order once the round is over; an operator or a service may see them at any time."""
-        validate_shoe_id(shoe_id)
-        shoe = self._recent.get(shoe_id)
-        if shoe is None or not (shoe.revealed or auditor):
+        shoe = self.remembered_reveal(shoe_id, auditor=auditor)
+        if shoe is None:
             shoe = self._read(shoe_id)  # the revealed mark is the database's: another replica may have set it
         if not shoe.revealed and not auditor:
             raise ShoeNotRevealed()
         return shoe
+
+    def remembered_reveal(self, shoe_id: str, *, auditor: bool) -> Shoe | None:
+        validate_shoe_id(shoe_id)
+        shoe = self._recent.get(shoe_id)
+        return shoe if shoe is not None and (shoe.revealed or auditor) else None
 
     def reveal_many(self, shoe_ids: Sequence[str]) -> list[Shoe]:
         """Many shoes at once for an audit (the caller checked the service role); unknown ids are left out."""

@@ -6,6 +6,7 @@ import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from datetime import datetime
 from typing import TypeVar
 
@@ -27,6 +28,12 @@ T = TypeVar("T")
 
 # One string per card, shared by every shoe: a shoe the use cases remember costs its tuple, not 52·decks strings.
 CARD_TEXTS = tuple(sys.intern(card_text(code)) for code in range(DECK_SIZE))
+
+
+@cache
+def fresh_shoe_texts(decks: int) -> tuple[str, ...]:
+    """The unshuffled shoe as card texts, made once per number of decks (a shuffle moves the texts)."""
+    return tuple(CARD_TEXTS[code] for code in fresh_shoe(decks))
 
 
 def fisher_yates(items: Sequence[T], randbelow: RandBelow) -> list[T]:
@@ -99,7 +106,7 @@ def shuffle_shoe(
     validate_round_id(round_id)
     if len(salt) != SALT_BYTES:
         raise ValueError(f"the salt is {SALT_BYTES} bytes, not {len(salt)}")
-    cards = tuple(CARD_TEXTS[code] for code in fisher_yates(fresh_shoe(decks), randbelow))
+    cards = tuple(fisher_yates(fresh_shoe_texts(decks), randbelow))
     return Shoe(
         shoe_id=shoe_id,
         round_id=round_id,

@@ -1,4 +1,5 @@
-"""ShufflerService over gRPC: proto -> use case -> proto; errors map in entrypoints/errors.py."""
+"""ShufflerService over gRPC: proto -> use case -> proto; errors map in entrypoints/errors.py. What the
+use cases remember is answered on the event loop; only database work goes to a thread."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
         self, request: internal_pb2.NewShoeRequest, context: grpc.aio.ServicerContext
     ) -> internal_pb2.NewShoeResponse:
         current_identity().require_service()
-        shoe = await asyncio.to_thread(self._shuffler.new_shoe, request.decks, request.round_id)
+        shoe = self._shuffler.remembered_shoe(request.decks, request.round_id) or await asyncio.to_thread(
+            self._shuffler.new_shoe, request.decks, request.round_id
+        )
         return internal_pb2.NewShoeResponse(shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size)
 
     @handles_errors
@@ -55,7 +58,7 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
         self, request: internal_pb2.GetShoeOrderRequest, context: grpc.aio.ServicerContext
     ) -> internal_pb2.GetShoeOrderResponse:
         current_identity().require_service()
-        shoe = await asyncio.to_thread(self._shuffler.shoe_order, request.shoe_id)
+        shoe = self._shuffler.remembered_order(request.shoe_id) or await asyncio.to_thread(self._shuffler.shoe_order, request.shoe_id)
         new_orders = self._shuffler.new_orders() if request.with_new_orders else ()  # in memory: no thread
         return internal_pb2.GetShoeOrderResponse(
             cards=shoe.cards, new_orders=[internal_pb2.ShoeOrder(shoe_id=s.shoe_id, cards=s.cards) for s in new_orders]
@@ -66,7 +69,9 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
         self, request: internal_pb2.RevealShoeRequest, context: grpc.aio.ServicerContext
     ) -> internal_pb2.RevealShoeResponse:
         auditor = current_identity().role in AUDITOR_ROLES
-        shoe = await asyncio.to_thread(self._shuffler.reveal, request.shoe_id, auditor=auditor)
+        shoe = self._shuffler.remembered_reveal(request.shoe_id, auditor=auditor) or await asyncio.to_thread(
+            self._shuffler.reveal, request.shoe_id, auditor=auditor
+        )
         return internal_pb2.RevealShoeResponse(
             shoe_id=shoe.shoe_id, commitment=shoe.commitment, salt_hex=shoe.salt.hex(), cards=shoe.cards
         )
