@@ -63,6 +63,17 @@ class CommissionStoreContract(ABC):
             assert uow.statuses.get("bob", "USD") == DealerStatus("bob", "USD", 200, 525, 525)
             assert uow.statuses.get("bob", "PLAY") == DealerStatus("bob", "PLAY", points=7)
 
+    def test_locking_statuses_gives_each_player_theirs_or_a_zero_one_that_then_exists(self, uow_factory: UnitOfWorkFactory) -> None:
+        with uow_factory() as uow:
+            uow.statuses.save(DealerStatus("bob", "USD", points=500))
+        with uow_factory() as uow:
+            locked = uow.statuses.lock(["bob", "alice"], "USD")
+            assert locked == {"bob": DealerStatus("bob", "USD", points=500), "alice": DealerStatus("alice", "USD")}
+            uow.statuses.save(DealerStatus("alice", "USD", points=3))
+        with uow_factory.reading() as uow:
+            assert uow.statuses.get("alice", "USD") == DealerStatus("alice", "USD", points=3)
+            assert uow.statuses.get("bob", "PLAY") is None
+
     def test_a_unit_of_work_that_raises_leaves_nothing_behind(self, uow_factory: UnitOfWorkFactory) -> None:
         with pytest.raises(Boom), uow_factory() as uow:
             uow.tracking.record("commission", "event-1")

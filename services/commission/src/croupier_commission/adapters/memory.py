@@ -3,6 +3,7 @@ the same contract as adapters/sql.py (tests/unit/commission/test_repository_cont
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from croupier_platform.tracking import InMemoryTracking
@@ -44,6 +45,12 @@ class InMemoryDealerStatuses:
 
     def get(self, player_id: str, currency: str) -> DealerStatus | None:
         return self._statuses.get((player_id, currency))
+
+    def lock(self, player_ids: Collection[str], currency: str) -> dict[str, DealerStatus]:
+        # One unit of work at a time here: nothing to lock. A new player's zero row exists from now, as in SQL.
+        for player_id in player_ids:
+            self._statuses.setdefault((player_id, currency), DealerStatus(player_id, currency))
+        return {player_id: self._statuses[(player_id, currency)] for player_id in player_ids}
 
     def save(self, status: DealerStatus) -> None:
         self._statuses[(status.player_id, status.currency)] = status

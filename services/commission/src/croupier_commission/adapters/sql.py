@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from collections.abc import Collection
+
 from sqlalchemy import Connection, bindparam, insert, select, update
 
+from croupier_platform.db import insert_new
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.unit_of_work import JoinedUnitOfWorkFactory
 from croupier_platform.tracking import Tracking
@@ -20,6 +23,7 @@ _ROUND = Prepared(select(p2p_rounds).where(p2p_rounds.c.round_id == bindparam("r
 _ADD_ROUND = Prepared(insert(p2p_rounds))
 _SAVE_ROUND = Prepared(update(p2p_rounds).where(p2p_rounds.c.round_id == bindparam("b_round_id")))
 _STATUS = Prepared(select(dealer_points).where(dealer_points.c.player_id == bindparam("player_id"), dealer_points.c.currency == bindparam("currency")))
+_LOCK_STATUS = Prepared(select(dealer_points).where(dealer_points.c.player_id == bindparam("player_id"), dealer_points.c.currency == bindparam("currency")).with_for_update())
 _SAVE_STATUS = Prepared(update(dealer_points).where(dealer_points.c.player_id == bindparam("b_player_id"), dealer_points.c.currency == bindparam("b_currency")))
 _ADD_STATUS = Prepared(insert(dealer_points))
 
@@ -47,8 +51,22 @@ class SqlDealerStatuses:
         row = _STATUS.execute(self._connection, {"player_id": player_id, "currency": currency}).first()
         return DealerStatus(**row._mapping) if row else None
 
+    def lock(self, player_ids: Collection[str], currency: str) -> dict[str, DealerStatus]:
+        # FOR UPDATE on PostgreSQL (SQLite has one writer: the clause is not rendered). A new player's
+        # zero row is inserted first (ON CONFLICT DO NOTHING waits for a concurrent insert), so there
+        # is always a row to lock.
+        locked = {}
+        for player_id in sorted(set(player_ids)):
+            key = {"player_id": player_id, "currency": currency}
+            row = _LOCK_STATUS.execute(self._connection, key).first()
+            if row is None:
+                insert_new(self._connection, dealer_points, asdict(DealerStatus(player_id, currency)))
+                row = _LOCK_STATUS.execute(self._connection, key).one()
+            locked[player_id] = DealerStatus(**row._mapping)
+        return locked
+
     def save(self, status: DealerStatus) -> None:
-        # One writer per row: the consumer's transaction (the tracking row orders redeliveries).
+        # Rows a unit of work changes are locked first (`lock`): two units never write one row from stale reads.
         key = {"b_player_id": status.player_id, "b_currency": status.currency}
         if not _SAVE_STATUS.execute(self._connection, {**key, **asdict(status)}).rowcount:
             _ADD_STATUS.execute(self._connection, asdict(status))

@@ -3,6 +3,7 @@ transaction with the consumer's tracking row, and the wallet that charges the co
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
 from croupier_platform import unit_of_work
@@ -23,6 +24,11 @@ class P2pRounds(Protocol):
 
 class DealerStatuses(Protocol):
     def get(self, player_id: str, currency: str) -> DealerStatus | None: ...
+
+    def lock(self, player_ids: Collection[str], currency: str) -> dict[str, DealerStatus]:
+        """Each player's status in that currency (zero for one without), locked until the unit of work
+        ends, taken in one order: two units settling rounds of one player (from different partitions,
+        at once) apply one after the other, neither overwriting the other's points, and never deadlock."""
 
     def save(self, status: DealerStatus) -> None:
         """Insert or replace the player's status in that currency."""

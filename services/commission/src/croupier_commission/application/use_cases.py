@@ -61,9 +61,8 @@ class Commission:
         round_ = uow.rounds.get(envelope.stream_id)
         if round_ is None:
             return  # not a war-p2p round
-        player, dealer = _status(uow, round_.player_id, round_.currency), None
-        if round_.dealer_id:
-            dealer = _status(uow, round_.dealer_id, round_.currency)
+        statuses = uow.statuses.lock([round_.player_id, *filter(None, [round_.dealer_id])], round_.currency)
+        player, dealer = statuses[round_.player_id], statuses.get(round_.dealer_id or "")
         if envelope.event_type == "RoundSettled" and not round_.settled:
             staked = sum(result["stake"] for result in payload["results"].values())
             _save(uow, settle(round_, staked, commission_due(envelope) or 0, player, dealer))
@@ -73,10 +72,6 @@ class Commission:
     def dealer_status(self, player_id: str, currency: str) -> DealerStatus:
         with self._uow.reading() as uow:
             return uow.statuses.get(player_id, currency) or DealerStatus(player_id, currency)
-
-
-def _status(uow: CommissionUnitOfWork, player_id: str, currency: str) -> DealerStatus:
-    return uow.statuses.get(player_id, currency) or DealerStatus(player_id, currency)
 
 
 def _save(uow: CommissionUnitOfWork, settlement: Settlement) -> None:
