@@ -371,7 +371,8 @@ class PlayUseCases:
 
     async def _players_round(self, actor: Identity, round_id: str, *, latest: bool = False) -> Round:
         """`latest`: the round as this process last appended it may do (Deal: a stale one meets a
-        version conflict and is read again); money moves (Decide) always fold the stored stream."""
+        version conflict and is read again); money moves (Decide) read the stored stream (only its
+        events after the version this process holds, when it holds the round)."""
         round_ = await (self._book.load_latest(round_id) if latest else self._book.load(round_id))
         if actor.subject != round_.player_id:
             self._book.check_visible(actor, round_)  # NOT_FOUND, as for a made-up id, unless the caller may see it

@@ -80,20 +80,32 @@ class RoundBook:
         return await asyncio.to_thread(run)
 
     async def load(self, round_id: str) -> Round:
+        """The round as stored now. One this process holds (as it last wrote it) is read from the version
+        after the one held: the events others appended since are folded onto it, the rest is not read
+        again; any other round is read and folded whole."""
         if not round_id:
             raise NotFound(
                 "round_id is empty; name a round (as PlaceBets or ListRounds returned it)", reason="ROUND_NOT_FOUND", metadata={"round_id": ""}
             )
-        envelopes = await self.read(lambda uow: uow.events.read_stream(round_id))
-        if not envelopes or envelopes[0].stream_type != STREAM_TYPE:
-            raise NotFound(f"no round {round_id!r}", reason="ROUND_NOT_FOUND", metadata={"round_id": round_id})
+        held = self._rounds.get(round_id)
+        after = held.version if held is not None else 0
+        envelopes = await self.read(lambda uow: uow.events.read_stream(round_id, after + 1))
         try:
+            if held is not None:
+                if not envelopes:
+                    return held
+                round_ = held.extended(envelopes)
+                self.remember(round_)
+                return round_
+            if not envelopes or envelopes[0].stream_type != STREAM_TYPE:
+                raise NotFound(f"no round {round_id!r}", reason="ROUND_NOT_FOUND", metadata={"round_id": round_id})
             return Round.from_events(envelopes)
         except BrokenRound as exc:
             raise BrokenRoundError(str(exc)) from None
 
     async def load_latest(self, round_id: str) -> Round:
-        """The round as this process last wrote it, else as stored (commands that append after it)."""
+        """The round as this process last wrote it, else as stored (commands that append after it; a
+        stale one conflicts at the append, which drops it here, and the retry reads the stream)."""
         if (cached := self._rounds.get(round_id)) is not None:
             self._rounds.move_to_end(round_id)
             return cached
@@ -102,6 +114,9 @@ class RoundBook:
         return round_
 
     def remember(self, round_: Round) -> None:
+        held = self._rounds.get(round_.round_id)
+        if held is not None and held.version > round_.version:
+            return  # a read that finished after this process appended again: the later round stays
         if round_.is_over:
             self._rounds.pop(round_.round_id, None)  # nothing more is appended to it
             self._over[round_.round_id] = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -112,15 +112,13 @@ class Round:
         shoe: ShoeCommitted | None = None
         rules: list[tuple[int, RoundEvent]] = []
         for envelope in envelopes:
-            try:
-                if envelope.event_type == ROUND_OPENED:
-                    opened = RoundOpened.model_validate(envelope.payload)
-                elif envelope.event_type == SHOE_COMMITTED:
-                    shoe = ShoeCommitted.model_validate(envelope.payload)
-                elif envelope.event_type in EVENT_TYPES:
-                    rules.append((envelope.version, event_from_dict(envelope.payload)))
-            except ValueError as exc:
-                raise BrokenRound(round_id, envelope.version, f"{envelope.event_type} does not parse: {exc}") from None
+            read = _read(round_id, envelope)
+            if isinstance(read, RoundOpened):
+                opened = read
+            elif isinstance(read, ShoeCommitted):
+                shoe = read
+            elif read is not None:
+                rules.append((envelope.version, read))
         if opened is None:
             raise BrokenRound(round_id, envelopes[0].version, "the stream has no RoundOpened event")
         try:
@@ -170,4 +168,41 @@ class Round:
         return 0
 
     def extended(self, appended: Sequence[EventEnvelope]) -> Round:
-        return Round.from_events([*self.envelopes, *appended])
+        """The round with the stream's next events folded onto its state: only they are parsed and
+        evolved (the same round `from_events` gives for the whole stream)."""
+        if not appended:
+            return self
+        if appended[0].version != self.version + 1:
+            raise ValueError(f"round {self.round_id} is at v{self.version}; v{appended[0].version} does not follow it")
+        shoe, state, decider = self.shoe, self.state, self.decider
+        rules: list[tuple[int, RoundEvent]] = []
+        for envelope in appended:
+            read = _read(self.round_id, envelope)
+            if isinstance(read, RoundOpened):  # not a round's next event: the whole stream says what it is
+                return Round.from_events([*self.envelopes, *appended])
+            if isinstance(read, ShoeCommitted):
+                shoe = read
+            elif read is not None:
+                try:
+                    state = decider.evolve(state, read)
+                except ValueError as exc:
+                    raise BrokenRound(self.round_id, envelope.version, f"does not fold: {exc}") from None
+                rules.append((envelope.version, read))
+        return replace(
+            self, shoe=shoe, state=state, version=appended[-1].version, envelopes=(*self.envelopes, *appended),
+            rules_events=(*self.rules_events, *rules),
+        )  # fmt: skip
+
+
+def _read(round_id: str, envelope: EventEnvelope) -> RoundOpened | ShoeCommitted | RoundEvent | None:
+    """One event of a round's stream as its model (None: a type the round does not fold)."""
+    try:
+        if envelope.event_type == ROUND_OPENED:
+            return RoundOpened.model_validate(envelope.payload)
+        if envelope.event_type == SHOE_COMMITTED:
+            return ShoeCommitted.model_validate(envelope.payload)
+        if envelope.event_type in EVENT_TYPES:
+            return event_from_dict(envelope.payload)
+    except ValueError as exc:
+        raise BrokenRound(round_id, envelope.version, f"{envelope.event_type} does not parse: {exc}") from None
+    return None

@@ -1,0 +1,113 @@
+"""The rounds this process holds (RoundBook): a round it wrote is not read and folded again, only the
+events others appended since are; and a round held stale never decides: the append's version check
+turns it down, and the command is retried on the round as stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from croupier_game.application.rounds import RoundBook
+from croupier_game.domain.round import KEEPER_CAUSATION, Round
+from croupier_rules.errors import RuleError
+from tests.refusals import raises_reason
+
+from .conftest import ALICE, Game, TickingClock
+
+HOLDEM = ["2s", "7d", "Ac", "Ad", "Jh", "Kc", "9s"]
+
+
+@pytest.fixture
+def folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the rounds read and folded whole (Round.from_events), from here on."""
+    calls: list[str] = []
+    fold = Round.from_events.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Round], envelopes: Any) -> Round:
+        calls.append(envelopes[0].stream_id)
+        return fold(cls, envelopes)
+
+    monkeypatch.setattr(Round, "from_events", classmethod(counted))
+    return calls
+
+
+def holdem_deciding(game: Game) -> str:
+    game.shuffler.stack(*HOLDEM)
+    seat = game.seat("casino-holdem-usd")
+    view = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", ""))
+    view = game.run(game.play.deal(ALICE, view.round_id))
+    assert view.phase == "deciding"
+    return view.round_id
+
+
+def stored(game: Game, round_id: str) -> Round:
+    with game.store.reading() as uow:
+        return Round.from_events(uow.events.read_stream(round_id))
+
+
+def another_replica(game: Game) -> RoundBook:
+    """A RoundBook of another process on the same store (it holds none of this one's rounds)."""
+    return RoundBook(game.store, TickingClock(), wake_log_readers=lambda: None)
+
+
+def test_extending_a_round_gives_the_round_its_whole_stream_folds_to(game: Game) -> None:
+    round_id = holdem_deciding(game)
+    game.run(game.play.decide(ALICE, round_id, "call", ""))
+    whole = stored(game, round_id)
+    assert whole.is_over and whole.version > 4
+    for cut in range(3, whole.version):
+        start = Round.from_events(whole.envelopes[:cut])
+        assert start.extended(whole.envelopes[cut:]) == whole
+        assert start.extended([]) is start
+    with pytest.raises(ValueError, match="does not follow"):
+        Round.from_events(whole.envelopes[:3]).extended(whole.envelopes[4:])
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_round_this_process_wrote_is_not_read_and_folded_again(request: pytest.FixtureRequest, folds: list[str], store: str) -> None:
+    game: Game = request.getfixturevalue("game" if store == "memory" else "sql_game")
+    game.shuffler.stack(*HOLDEM)
+    seat = game.seat("casino-holdem-usd")
+    round_id = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")).round_id
+    assert folds == [round_id]  # the opening's events, as they were written
+    folds.clear()
+    assert game.run(game.play.deal(ALICE, round_id)).phase == "deciding"  # on the round as PlaceBets wrote it
+    assert game.run(game.play.decide(ALICE, round_id, "call", "")).phase == "settled"  # reads the events after v5 only
+    assert folds == []
+    assert game.run(game.play.get_round(ALICE, round_id)).version == stored(game, round_id).version
+
+
+def test_a_decision_reads_what_another_process_appended_meanwhile(game: Game) -> None:
+    round_id = holdem_deciding(game)
+    held = game.run(game.book.load_latest(round_id))
+    elsewhere = another_replica(game)
+    game.run(elsewhere.void(game.run(elsewhere.load(round_id)), "voided by another replica"))
+    with raises_reason("WRONG_PHASE", RuleError):  # decided on the round as stored: void
+        game.run(game.play.decide(ALICE, round_id, "call", ""))
+    assert game.run(game.book.load(round_id)).state.void is not None
+    assert game.run(game.book.load(round_id)).version == held.version + 1
+    assert [e for e in game.wallet.reservations(round_id) if e.bets == {"call": 2000}] == []  # nothing staked
+
+
+def test_a_stale_held_round_never_decides_the_deal_is_retried_on_the_stored_one(game: Game) -> None:
+    game.shuffler.stack("9c", "Qd")
+    seat = game.seat("casino-war-usd")
+    round_id = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k1", "")).round_id
+    held = game.run(game.book.load_latest(round_id))
+    elsewhere = another_replica(game)
+    game.run(elsewhere.void(game.run(elsewhere.load(round_id)), "voided by another replica", KEEPER_CAUSATION))
+    assert game.run(game.book.load_latest(round_id)) is held  # held stale: nothing told this process
+    # The deal decided on the stale round conflicts at the append; the retry reads the stored round.
+    with raises_reason("WRONG_PHASE", RuleError):
+        game.run(game.play.deal(ALICE, round_id))
+    after = stored(game, round_id)
+    assert after.state.void is not None and after.cards_dealt == 0 and after.version == held.version + 1
+
+
+def test_a_read_that_ends_after_a_later_append_does_not_replace_it(game: Game) -> None:
+    round_id = holdem_deciding(game)
+    latest = game.run(game.book.load_latest(round_id))
+    earlier = Round.from_events(latest.envelopes[:-1])
+    game.book.remember(earlier)
+    assert game.run(game.book.load_latest(round_id)) is latest
