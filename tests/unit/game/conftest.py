@@ -19,6 +19,7 @@ from croupier_game.application.feed import LogFeed
 from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
+from croupier_game.application.shoes import KnownShoes
 from croupier_game.application.views import RoundViews
 from croupier_game.application.watching import Presence, WatchUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE
@@ -74,7 +75,11 @@ class Game:
         return len(pending)
 
 
-def build(store: Any, *, clock: Any = None, tables_file: Path | None = None, queue_size: int = 256) -> Game:
+def build(
+    store: Any, *, clock: Any = None, tables_file: Path | None = None, queue_size: int = 256, known_shoes: bool = False
+) -> Game:
+    """`known_shoes`: the use cases ask the shuffler through KnownShoes, as in the service (off by default:
+    FakeShuffler.stack replaces a shoe the seat committed ahead, which KnownShoes would not ask for again)."""
     shuffler = FakeShuffler()
     dealer = FakeDealer(shuffler)
     wallet = FakeWallet()
@@ -82,12 +87,13 @@ def build(store: Any, *, clock: Any = None, tables_file: Path | None = None, que
     feeds: list[LogFeed] = []
     clock = clock or TickingClock()
     book = RoundBook(store, clock, wake_log_readers=lambda: (commits.append(1), *(f.wake() for f in feeds)))
-    views = RoundViews(shuffler)
+    shoes = KnownShoes(shuffler) if known_shoes else shuffler
+    views = RoundViews(shoes)
     catalogue = Catalogue.from_toml(tables_file or DEFAULT_TABLES_FILE)
     points = FakeDealerPoints()
     dealers = DealerQualification(wallet, points)
-    seats = SeatUseCases(book, catalogue, shuffler, wallet, dealers, clock)
-    play = PlayUseCases(book, views, catalogue, shuffler, dealer, wallet, dealers, clock)
+    seats = SeatUseCases(book, catalogue, shoes, wallet, dealers, clock)
+    play = PlayUseCases(book, views, catalogue, shoes, dealer, wallet, dealers, clock)
     feed = LogFeed(book, poll_interval_s=0.05, queue_size=queue_size)
     feeds.append(feed)
     presence = Presence(book, clock, heartbeat_s=0.05)

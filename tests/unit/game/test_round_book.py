@@ -1,6 +1,7 @@
 """The rounds this process holds (RoundBook): a round it wrote is not read and folded again, only the
 events others appended since are; and a round held stale never decides: the append's version check
-turns it down, and the command is retried on the round as stored."""
+turns it down, and the command is retried on the round as stored. The shuffler's answers that never
+change (a round's committed shoe, a revealed shoe) are asked for once (KnownShoes)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any
 
 import pytest
 
+from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.application.rounds import RoundBook
 from croupier_game.domain.round import KEEPER_CAUSATION, Round
 from croupier_rules.errors import RuleError
 from tests.refusals import raises_reason
 
-from .conftest import ALICE, Game, TickingClock
+from .conftest import ALICE, Game, TickingClock, build
 
 HOLDEM = ["2s", "7d", "Ac", "Ad", "Jh", "Kc", "9s"]
 
@@ -111,3 +113,34 @@ def test_a_read_that_ends_after_a_later_append_does_not_replace_it(game: Game) -
     earlier = Round.from_events(latest.envelopes[:-1])
     game.book.remember(earlier)
     assert game.run(game.book.load_latest(round_id)) is latest
+
+
+def test_a_rounds_shoe_and_its_reveal_are_asked_of_the_shuffler_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    game = build(InMemoryGameStore(), known_shoes=True)
+    asked: list[tuple[str, str]] = []
+    new_shoe, reveal_shoe = game.shuffler.new_shoe, game.shuffler.reveal_shoe
+
+    async def counted_new_shoe(decks: int, round_id: str) -> Any:
+        asked.append(("new_shoe", round_id))
+        return await new_shoe(decks, round_id)
+
+    async def counted_reveal_shoe(shoe_id: str) -> Any:
+        asked.append(("reveal_shoe", shoe_id))
+        return await reveal_shoe(shoe_id)
+
+    monkeypatch.setattr(game.shuffler, "new_shoe", counted_new_shoe)
+    monkeypatch.setattr(game.shuffler, "reveal_shoe", counted_reveal_shoe)
+    seat = game.seat("casino-war-usd")  # draws the first round's shoe ahead
+    status = game.run(game.seats.seat_status(ALICE, seat))
+    rounds = []
+    for n in range(3):
+        view = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, f"k{n}", ""))
+        view = game.run(game.play.deal(ALICE, view.round_id))
+        while view.phase == "deciding":
+            view = game.run(game.play.decide(ALICE, view.round_id, "raise", ""))
+        assert view.revealed_salt and game.run(game.play.get_round(ALICE, view.round_id)).revealed_salt
+        rounds.append(view)
+    assert rounds[0].commitment == status.next_commitment
+    drawn = [round_id for what, round_id in asked if what == "new_shoe"]
+    assert drawn[:3] == [r.round_id for r in rounds] and len(drawn) == len(set(drawn)) == 4  # and the 4th round's, ahead
+    assert [shoe_id for what, shoe_id in asked if what == "reveal_shoe"] == [r.shoe_id for r in rounds]

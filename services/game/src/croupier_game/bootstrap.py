@@ -22,6 +22,7 @@ from .application.play import PlayUseCases
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
 from .application.seats import SeatUseCases
+from .application.shoes import KnownShoes
 from .application.views import RoundViews
 from .application.watching import Presence, WatchUseCases
 from . import config
@@ -53,13 +54,14 @@ class GameModule:
         stakes = GrpcStakes(wallet_channel, ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         book = RoundBook(store, ctx.clock, wake_log_readers=self._wake_log_readers, metrics=ctx.metrics)
-        views = RoundViews(shuffler)
+        shoes = KnownShoes(shuffler)  # the use cases' shuffler: a round's shoe and a reveal asked for once
+        views = RoundViews(shoes)
         self.catalogue = catalogue
         points = GrpcDealerPoints(commission_channel, ctx.service_token, ctx.call_timeouts)
         dealers = DealerQualification(stakes, points)
         dealer = GrpcDealer(dealer_channel, ctx.service_token, ctx.call_timeouts)
-        self.seats = SeatUseCases(book, catalogue, shuffler, stakes, dealers, ctx.clock)
-        self.play = PlayUseCases(book, views, catalogue, shuffler, dealer, stakes, dealers, ctx.clock)
+        self.seats = SeatUseCases(book, catalogue, shoes, stakes, dealers, ctx.clock)
+        self.play = PlayUseCases(book, views, catalogue, shoes, dealer, stakes, dealers, ctx.clock)
         # Live streams: one tail of the log feeds every watcher of this replica; open WatchSeat streams
         # keep their seats present, refreshed well within the shortest presence grace.
         watch = watch or config.WatchSettings()

@@ -3,21 +3,16 @@ the visibility rules (domain/visibility.py), its shoe revealed by the shuffler o
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from croupier_platform.auth import Identity
 
 from ..domain.round import Round
 from ..domain.visibility import RevealedShoe, RoundView, round_view
 from .ports import Shuffler
 
-REVEAL_CACHE_SIZE = 1_000
-
 
 class RoundViews:
     def __init__(self, shuffler: Shuffler) -> None:
-        self._shuffler = shuffler
-        self._reveals: OrderedDict[str, RevealedShoe] = OrderedDict()  # a revealed shoe never changes
+        self._shuffler = shuffler  # KnownShoes in the service: a shoe revealed once is not asked for again
 
     async def view(self, actor: Identity, round_: Round) -> RoundView:
         return round_view(round_, viewer=actor.subject, operator=actor.role == "operator", reveal=await self.reveal(round_))
@@ -26,14 +21,4 @@ class RoundViews:
         """The revealed shoe of a finished round, or None (not over, or not revealed yet)."""
         if not round_.is_over or round_.shoe is None:
             return None
-        shoe_id = round_.shoe.shoe_id
-        if (cached := self._reveals.get(shoe_id)) is not None:
-            return cached
-        revealed = await self._shuffler.reveal_shoe(shoe_id)
-        if revealed is None:
-            return None
-        reveal = RevealedShoe(shoe_id=shoe_id, commitment=revealed.commitment, salt_hex=revealed.salt_hex, cards=revealed.cards)
-        self._reveals[shoe_id] = reveal
-        while len(self._reveals) > REVEAL_CACHE_SIZE:
-            self._reveals.popitem(last=False)
-        return reveal
+        return await self._shuffler.reveal_shoe(round_.shoe.shoe_id)
