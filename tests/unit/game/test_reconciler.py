@@ -50,10 +50,35 @@ class World:
     def run(self, coroutine: Any) -> Any:
         return asyncio.run(coroutine)
 
-    def reconciler(self, leadership: Recorded | None = None) -> Reconciler:
+    def reconciler(self, leadership: Recorded | None = None, book: RoundBook | None = None) -> Reconciler:
+        """`book`: another replica's (it ended none of the rounds played here); this one's by default."""
         sinks = [self.wallet, self.shuffler, self.commission]
-        return Reconciler(self.book, sinks, self.wallet, self.clock, interval_s=0.01, settle_after_s=BOUND_S,
+        return Reconciler(book or self.book, sinks, self.wallet, self.clock, interval_s=0.01, settle_after_s=BOUND_S,
                           leadership=leadership)  # fmt: skip
+
+    def another_replica(self) -> RoundBook:
+        return RoundBook(self.store, self.clock, wake_log_readers=lambda: None)
+
+    def counting_stream_reads(self, book: RoundBook) -> list[str]:
+        """The ids of the rounds whose streams `book`'s reads fetch with read_each_stream, from now on."""
+        read_ids: list[str] = []
+        read = book.read
+
+        async def counted(work):  # noqa: ANN001, ANN202
+            def spied(uow):  # noqa: ANN001, ANN202
+                each = uow.events.read_each_stream
+
+                def read_each_stream(ids):  # noqa: ANN001, ANN202
+                    read_ids.extend(ids)
+                    return each(ids)
+
+                uow.events.read_each_stream = read_each_stream
+                return work(uow)
+
+            return await read(spied)
+
+        book.read = counted  # type: ignore[method-assign]
+        return read_ids
 
     def deliver(self, *, drop: tuple[str, ...] = ()) -> list:
         """The relay and the bus: every committed round event to each consumer, except the event types dropped
@@ -178,25 +203,11 @@ def test_a_page_of_rounds_every_service_applied_costs_one_status_query_per_servi
 def test_a_round_first_seen_within_the_bound_has_its_stream_read_once_unless_it_moved(w: World) -> None:
     # A round is seen first within the bound (to learn when it is due) and again past it: one read of
     # its stream, kept with its version; a round whose version moved meanwhile (voided after its
-    # settlement) is read again, so its void is what gets driven.
-    reconciler = w.reconciler()
-    read_ids: list[str] = []
-    read = w.book.read
-
-    async def counted(work):  # noqa: ANN001, ANN202
-        def spied(uow):  # noqa: ANN001, ANN202
-            each = uow.events.read_each_stream
-
-            def read_each_stream(ids):  # noqa: ANN001, ANN202
-                read_ids.extend(ids)
-                return each(ids)
-
-            uow.events.read_each_stream = read_each_stream
-            return work(uow)
-
-        return await read(spied)
-
-    w.book.read = counted  # type: ignore[method-assign]
+    # settlement) is read again, so its void is what gets driven. (The reconciler of another replica:
+    # this one's knows the endings of the rounds it played, next test.)
+    elsewhere = w.another_replica()
+    reconciler = w.reconciler(book=elsewhere)
+    read_ids = w.counting_stream_reads(elsewhere)
     kept, moved = w.play_round(), w.play_round(key="k2", who=BOB)
     w.deliver()
     assert w.run(reconciler.run_once()) == ReconcilerPass()
@@ -206,6 +217,23 @@ def test_a_round_first_seen_within_the_bound_has_its_stream_read_once_unless_it_
     w.clock.advance(BOUND_S + 1)
     assert sorted(w.run(reconciler.run_once()).reconciled) == sorted([kept, moved])
     assert sorted(read_ids) == sorted([kept, moved, moved])
+
+
+def test_the_rounds_this_replica_ended_are_reconciled_without_reading_their_streams(w: World) -> None:
+    # The RoundBook keeps the endings of the rounds it saw end, with their versions; a round voided since
+    # by another replica (its version moved) is read, so its void is what gets driven.
+    reconciler = w.reconciler()
+    read_ids = w.counting_stream_reads(w.book)
+    kept, moved = w.play_round(), w.play_round(key="k2", who=BOB)
+    w.deliver(drop=("RoundSettled",))
+    assert w.run(reconciler.run_once()) == ReconcilerPass()
+    elsewhere = w.another_replica()
+    w.run(elsewhere.void(w.run(elsewhere.load(moved)), "an operator's correction, on another replica"))
+    w.clock.advance(BOUND_S + 1)
+    done = w.run(reconciler.run_once())
+    assert sorted(done.reconciled) == sorted([kept, moved]) and read_ids == [moved]
+    assert (kept, "wallet", "RoundSettled") in done.redriven and (moved, "wallet", "RoundVoided") in done.redriven
+    assert w.wallet.available("alice") == START + 1000 and w.wallet.available("bob") == START  # won; voided: returned
 
 
 def test_a_service_that_cannot_say_what_it_applied_leaves_the_page_for_a_later_pass(w: World) -> None:

@@ -42,13 +42,12 @@ from croupier_platform.leadership import Leadership
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
-from ..domain.round import ROUND_OPENED, new_round_id
+from ..domain.round import OVER_EVENTS, ROUND_OPENED, new_round_id
 from .ports import GameUnitOfWork, Reservations, RoundEventSink
 from .rounds import RoundBook
 
 logger = logging.getLogger(__name__)
 
-OVER_EVENTS = ("RoundSettled", "RoundVoided")
 COMMISSION = "commission"
 COMMISSION_GAMES = ("war-p2p",)  # the commission service acts on these games' rounds only
 DEFAULT_BATCH_SIZE = 500
@@ -236,9 +235,12 @@ class Reconciler(LeaderLoop):
         return applied_any
 
     def _kept(self, round_id: str, version: int) -> list[EventEnvelope] | None:
-        """The round's stream as an earlier pass read it, if the round is still at that version."""
+        """The round's stream as an earlier pass read it, else its ending as this process wrote it (the
+        RoundBook's), if the round is still at that version."""
         kept = self._streams.get(round_id)
-        return kept[1] if kept is not None and kept[0] == version else None
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        return self._book.ending(round_id, version)
 
     def _waiting(self, round_id: str, now: datetime) -> bool:
         later = self._later.get(round_id)

@@ -36,13 +36,12 @@ from croupier_rules.events import EVENT_TYPES, BetsPlaced, CardsDealt, DecisionM
 from croupier_rules.round_checker import RevealedShoe, check_card, check_commitment, check_cut, check_shoe, cut_of, rerun
 from croupier_rules.table_config import TableConfig
 
-from ..domain.round import ROUND_OPENED, SHOE_COMMITTED, RoundOpened, ShoeCommitted, table_from_json
+from ..domain.round import OVER_EVENTS, ROUND_OPENED, SHOE_COMMITTED, RoundOpened, ShoeCommitted, table_from_json
 from ..domain.timeline import describe_step
 from .ports import LedgerEntry, RoundRow
 
 NOT_APPLIED = "wallet has not applied the {what} yet"
 NOT_CHARGED = "commission not charged yet: the wallet still holds the dealer's commission hold"
-OVER_EVENTS = ("RoundSettled", "RoundVoided")
 
 
 @dataclass(frozen=True)

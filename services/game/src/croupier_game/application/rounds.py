@@ -9,10 +9,13 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+from cachetools import LRUCache
+
 from croupier_platform.auth import Identity
 import grpc
 
 from croupier_platform.errors import Conflict, NotFound, ServiceError
+from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
@@ -26,6 +29,9 @@ T = TypeVar("T")
 
 CONFLICT_RETRIES = 3
 ROUND_CACHE_SIZE = 10_000
+# Rounds ended here whose endings are kept for the reconciler, which looks at a round within seconds of
+# its end (every 5 s by default): about a minute of rounds at today's rates; older ones are read.
+KEPT_ENDINGS = 2_000
 
 
 class RoundBook:
@@ -43,6 +49,9 @@ class RoundBook:
         self._rounds: OrderedDict[str, Round] = OrderedDict()
         # Ids of rounds seen over (settled or voided: final), so PlaceBets need not read the seat's last round's row.
         self._over: OrderedDict[str, None] = OrderedDict()
+        # The endings (Round.ending) of the latest rounds seen over, with their versions: the reconciler's
+        # page of rounds just over is not read from the store again.
+        self._endings: LRUCache[str, tuple[int, tuple[EventEnvelope, ...]]] = LRUCache(maxsize=KEPT_ENDINGS)
 
     @property
     def store(self) -> GameStore:
@@ -120,6 +129,7 @@ class RoundBook:
         if round_.is_over:
             self._rounds.pop(round_.round_id, None)  # nothing more is appended to it
             self._over[round_.round_id] = None
+            self._endings[round_.round_id] = (round_.version, round_.ending)
             while len(self._over) > ROUND_CACHE_SIZE:
                 self._over.popitem(last=False)
             return
@@ -133,6 +143,12 @@ class RoundBook:
         events: the same round a read would fold); None otherwise."""
         cached = self._rounds.get(round_id)
         return cached if cached is not None and cached.version == version else None
+
+    def ending(self, round_id: str, version: int) -> list[EventEnvelope] | None:
+        """The round's RoundOpened and final events as this process saw it end, if that is `version`
+        (the round projection's: a void appended since by another replica is read); None otherwise."""
+        kept = self._endings.get(round_id)
+        return list(kept[1]) if kept is not None and kept[0] == version else None
 
     def known_over(self, round_id: str | None) -> bool:
         """Whether this process saw the round over (an over round stays over; False: not known)."""

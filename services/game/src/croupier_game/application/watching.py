@@ -25,7 +25,7 @@ from croupier_platform.eventstore import StoredEvent
 from croupier_platform.runtime import Clock, iso
 
 from ..domain.catalogue import Catalogue
-from ..domain.round import OVER_PHASES, Round
+from ..domain.round import OVER_EVENTS, OVER_PHASES, Round
 from ..domain.seat import OPPONENT_LEFT, ROUND_CONFIRMED, SEAT_JOINED, SEAT_LEFT, SEAT_PAIRED, SEAT_STREAM_TYPE, WAR_P2P
 from ..domain.visibility import RoundView, StepView
 from .feed import LogFeed, SlowWatcher, Subscription, round_key, seat_key
@@ -38,7 +38,6 @@ from .views import RoundViews
 logger = logging.getLogger(__name__)
 
 SEAT_CHANGES = {SEAT_JOINED: "joined", SEAT_PAIRED: "paired", OPPONENT_LEFT: "opponent_left", ROUND_CONFIRMED: "confirmed"}
-ROUND_OVER_EVENTS = ("RoundSettled", "RoundVoided")
 CURRENT = "current"
 ROUND_OVER = "round_over"
 # A resumed seat stream catches up from the log; a position older than this many events is refused.
@@ -212,7 +211,7 @@ class WatchUseCases:
             kinds.append("ended" if envelope.event_type == SEAT_LEFT else SEAT_CHANGES.get(envelope.event_type, ""))
         else:
             kinds.append("round")
-            if envelope.event_type in ROUND_OVER_EVENTS:
+            if envelope.event_type in OVER_EVENTS:
                 kinds.append(ROUND_OVER)
         for index, kind in enumerate(kinds):
             if index < first or not kind:

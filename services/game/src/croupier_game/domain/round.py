@@ -25,6 +25,7 @@ from croupier_rules.table_config import TableConfig, table_for
 STREAM_TYPE = "round"
 ROUND_OPENED = "RoundOpened"
 SHOE_COMMITTED = "ShoeCommitted"
+OVER_EVENTS = ("RoundSettled", "RoundVoided")  # the events that end a round (a void may follow a settlement)
 SCHEMA_VERSION = 1
 
 # The envelope's causation_id of what the keeper appended (a decision left past the table's
@@ -146,6 +147,11 @@ class Round:
     @property
     def is_over(self) -> bool:
         return self.state.phase in OVER_PHASES
+
+    @property
+    def ending(self) -> tuple[EventEnvelope, ...]:
+        """Its RoundOpened and the events that ended it: what the reconciler drives to the other services."""
+        return tuple(e for e in self.envelopes if e.event_type == ROUND_OPENED or e.event_type in OVER_EVENTS)
 
     @property
     def dealt(self) -> list[DealtCard]:
