@@ -5,7 +5,6 @@ relay, the watchers' feed)."""
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -46,9 +45,9 @@ class RoundBook:
         # Rounds as this process last appended to them, so dealing the next cards need not read and
         # fold the stream again. A round another replica changed meanwhile is caught by the append's
         # version check (ConcurrencyConflict drops it here, and the retry reads the stream).
-        self._rounds: OrderedDict[str, Round] = OrderedDict()
+        self._rounds: LRUCache[str, Round] = LRUCache(maxsize=ROUND_CACHE_SIZE)
         # Ids of rounds seen over (settled or voided: final), so PlaceBets need not read the seat's last round's row.
-        self._over: OrderedDict[str, None] = OrderedDict()
+        self._over: LRUCache[str, None] = LRUCache(maxsize=ROUND_CACHE_SIZE)
         # The endings (Round.ending) of the latest rounds seen over, with their versions: the reconciler's
         # page of rounds just over is not read from the store again.
         self._endings: LRUCache[str, tuple[int, tuple[EventEnvelope, ...]]] = LRUCache(maxsize=KEPT_ENDINGS)
@@ -116,7 +115,6 @@ class RoundBook:
         """The round as this process last wrote it, else as stored (commands that append after it; a
         stale one conflicts at the append, which drops it here, and the retry reads the stream)."""
         if (cached := self._rounds.get(round_id)) is not None:
-            self._rounds.move_to_end(round_id)
             return cached
         round_ = await self.load(round_id)
         self.remember(round_)
@@ -130,13 +128,8 @@ class RoundBook:
             self._rounds.pop(round_.round_id, None)  # nothing more is appended to it
             self._over[round_.round_id] = None
             self._endings[round_.round_id] = (round_.version, round_.ending)
-            while len(self._over) > ROUND_CACHE_SIZE:
-                self._over.popitem(last=False)
             return
         self._rounds[round_.round_id] = round_
-        self._rounds.move_to_end(round_.round_id)
-        while len(self._rounds) > ROUND_CACHE_SIZE:
-            self._rounds.popitem(last=False)
 
     def remembered(self, round_id: str, version: int) -> Round | None:
         """The round as this process last wrote it, if that is `version` (a stream's version names its
