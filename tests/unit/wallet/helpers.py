@@ -4,10 +4,12 @@ service would publish them (sealed envelopes on the round's stream)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, event, func, select
 
 from croupier_platform.db import create_schema, make_engine, outbox_table
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
@@ -90,3 +92,13 @@ def settled(round_id: str, results: dict[str, tuple[int, int]], version: int = 5
 def voided(round_id: str, refunds: dict[str, int] | None = None, version: int = 6) -> EventEnvelope:
     payload = {"event_type": "RoundVoided", "schema_version": 1, "reason": "malfunction", "refunds": refunds or {}}
     return round_event(round_id, "RoundVoided", payload, version)
+
+
+@contextmanager
+def listening(engine: Engine, name: str, listener: Callable[..., None]) -> Iterator[None]:
+    """`listener` on the engine's `name` event for the block only."""
+    event.listen(engine, name, listener)
+    try:
+        yield
+    finally:
+        event.remove(engine, name, listener)

@@ -5,12 +5,12 @@ was written through the player's other currency)."""
 
 from contextlib import contextmanager
 
-from sqlalchemy import event, select, update
+from sqlalchemy import select, update
 
 from croupier_platform.events import verify_chain
 from croupier_wallet.adapters.sql_schema import accounts_table
 
-from .helpers import settled
+from .helpers import listening, settled
 
 
 @contextmanager
@@ -22,11 +22,8 @@ def head_reads(wallet):
         if statement.lstrip().startswith("SELECT events.version") and "ORDER BY events.version DESC" in statement:
             seen.append(statement)
 
-    event.listen(wallet.engine, "before_cursor_execute", count)
-    try:
+    with listening(wallet.engine, "before_cursor_execute", count):
         yield seen
-    finally:
-        event.remove(wallet.engine, "before_cursor_execute", count)
 
 
 def stream(wallet, player="alice"):

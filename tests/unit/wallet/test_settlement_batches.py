@@ -7,12 +7,11 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import event
 
 from croupier_platform.events import verify_chain
 from croupier_wallet.domain.errors import RoundMismatch
 
-from .helpers import settled
+from .helpers import listening, settled
 
 
 @contextmanager
@@ -23,11 +22,8 @@ def commits(wallet) -> Iterator[list[None]]:
     def count(_connection) -> None:
         seen.append(None)
 
-    event.listen(wallet.engine, "commit", count)
-    try:
+    with listening(wallet.engine, "commit", count):
         yield seen
-    finally:
-        event.remove(wallet.engine, "commit", count)
 
 
 def open_rounds(wallet, rounds: list[tuple[str, str]]) -> None:
