@@ -1,11 +1,11 @@
-"""The wallet's outbox relay is woken once for the commits of a window (GatheredWakes), never left unwoken."""
+"""A relay woken through GatheredWakes (the wallet's) is woken once for the commits of a window, never left unwoken."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 
-from croupier_wallet.bootstrap import GatheredWakes
+from croupier_platform.relay import GatheredWakes
 
 ENOUGH_S = 10.0  # a bound for a wait that ends as soon as the wake comes; never reached when it works
 

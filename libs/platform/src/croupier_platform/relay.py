@@ -114,6 +114,43 @@ class OutboxRelay:
 
 
 
+class GatheredWakes:
+    """Told of every commit (from the thread that committed), wakes the relay once, `delay_s` after the
+    first commit since its last wake: the commits of that window go out in one pass. A commit told after
+    the wake arms the next one, so none waits longer than `delay_s` (the relay's safety poll aside)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None], delay_s: float) -> None:
+        self._loop = loop
+        self._wake = wake
+        self._delay_s = delay_s
+        self._armed = False  # a wake is on its way: later commits of the window need not tell the loop
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __call__(self) -> None:
+        if self._armed:
+            return
+        self._armed = True
+        try:
+            self._loop.call_soon_threadsafe(self._arm)
+        except RuntimeError:  # the loop is closing: the rows wait for the next relay pass
+            self._armed = False
+
+    def _arm(self) -> None:
+        if self._timer is None:  # two threads may both have found it unarmed
+            self._timer = self._loop.call_later(self._delay_s, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._armed = False  # before the wake: a commit from here on arms the next
+        self._wake()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._armed = False
+
+
 class RelayLoop(LeaderLoop):
     """Drains the outbox to the bus in the background: right away when woken (after a commit: what
     the store handed over, `relay_committed`), else every `poll_interval_s` (a read of the outbox, the

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import timedelta
 
 import grpc
@@ -12,7 +11,7 @@ from sqlalchemy import Engine
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.relay import OutboxRelay, RelayLoop
+from croupier_platform.relay import GatheredWakes, OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
@@ -27,43 +26,6 @@ from .entrypoints.consumers import CONSUMER, RoundEventsConsumer
 # Woken after each commit (gRPC handlers and the consumer alike); the poll is only a safety net.
 RELAY_POLL_INTERVAL_S = 0.5
 RELAY_MAX_BACKOFF_S = 1.0
-
-
-class GatheredWakes:
-    """Told of every commit (from the thread that committed), wakes the relay once, `delay_s` after the
-    first commit since its last wake: the commits of that window go out in one pass. A commit told after
-    the wake arms the next one, so none waits longer than `delay_s` (the relay's safety poll aside)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None], delay_s: float) -> None:
-        self._loop = loop
-        self._wake = wake
-        self._delay_s = delay_s
-        self._armed = False  # a wake is on its way: later commits of the window need not tell the loop
-        self._timer: asyncio.TimerHandle | None = None
-
-    def __call__(self) -> None:
-        if self._armed:
-            return
-        self._armed = True
-        try:
-            self._loop.call_soon_threadsafe(self._arm)
-        except RuntimeError:  # the loop is closing: the rows wait for the next relay pass
-            self._armed = False
-
-    def _arm(self) -> None:
-        if self._timer is None:  # two threads may both have found it unarmed
-            self._timer = self._loop.call_later(self._delay_s, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        self._armed = False  # before the wake: a commit from here on arms the next
-        self._wake()
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._armed = False
 
 
 class WalletModule:
