@@ -9,10 +9,10 @@ kept (another replica took it, or it was dropped) is asked for by id, as before.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import grpc
+from cachetools import FIFOCache
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.deadlines import CallTimeouts
@@ -33,8 +33,8 @@ class GrpcShoeOrders(GrpcClient):
         self, channel: grpc.aio.Channel, token: str | None, timeouts: CallTimeouts | None = None, kept_orders: int = DEFAULT_KEPT_ORDERS
     ) -> None:
         super().__init__(channel, token, timeouts)
-        self._kept_orders = kept_orders
-        self._kept: OrderedDict[str, tuple[str, ...]] = OrderedDict()  # used on the event loop only
+        # Used on the event loop only; the oldest (first kept) go first.
+        self._kept: FIFOCache[str, tuple[str, ...]] = FIFOCache(maxsize=kept_orders)
 
     async def shoe_order(self, shoe_id: str) -> Sequence[str]:
         if (kept := self._kept.pop(shoe_id, None)) is not None:
@@ -43,6 +43,4 @@ class GrpcShoeOrders(GrpcClient):
         reply = await self._call("GetShoeOrder", request)
         for order in reply.new_orders:
             self._kept[order.shoe_id] = tuple(order.cards)
-        while len(self._kept) > self._kept_orders:
-            self._kept.popitem(last=False)
         return list(reply.cards)
