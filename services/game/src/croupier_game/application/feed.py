@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from cachetools import FIFOCache
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import DEFAULT_READ_LIMIT, StoredEvent
@@ -83,7 +84,7 @@ class LogFeed:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._round_seats: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._round_seats: FIFOCache[str, tuple[str, ...]] = FIFOCache(maxsize=ROUND_SEATS_CACHE_SIZE)
         self._round_seats_lock = threading.Lock()  # the tail and catch-ups fill it from the store's threads
 
     def wake(self) -> None:
@@ -193,6 +194,4 @@ class LogFeed:
         seats = tuple(s for s in (opened.payload.get("seat_id"), opened.payload.get("dealer_seat_id")) if s)
         with self._round_seats_lock:
             self._round_seats[round_id] = seats
-            while len(self._round_seats) > ROUND_SEATS_CACHE_SIZE:
-                self._round_seats.popitem(last=False)
         return seats
