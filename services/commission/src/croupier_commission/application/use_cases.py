@@ -62,7 +62,7 @@ class Commission:
         if round_ is None:
             return  # not a war-p2p round
         statuses = uow.statuses.lock([round_.player_id, *filter(None, [round_.dealer_id])], round_.currency)
-        player, dealer = statuses[round_.player_id], statuses.get(round_.dealer_id or "")
+        player, dealer = statuses[round_.player_id], statuses[round_.dealer_id] if round_.dealer_id else None
         if envelope.event_type == "RoundSettled" and not round_.settled:
             staked = sum(result["stake"] for result in payload["results"].values())
             _save(uow, settle(round_, staked, commission_due(envelope) or 0, player, dealer))
