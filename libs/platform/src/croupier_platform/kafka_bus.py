@@ -433,7 +433,7 @@ class KafkaBus(Bus):
         How many records, from the first, are handled, and the error the first of the rest failed with
         (None: it was not tried). (0, None) when fewer than two are for the handler: they go alone."""
         assert subscription.batch is not None
-        run: list[tuple[ConsumerRecord, EventEnvelope | None]] = []
+        run: list[tuple[dict[str, str], EventEnvelope | None]] = []  # each record's headers and envelope
         wanted = 0
         for record in records:
             if _where(record) in state.failures or wanted == MAX_HANDLER_BATCH:
@@ -443,13 +443,12 @@ class KafkaBus(Bus):
                 envelope = _envelope(subscription, record, headers)
             except ValidationError:
                 break  # dead-lettered alone
-            run.append((record, envelope))
+            run.append((headers, envelope))
             wanted += envelope is not None
         envelopes = [envelope for _, envelope in run if envelope is not None]
         if len(envelopes) < 2:
             return 0, None
-        with _batch_span([_decoded_headers(record) for record, envelope in run if envelope is not None],
-                         subscription.topic, subscription.group):  # fmt: skip
+        with _batch_span([headers for headers, envelope in run if envelope is not None], subscription.topic, subscription.group):
             try:
                 done, stopped_by = await subscription.batch(envelopes)
             except Exception as error:  # noqa: BLE001 - as though the first message failed
