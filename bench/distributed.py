@@ -39,7 +39,8 @@ waits after that so a profiler can attach, `--idle-seconds SECONDS` measures eac
 stack is idle (its fixed cost), and `--rounds N` makes each level's window a number of rounds (CPU per
 round from a fixed amount of work: far steadier than a rate on a shared box). Postgres counts the server's
 own processes and the backends of the stack's database; the backends that ended meanwhile (the
-postmaster's children: short connections, other stacks' too on a shared server) are shown apart, not in the total.
+postmaster's children: connections closed, e.g. by a pool past its size) are shown apart and counted in the
+total — on a server other stacks share, theirs are counted too, so take the figure on a quiet box.
 """
 
 from __future__ import annotations
@@ -187,8 +188,8 @@ class CpuMeter:
         tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
         out = {name: (after["services"][name] - before["services"][name]) * tick_ms for name in after["services"]}
         out["postgres"] = sum(t - before["postgres"].get(p, 0) for p, t in after["postgres"].items()) * tick_ms
-        # Backends that ended in the window (short connections: a health probe's), every database's on a shared
-        # server: reported, not in the total.
+        # Backends that ended in the window (connections closed), every database's on a shared server: shown
+        # apart and counted in the total (a stack that churns connections pays for it).
         out["postgres_ended"] = sum(t - before["postgres_ended"].get(p, 0) for p, t in after["postgres_ended"].items()) * tick_ms
         busy = after["machine"][0] - before["machine"][0]
         total = after["machine"][1] - before["machine"][1]
@@ -248,8 +249,8 @@ def idle_cpu(meter: CpuMeter, seconds: float, settle_s: float = 5.0) -> dict[str
     used.pop("machine_busy_share")
     ended = used.pop("postgres_ended")
     out = {name: round(ms / seconds, 1) for name, ms in used.items()}
-    out["total"] = round(sum(used.values()) / seconds, 1)
     out["postgres_ended_backends"] = round(ended / seconds, 1)
+    out["total"] = round((sum(used.values()) + ended) / seconds, 1)
     return out
 
 
@@ -512,8 +513,8 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             # CPU per round: what a round costs, whatever else shares the machine (its busy share says how much did)
             ended = used.pop("postgres_ended")
             level["cpu_ms_per_round"] = {name: round(ms / rounds, 1) for name, ms in used.items()}
-            level["cpu_ms_per_round"]["total"] = round(sum(used.values()) / rounds, 1)
             level["cpu_ms_per_round"]["postgres_ended_backends"] = round(ended / rounds, 1)
+            level["cpu_ms_per_round"]["total"] = round((sum(used.values()) + ended) / rounds, 1)
             level["machine_busy_share"] = share
             if cpu_after["replicas"]:
                 level["cpu_ms_per_round_by_replica"] = {

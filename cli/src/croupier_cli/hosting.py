@@ -35,7 +35,7 @@ from croupier_platform.local_channel import HandlerRecorder, LocalChannel
 from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Bootstrap, ServiceContext, ServiceModule, utc_now
-from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S
+from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S, default_database_pool_size
 from croupier_platform.tls import ClientTls, ServerTls, client_channel
 
 logger = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class Host:
     health_check_interval_s: float = DEFAULT_HEALTH_CHECK_INTERVAL_S
     outbox_stuck_after_s: float = DEFAULT_OUTBOX_STUCK_AFTER_S
     call_timeouts: CallTimeouts = field(default_factory=CallTimeouts)
+    database_pool_size: int = field(default_factory=default_database_pool_size)
     # Distributed mode: the broker's reachability, for health; None with an in-process bus.
     broker_probe: KafkaProbe | None = None
     # Prometheus scrapes /metrics on this port, on the gRPC listen address's host; 0: no endpoint, nothing recorded.
@@ -145,6 +146,7 @@ class Host:
                 channels=channels,
                 metrics=self.metrics,
                 call_timeouts=self.call_timeouts,
+                database_pool_size=self.database_pool_size,
             )
             module = bootstrap(context, self.settings.get(name))
             module.register(registry)  # type: ignore[arg-type]

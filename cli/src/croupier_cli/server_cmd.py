@@ -68,6 +68,7 @@ def serve(
     host.health_check_interval_s = process.health_check_interval_s
     host.outbox_stuck_after_s = process.outbox_stuck_after_s
     host.call_timeouts = CallTimeouts(default_s=process.internal_call_timeout_s)
+    host.database_pool_size = process.database_pool_size
 
     run_or_exit(host, name, where)
 

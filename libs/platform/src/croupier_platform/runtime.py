@@ -9,11 +9,14 @@ from typing import Protocol
 
 import grpc
 from pydantic_settings import BaseSettings
+from sqlalchemy import Engine
 
 from .auth import TokenVerifier
 from .bus import Bus
+from .db import make_engine
 from .deadlines import CallTimeouts
 from .metrics import Metrics
+from .settings import default_database_pool_size
 
 Clock = Callable[[], datetime]
 
@@ -43,6 +46,12 @@ class ServiceContext:
     metrics: Metrics = field(default_factory=Metrics.disabled)
     # Each internal call's timeout: the inbound call's time left, at most INTERNAL_CALL_TIMEOUT_S.
     call_timeouts: CallTimeouts = field(default_factory=CallTimeouts)
+    # Connections the service's store keeps open (DATABASE_POOL_SIZE); as many again may open for a burst.
+    database_pool_size: int = field(default_factory=default_database_pool_size)
+
+    def engine(self) -> Engine:
+        """The service's store engine, its pool sized for the process's threads."""
+        return make_engine(self.database_url, pool_size=self.database_pool_size, max_overflow=self.database_pool_size)
 
 
 class ServiceModule(Protocol):

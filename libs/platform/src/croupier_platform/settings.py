@@ -19,6 +19,13 @@ DEFAULT_HEALTH_CHECK_INTERVAL_S = 5.0
 DEFAULT_OUTBOX_STUCK_AFTER_S = 60.0
 
 
+def default_database_pool_size() -> int:
+    """Room for every thread that may hold a connection at once: the event loop's default executor
+    (min(32, cores + 4), Python's own sizing) plus the relay's, the consumers' and the wallet's
+    settlement threads."""
+    return min(32, (os.cpu_count() or 1) + 4) + 6
+
+
 class ProcessSettings(BaseSettings):
     """What every server process reads, embedded (`croupier serve`) or distributed: logs and health."""
 
@@ -51,6 +58,9 @@ class ProcessSettings(BaseSettings):
     # The longest a call to another service may take (and wait for it to come back); a call made while
     # serving a request takes at most what is left of that request's deadline.
     internal_call_timeout_s: float = Field(default=DEFAULT_INTERNAL_CALL_TIMEOUT_S, gt=DEADLINE_FLOOR_S, le=300)
+    # Connections each service's store keeps open. A pool smaller than the threads using it at once opens
+    # and closes a connection per use past its size: on PostgreSQL a backend started and ended each time.
+    database_pool_size: int = Field(default_factory=default_database_pool_size, ge=1, le=200)
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -6,7 +6,7 @@ import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import Bus
-from croupier_platform.db import create_schema, make_engine
+from croupier_platform.db import create_schema
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.runtime import ServiceContext
 
@@ -25,7 +25,7 @@ class DealerModule:
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["DealerService"].full_name]
-        self._engine = make_engine(ctx.database_url)
+        self._engine = ctx.engine()
         create_schema(self._engine, dealer_metadata)
         shuffler = GrpcShoeOrders(channel_to(ctx.channels, "shuffler", self.name), ctx.service_token, ctx.call_timeouts)
         self.dealer = Dealer(SqlDealerUnitOfWorkFactory(self._engine), shuffler, ctx.clock)

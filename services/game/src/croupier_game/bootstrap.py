@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from croupier_platform.bus import Bus
-from croupier_platform.db import create_schema, make_engine
+from croupier_platform.db import create_schema
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.leadership import OutboxLeadership
 from croupier_platform.relay import OutboxRelay, RelayLoop
@@ -45,7 +45,7 @@ class GameModule:
         wallet_channel = channel_to(ctx.channels, "wallet", self.name)
         dealer_channel = channel_to(ctx.channels, "dealer", self.name)
         commission_channel = channel_to(ctx.channels, "commission", self.name)
-        self._engine = make_engine(ctx.database_url)
+        self._engine = ctx.engine()
         create_schema(self._engine)
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)

@@ -9,7 +9,7 @@ import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import Bus
-from croupier_platform.db import create_schema, make_engine
+from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
@@ -31,7 +31,7 @@ class ShufflerModule:
 
     def __init__(self, ctx: ServiceContext, relay_poll_interval_s: float) -> None:
         self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["ShufflerService"].full_name]
-        self._engine = make_engine(ctx.database_url)
+        self._engine = ctx.engine()
         create_schema(self._engine)
         create_schema(self._engine, shuffler_metadata)
         store = SqlEventStore(self._engine)

@@ -9,7 +9,7 @@ import grpc
 from sqlalchemy import Engine
 
 from croupier_platform.bus import Bus
-from croupier_platform.db import create_schema, make_engine
+from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.relay import GatheredWakes, OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
@@ -79,7 +79,7 @@ def bootstrap(ctx: ServiceContext, settings: WalletSettings | None = None) -> Wa
     """The one signature of every service's bootstrap; `settings` None: WalletSettings from the environment
     ($CROUPIER_LIMITS_COOLING_OFF_S, $CROUPIER_RESERVATION_TIMEOUT_S, $CROUPIER_LEDGER_RELAY_DELAY_S)."""
     settings = settings or WalletSettings()
-    engine = make_engine(ctx.database_url)
+    engine = ctx.engine()
     create_schema(engine)  # events, outbox, tracking
     create_schema(engine, wallet_metadata)
     store = SqlEventStore(engine)
