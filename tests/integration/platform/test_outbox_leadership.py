@@ -251,3 +251,44 @@ def test_under_steady_writes_a_failover_loses_nothing_and_keeps_each_stream_in_o
         replicas.assert_at_least_once_in_order_per_stream()
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+
+
+def test_a_pass_marks_what_the_last_one_published_in_the_statement_of_its_read(replicas: Replicas, engines: dict[str, Engine]) -> None:
+    """On PostgreSQL a relay's marks ride its next read: one statement a pass, in autocommit (no BEGIN,
+    no marking transaction of its own); what it published is never read again as pending."""
+    published: list[tuple[str, EventEnvelope]] = []
+    relay = OutboxRelay(SqlEventStore(engines["b"]).outbox, Log("b", published))
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *args) -> None:
+        statements.append(statement)
+
+    event.listen(engines["b"], "before_cursor_execute", count)
+    try:
+        replicas.append(3)
+        assert asyncio.run(relay.relay_pending()) == 3
+        assert len(statements) == 1  # the read; the marks wait for the next one
+        assert len(replicas.store.outbox.pending(10)) == 3  # not marked yet, as another replica sees it
+        replicas.append(2)
+        assert asyncio.run(relay.relay_pending()) == 2  # the first three are not read again
+        assert len(statements) == 2
+        assert [m.envelope for m in replicas.store.outbox.pending(10)] == replicas.appended[3:]  # marked with that read
+        asyncio.run(relay.flush_marks())  # what a relay's stop does
+        assert replicas.store.outbox.pending(10) == []
+    finally:
+        event.remove(engines["b"], "before_cursor_execute", count)
+    assert [e for _, e in published] == replicas.appended  # each once, in order
+
+
+def test_marks_not_written_when_the_leader_dies_mean_duplicates_from_the_next_never_a_loss(
+    replicas: Replicas, engines: dict[str, Engine]
+) -> None:
+    published: list[tuple[str, EventEnvelope]] = []
+    first = OutboxRelay(SqlEventStore(engines["a"]).outbox, Log("a", published))
+    replicas.append(4)
+    assert asyncio.run(first.relay_pending()) == 4  # published; its marks die with it (never written)
+    second = OutboxRelay(SqlEventStore(engines["b"]).outbox, Log("b", published))
+    assert asyncio.run(second.relay_pending()) == 4  # the next leader publishes them again: at-least-once
+    assert asyncio.run(second.relay_pending()) == 0  # and its own marks rode that read
+    assert replicas.store.outbox.pending(10) == []
+    assert [e for who, e in published if who == "b"] == replicas.appended

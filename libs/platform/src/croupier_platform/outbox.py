@@ -11,9 +11,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Connection, Engine, bindparam, func, select, update
+from sqlalchemy import BigInteger, Connection, Engine, Row, all_, any_, bindparam, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from croupier_platform.db import PerEngine, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope
@@ -41,6 +42,31 @@ logger = logging.getLogger(__name__)
 # The most rows a hand-off holds for a relay that does not take them (none running, not leading):
 # past it the hand-off is emptied and the relay reads the outbox instead (see `OutboxHandoff`).
 HANDOFF_MAX_ROWS = 10_000
+
+
+class DeferredMarks:
+    """Ids of rows published whose mark is not written yet: it rides a later statement (a unit of work on
+    SQLite, the relay's next read on PostgreSQL). A mark lost with the process means its row is published
+    again after a restart: at-least-once, as a crash between a publish and its mark always was."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids: set[int] = set()
+
+    def defer(self, ids: Sequence[int]) -> None:
+        if ids:
+            with self._lock:
+                self._ids.update(ids)
+
+    def deferred(self) -> list[int]:
+        with self._lock:
+            return sorted(self._ids)
+
+    def take(self) -> list[int]:
+        """The deferred marks, now the caller's to write (or to give back with `defer`)."""
+        with self._lock:
+            ids, self._ids = sorted(self._ids), set()
+        return ids
 
 
 class _Handed:
@@ -79,7 +105,7 @@ class OutboxHandoff:
         # Bumped whenever rows leave the line untaken (an overflow): a relay synced with an older
         # generation reads the table before it trusts the hand-off again.
         self.generation = 0
-        self._marks: set[int] = set()
+        self.marks = DeferredMarks()
 
     @contextmanager
     def unit(
@@ -124,19 +150,14 @@ class OutboxHandoff:
 
     def defer_marks(self, ids: Sequence[int]) -> None:
         """Rows published: their mark waits to ride the next unit of work (or `take_marks`' caller)."""
-        if ids:
-            with self._lock:
-                self._marks.update(ids)
+        self.marks.defer(ids)
 
     def deferred_marks(self) -> list[int]:
-        with self._lock:
-            return sorted(self._marks)
+        return self.marks.deferred()
 
     def take_marks(self) -> list[int]:
         """The deferred marks, now the caller's to write (or to give back with `defer_marks`)."""
-        with self._lock:
-            marks, self._marks = sorted(self._marks), set()
-        return marks
+        return self.marks.take()
 
     def _put_in_line(self, rows: Sequence[OutboxMessage]) -> _Handed:
         handed = _Handed()
@@ -198,9 +219,15 @@ class Outbox(ABC):
 
 
 class SqlOutbox(Outbox):
+    """On SQLite the marks of published rows ride the next unit of work of the file (`OutboxHandoff`);
+    on PostgreSQL they ride the relay's next read: one statement, in autocommit, writes them and reads
+    the rows still pending (`_MARK_AND_READ`), where a read and a marking transaction of its own were
+    six round trips a pass (BEGIN, SELECT, ROLLBACK; BEGIN, UPDATE, COMMIT) and two hops to the relay's thread."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._handoff = _sqlite_handoffs.of(engine) if engine.dialect.name == "sqlite" else None
+        self._marks = self._handoff.marks if self._handoff is not None else DeferredMarks()
 
     def leadership(self) -> "Leadership":
         return OutboxLeadership(self._engine)
@@ -210,6 +237,8 @@ class SqlOutbox(Outbox):
         return self._handoff
 
     def pending(self, limit: int) -> list[OutboxMessage]:
+        if self._handoff is None:
+            return self._mark_and_read(limit)
         self.flush_marks()  # or rows published since the last unit of work would be read as pending
         query = (
             select(outbox_table.c.id, outbox_table.c.topic, outbox_table.c.key, outbox_table.c.envelope)
@@ -218,16 +247,23 @@ class SqlOutbox(Outbox):
             .limit(limit)
         )
         with reading(self._engine) as connection:
-            rows = connection.execute(query).all()
-        return [
-            OutboxMessage(row.id, row.topic, row.key, EventEnvelope.model_validate_json(row.envelope)) for row in rows
-        ]
+            return _messages(connection.execute(query).all())
+
+    def _mark_and_read(self, limit: int) -> list[OutboxMessage]:
+        marks = self._marks.take()
+        try:
+            with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+                rows = connection.execute(_MARK_AND_READ, {"ids": marks, "limit": limit}).all()
+        except BaseException:
+            self._marks.defer(marks)  # not written: the next read tries them again
+            raise
+        return _messages(rows)
 
     def backlog(self) -> OutboxBacklog:
         # Both through the partial index of unpublished rows; only the oldest row's envelope is read.
         # Rows published whose mark is deferred are not waiting.
         unpublished = outbox_table.c.published_at.is_(None)
-        if self._handoff is not None and (marks := self._handoff.deferred_marks()):
+        if marks := self._marks.deferred():
             unpublished = unpublished & outbox_table.c.id.not_in(marks)
         with reading(self._engine) as connection:
             rows, oldest = connection.execute(select(func.count(), func.min(outbox_table.c.id)).where(unpublished)).one()
@@ -237,23 +273,23 @@ class SqlOutbox(Outbox):
         return OutboxBacklog(rows, datetime.fromisoformat(json.loads(envelope)["occurred_at"]))
 
     def mark_published(self, ids: Sequence[int]) -> None:
-        """SQLite: deferred, to ride the next unit of work of the file (the event store's `carry_marks`)
-        rather than cost a transaction and a commit of its own; a relay's read or stop writes what is left."""
-        if self._handoff is not None:
-            self._handoff.defer_marks(ids)
-            return
-        with transaction(self._engine) as connection:
-            write_marks(connection, ids)
+        """Deferred: on SQLite to ride the next unit of work of the file (the event store's `carry_marks`),
+        on PostgreSQL the relay's next read (`pending`); a relay's stop writes what is left (`flush_marks`)."""
+        self._marks.defer(ids)
 
     def flush_marks(self) -> None:
-        if self._handoff is None or not (marks := self._handoff.take_marks()):
+        if not (marks := self._marks.take()):
             return
         try:
             with transaction(self._engine) as connection:
                 write_marks(connection, marks)
         except BaseException:
-            self._handoff.defer_marks(marks)
+            self._marks.defer(marks)
             raise
+
+
+def _messages(rows: Sequence[Row[Any]]) -> list[OutboxMessage]:
+    return [OutboxMessage(row.id, row.topic, row.key, EventEnvelope.model_validate_json(row.envelope)) for row in rows]
 
 
 # The database's clock, not the process's: this is bookkeeping, never hashed or replayed. Built once:
@@ -262,6 +298,25 @@ _MARK_PUBLISHED = (
     update(outbox_table)
     .where(outbox_table.c.id.in_(bindparam("ids", expanding=True)), outbox_table.c.published_at.is_(None))
     .values(published_at=func.current_timestamp())
+)
+
+
+# PostgreSQL: the deferred marks written and the pending rows read in one statement. The UPDATE in the
+# WITH runs to completion whether or not the query reads it, but the query reads the snapshot from before
+# it: the rows it marks are left out by id. Rows of transactions still open are not read (nor missed: the
+# next read finds them), as with the plain read it replaces.
+_MARKED = (
+    update(outbox_table)
+    .where(outbox_table.c.id == any_(bindparam("ids", type_=ARRAY(BigInteger))), outbox_table.c.published_at.is_(None))
+    .values(published_at=func.current_timestamp())
+    .cte("marked")
+)
+_MARK_AND_READ = (
+    select(outbox_table.c.id, outbox_table.c.topic, outbox_table.c.key, outbox_table.c.envelope)
+    .add_cte(_MARKED)
+    .where(outbox_table.c.published_at.is_(None), outbox_table.c.id != all_(bindparam("ids", type_=ARRAY(BigInteger))))
+    .order_by(outbox_table.c.id)
+    .limit(bindparam("limit"))
 )
 
 
