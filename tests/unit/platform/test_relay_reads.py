@@ -3,6 +3,7 @@ a full batch is followed by the next, and every pending row goes out in order ei
 store hands over (OutboxHandoff) go out without a read, once a read has caught up with the table."""
 
 import asyncio
+import threading
 from collections.abc import Sequence
 
 import pytest
@@ -20,13 +21,16 @@ class CountingOutbox(Outbox):
     def __init__(self, inner: Outbox) -> None:
         self.inner = inner
         self.reads: list[int] = []  # the rows each read returned
+        self.threads: list[tuple[str, str]] = []  # (call, the thread that made it)
 
     def pending(self, limit: int) -> list[OutboxMessage]:
         rows = self.inner.pending(limit)
         self.reads.append(len(rows))
+        self.threads.append(("pending", threading.current_thread().name))
         return rows
 
     def mark_published(self, ids: Sequence[int]) -> None:
+        self.threads.append(("mark_published", threading.current_thread().name))
         self.inner.mark_published(ids)
 
     def leadership(self) -> Leadership:
@@ -50,6 +54,14 @@ def relay_pending(rows: int, batch_size: int) -> tuple[CountingOutbox, Recording
 def test_a_short_batch_is_the_only_read_of_the_pass():
     outbox, _, sent = relay_pending(rows=3, batch_size=100)
     assert (outbox.reads, sent) == ([3], 3)
+
+
+def test_reads_run_on_the_relays_thread_and_marks_on_the_event_loop_without_a_hop():
+    outbox, _, _ = relay_pending(rows=3, batch_size=2)
+    loop_thread = threading.current_thread().name  # asyncio.run's loop runs on this thread
+    assert [call for call, _ in outbox.threads] == ["pending", "mark_published", "pending", "mark_published"]
+    assert all(thread != loop_thread for call, thread in outbox.threads if call == "pending")
+    assert all(thread == loop_thread for call, thread in outbox.threads if call == "mark_published")
 
 
 def test_full_batches_are_followed_until_one_comes_back_short():

@@ -198,7 +198,8 @@ class Outbox(ABC):
 
     @abstractmethod
     def mark_published(self, ids: Sequence[int]) -> None:
-        """Published: no longer pending. A store may defer writing it (see `flush_marks`)."""
+        """Published: no longer pending. Called on the relay's event loop, so it must not block: a store
+        with I/O keeps the marks for its next read or unit of work to write (and `flush_marks`)."""
 
     def flush_marks(self) -> None:
         """Write the marks deferred so far (a relay's stop); `pending` does it first too."""

@@ -62,10 +62,10 @@ class OutboxRelay:
             return 0
         done, error = await self._publisher.publish_many([Outgoing(m.topic, m.key, m.envelope) for m in messages])
         if done:
-            # Shielded: a stop that cancels the pass must not cancel the mark of what went out (queued
-            # behind another call on the relay's thread, it would never run, and the next leader would
-            # publish those rows again).
-            await asyncio.shield(self._blocking(self._outbox.mark_published, [m.id for m in messages[:done]]))
+            # On the event loop, not the relay's thread: a mark is bookkeeping in memory until the outbox's
+            # next read or unit of work writes it (`Outbox.mark_published`), and the hop there and back
+            # was two turns of a busy loop a pass. Nothing awaited: a stop cannot cancel it half-done.
+            self._outbox.mark_published([m.id for m in messages[:done]])
         if error is not None:
             raise error
         return done
