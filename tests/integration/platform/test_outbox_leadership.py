@@ -292,30 +292,3 @@ def test_marks_not_written_when_the_leader_dies_mean_duplicates_from_the_next_ne
     assert asyncio.run(second.relay_pending()) == 0  # and its own marks rode that read
     assert replicas.store.outbox.pending(10) == []
     assert [e for who, e in published if who == "b"] == replicas.appended
-
-
-def test_a_commit_by_the_replica_that_does_not_lead_wakes_the_leader_without_waiting_for_its_poll(
-    replicas: Replicas, engines: dict[str, Engine]
-) -> None:
-    """NOTIFY at the commit (a trigger on the outbox), LISTEN on the relay's side: with a poll of a minute,
-    only the notification can bring the other replica's rows out within the test's wait."""
-    long_poll_s = 60.0
-
-    async def scenario() -> None:
-        loops = {
-            name: RelayLoop(OutboxRelay(SqlEventStore(engine).outbox, Log(name, replicas.log)), long_poll_s, name=name)
-            for name, engine in engines.items()
-        }
-        for loop in loops.values():
-            loop.start()
-        await eventually(lambda: sum(loop.leading for loop in loops.values()) == 1)
-        [follower] = [name for name, loop in loops.items() if not loop.leading]
-        replicas.store = SqlEventStore(engines[follower])  # the follower writes; nobody calls wake
-        for rounds in (3, 2):
-            await asyncio.to_thread(replicas.append, rounds)
-            await eventually(replicas.all_published)
-        for loop in loops.values():
-            await loop.stop()
-        assert [e for _, e in replicas.log] == replicas.appended  # once each, in order
-
-    asyncio.run(asyncio.wait_for(scenario(), timeout=60))

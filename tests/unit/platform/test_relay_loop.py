@@ -3,7 +3,7 @@ and leadership (a loop that does not lead publishes nothing)."""
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,6 @@ from croupier_platform.db import create_schema, make_engine
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import InMemoryEventStore, SqlEventStore
 from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership, outbox_lock_key
-from croupier_platform.outbox import CommitNotifications, Outbox, OutboxMessage
 from croupier_platform.relay import OutboxRelay, RelayLoop
 from tests.unit.platform.test_outbox_contract import append_events, new_event
 
@@ -482,51 +481,3 @@ def test_sqlite_and_in_memory_leads_are_known_without_io(tmp_path: Path) -> None
         assert AlwaysLeader().held()
     finally:
         engine.dispose()
-
-
-class ToldNotifications(CommitNotifications):
-    """Commits told by hand (as another replica's commit would be, through PostgreSQL's NOTIFY)."""
-
-    def __init__(self) -> None:
-        self.told: Callable[[], None] | None = None
-        self.stopped = False
-
-    def start(self, told: Callable[[], None]) -> None:
-        self.told = told
-
-    def stop(self) -> None:
-        self.stopped = True
-
-
-class SharedOutbox(Outbox):
-    """The in-memory outbox as one written by other processes too: no hand-off, commits told."""
-
-    def __init__(self, inner: Outbox, notifications: CommitNotifications) -> None:
-        self._inner = inner
-        self._notifications = notifications
-
-    def pending(self, limit: int) -> list[OutboxMessage]:
-        return self._inner.pending(limit)
-
-    def mark_published(self, ids: Sequence[int]) -> None:
-        self._inner.mark_published(ids)
-
-    def notifications(self) -> CommitNotifications | None:
-        return self._notifications
-
-
-def test_a_commit_told_by_the_outboxs_notifications_wakes_the_loop_without_waiting_for_the_poll() -> None:
-    async def scenario(h: Harness) -> None:
-        notifications = ToldNotifications()
-        loop = RelayLoop(OutboxRelay(SharedOutbox(h.store.outbox, notifications), h.bus), LONG_S)
-        loop.start()
-        assert notifications.told is not None
-        await eventually(lambda: loop.leading)  # the first pass (at start) found nothing
-        appended = append_events(h.store, "round-1", 2)  # another process's commit: no wake in this one
-        await asyncio.to_thread(notifications.told)  # told from the listener's thread
-        await eventually(lambda: len(h.received) == 2)
-        assert h.received == appended
-        await loop.stop()
-        assert notifications.stopped
-
-    run(scenario)

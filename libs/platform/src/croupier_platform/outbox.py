@@ -2,7 +2,6 @@
 `relay`). In memory and in SQL; a shared SQL outbox is relayed by the holder of its `Leadership`.
 """
 
-import hashlib
 import json
 import logging
 import sys
@@ -14,12 +13,12 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import BigInteger, Connection, Engine, Row, all_, any_, bindparam, func, select, text, update
+from sqlalchemy import BigInteger, Connection, Engine, Row, all_, any_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from croupier_platform.db import PerEngine, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope
-from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership, outbox_lock_key
+from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership
 
 
 class OutboxMessage(NamedTuple):
@@ -219,11 +218,6 @@ class Outbox(ABC):
         """Where the store hands its committed rows to the relay; None: the relay reads them (a shared outbox)."""
         return None
 
-    def notifications(self) -> "CommitNotifications | None":
-        """Where the commits of every process writing this outbox are told, for its relay (a shared outbox,
-        whose other writers cannot wake it in process); None: this process is its one writer."""
-        return None
-
 
 class SqlOutbox(Outbox):
     """On SQLite the marks of published rows ride the next unit of work of the file (`OutboxHandoff`);
@@ -238,9 +232,6 @@ class SqlOutbox(Outbox):
 
     def leadership(self) -> "Leadership":
         return OutboxLeadership(self._engine)
-
-    def notifications(self) -> "CommitNotifications | None":
-        return PostgresCommitNotifications(self._engine) if self._engine.dialect.name == "postgresql" else None
 
     @property
     def handoff(self) -> OutboxHandoff | None:
@@ -333,89 +324,6 @@ _MARK_AND_READ = (
 def write_marks(connection: Connection, ids: Sequence[int]) -> None:
     """Mark rows published, in the connection's transaction: one UPDATE for them all."""
     connection.execute(_MARK_PUBLISHED, {"ids": list(ids)})
-
-
-class CommitNotifications(ABC):
-    """Tells a relay of the commits that wrote its outbox, whichever process made them."""
-
-    @abstractmethod
-    def start(self, told: Callable[[], None]) -> None:
-        """Call `told()` after such commits, from a thread of its own (several commits may be told once)."""
-
-    @abstractmethod
-    def stop(self) -> None:
-        """Stop telling (blocking: call it in a thread)."""
-
-
-def notify_channel(schema: str) -> str:
-    """The LISTEN/NOTIFY channel of a schema's outbox: within PostgreSQL's 63 bytes whatever the schema's name
-    (the trigger below names it the same way, from TG_TABLE_SCHEMA)."""
-    return "outbox_" + hashlib.md5(schema.encode()).hexdigest()
-
-
-# A NOTIFY per statement that inserts outbox rows, delivered when (and only if) its transaction commits;
-# PostgreSQL folds a transaction's identical notifications into one.
-_NOTIFY_FUNCTION = text(
-    "CREATE OR REPLACE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-    "PERFORM pg_notify('outbox_' || md5(TG_TABLE_SCHEMA), ''); RETURN NULL; END $$"
-)
-_NOTIFY_TRIGGER = text("CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()")
-_HAS_NOTIFY_TRIGGER = text("SELECT 1 FROM pg_trigger WHERE tgname = 'outbox_notify' AND tgrelid = 'outbox'::regclass")
-LISTEN_RETRY_S = 1.0
-_LISTEN_WAIT_S = 0.5  # how often the listening thread looks whether it should stop
-
-
-class PostgresCommitNotifications(CommitNotifications):
-    """A shared PostgreSQL outbox: a trigger NOTIFYs at every commit that wrote outbox rows (any replica), and
-    a connection of its own LISTENs in a thread, so a replica's commit wakes the leading relay at once rather
-    than at its next safety poll. The trigger is made by the first listener of a schema (idempotent, under an
-    advisory lock: replicas start together). A lost connection is listened again after `retry_s`; meanwhile
-    the poll finds the rows, as it always did."""
-
-    def __init__(self, engine: Engine, retry_s: float = LISTEN_RETRY_S) -> None:
-        self._engine = engine
-        self._retry_s = retry_s
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, told: Callable[[], None]) -> None:
-        self._stopping.clear()
-        self._thread = threading.Thread(target=self._run, args=(told,), name="outbox-notifications", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def _run(self, told: Callable[[], None]) -> None:
-        while not self._stopping.is_set():
-            try:
-                self._listen(told)
-            except Exception:  # noqa: BLE001 - the relay's poll still finds the rows; listen again soon
-                logger.warning("outbox notifications lost; listening again in %.1fs", self._retry_s, exc_info=True)
-                self._stopping.wait(self._retry_s)
-
-    def _listen(self, told: Callable[[], None]) -> None:
-        connection = self._engine.connect()
-        try:
-            with connection.begin():
-                schema = connection.execute(text("SELECT current_schema()")).scalar_one()
-                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": outbox_lock_key(schema, "notify")})
-                if connection.execute(_HAS_NOTIFY_TRIGGER).first() is None:
-                    connection.execute(_NOTIFY_FUNCTION)
-                    connection.execute(_NOTIFY_TRIGGER)
-            driver = connection.connection.driver_connection
-            driver.autocommit = True
-            driver.execute(f'LISTEN "{notify_channel(schema)}"')
-            told()  # commits made before the LISTEN were not told
-            while not self._stopping.is_set():
-                for _ in driver.notifies(timeout=_LISTEN_WAIT_S):
-                    told()
-        finally:
-            connection.invalidate()  # never back to the pool: it still listens
-            connection.close()
 
 
 class InMemoryOutbox(Outbox):

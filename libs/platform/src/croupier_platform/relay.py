@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from croupier_platform.bus import Outgoing, Publisher
 from croupier_platform.leader_loop import LeaderLoop
 from croupier_platform.leadership import Leadership
-from croupier_platform.outbox import CommitNotifications, Outbox, OutboxMessage
+from croupier_platform.outbox import Outbox, OutboxMessage
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_MAX_BACKOFF_S = 5.0
@@ -112,8 +112,6 @@ class OutboxRelay:
     def leadership(self) -> "Leadership":
         return self._outbox.leadership()
 
-    def notifications(self) -> CommitNotifications | None:
-        return self._outbox.notifications()
 
 
 class GatheredWakes:
@@ -156,8 +154,7 @@ class GatheredWakes:
 class RelayLoop(LeaderLoop):
     """Drains the outbox to the bus in the background: right away when woken (after a commit: what
     the store handed over, `relay_committed`), else every `poll_interval_s` (a read of the outbox, the
-    safety net); after a failure it backs off exponentially up to `max_backoff_s`. Where other
-    processes write the outbox too (PostgreSQL: `Outbox.notifications`), their commits wake it as well.
+    safety net); after a failure it backs off exponentially up to `max_backoff_s`.
 
     A pass runs only while the loop leads its outbox (see `Leadership`); a loop that does not lead
     sleeps its poll interval and tries again. One pass at a time: `drain()` waits for the loop's.
@@ -183,18 +180,6 @@ class RelayLoop(LeaderLoop):
         )
         self._relay = relay
         self._pass_lock = asyncio.Lock()
-        self._notifications: CommitNotifications | None = None
-        self._told: GatheredWakes | None = None
-
-    def start(self) -> None:
-        if not self.running and self._notifications is None:
-            notifications = self._relay.notifications()
-            if notifications is not None:
-                # Told from the listener's thread: one wake for the commits told before the loop runs it.
-                self._told = GatheredWakes(asyncio.get_running_loop(), self.wake, 0.0)
-                notifications.start(self._told)
-                self._notifications = notifications
-        super().start()
 
     async def run_once(self) -> int | None:
         """Publish what committed, if this loop leads: None when another process leads, else how
@@ -220,7 +205,6 @@ class RelayLoop(LeaderLoop):
         """Stop the loop; with `drain`, first publish what committed before the stop (if leading:
         else the leader will). Then give the leadership up, so another replica takes over."""
         await self._halt()
-        await self._stop_notifications()
         try:
             if drain:
                 try:
@@ -233,11 +217,3 @@ class RelayLoop(LeaderLoop):
                 logger.warning("%s: marks of published rows not written at stop", self.name, exc_info=True)
         finally:
             await self._step_down()
-
-    async def _stop_notifications(self) -> None:
-        notifications, self._notifications = self._notifications, None
-        if notifications is not None:
-            await asyncio.to_thread(notifications.stop)
-        if self._told is not None:
-            self._told.cancel()
-            self._told = None
