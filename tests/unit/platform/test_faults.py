@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
 
 from croupier_platform.errors import Conflict, InvalidArgument, NotFound, Unavailable
-from croupier_platform.faults import transient_cause
+from croupier_platform.faults import CONFLICT_ATTEMPTS, aborted_by_conflict, retrying_conflicts, transient_cause
 from croupier_platform.logs import RateLimitedLog
 
 
@@ -114,3 +114,60 @@ def test_the_rate_limited_log_says_how_many_it_held_back(caplog: pytest.LogCaptu
         "another kind",
         "retrying c (5 more like it since the last such line)",
     ]
+
+
+@pytest.mark.parametrize("error", [
+    wrapped(OperationalError, pg.DeadlockDetected("deadlock detected")),
+    wrapped(OperationalError, pg.SerializationFailure("could not serialize access")),
+    pg.DeadlockDetected("deadlock detected"),
+    RuntimeError("a use case's own wrapper"),  # with the abort as its explicit cause (below)
+])
+def test_a_transaction_postgres_aborted_for_a_conflict_is_recognised(error: Exception) -> None:
+    if isinstance(error, RuntimeError):
+        error.__cause__ = wrapped(OperationalError, pg.DeadlockDetected("deadlock detected"))
+    assert aborted_by_conflict(error)
+
+
+@pytest.mark.parametrize("error", [
+    wrapped(OperationalError, pg.AdminShutdown("terminating connection")),  # transient, but not cured at once
+    wrapped(IntegrityError, pg.UniqueViolation("duplicate key")),
+    ValueError("a bug"),
+])
+def test_other_failures_are_not_conflicts(error: Exception) -> None:
+    assert not aborted_by_conflict(error)
+
+
+def test_work_aborted_by_a_conflict_runs_again_until_it_succeeds_within_the_bound() -> None:
+    runs, pauses = [], []
+
+    def work() -> str:
+        runs.append(None)
+        if len(runs) < CONFLICT_ATTEMPTS:
+            raise wrapped(OperationalError, pg.DeadlockDetected("deadlock detected"))
+        return "done"
+
+    assert retrying_conflicts(work, sleep=pauses.append) == "done"
+    assert len(runs) == CONFLICT_ATTEMPTS and len(pauses) == CONFLICT_ATTEMPTS - 1
+    assert pauses[1] > 0 and pauses[0] > 0
+
+
+def test_work_aborted_every_time_raises_the_abort_after_the_bound_and_other_errors_at_once() -> None:
+    runs: list[None] = []
+
+    def deadlocked() -> None:
+        runs.append(None)
+        raise wrapped(OperationalError, pg.DeadlockDetected("deadlock detected"))
+
+    with pytest.raises(OperationalError):
+        retrying_conflicts(deadlocked, sleep=lambda _: None)
+    assert len(runs) == CONFLICT_ATTEMPTS
+    assert transient_cause(wrapped(OperationalError, pg.DeadlockDetected("x"))) == "the database aborted a conflicting transaction (deadlock)"
+
+    def broken() -> None:
+        runs.append(None)
+        raise ValueError("a bug")
+
+    runs.clear()
+    with pytest.raises(ValueError):
+        retrying_conflicts(broken, sleep=lambda _: None)
+    assert len(runs) == 1

@@ -4,13 +4,26 @@ gRPC error mapping (UNAVAILABLE, retryable) both ask.
 Transient means waiting cures it: the database or the broker is down or restarting, a
 connection dropped, a call timed out, a concurrent transaction won. Anything else (a value that
 cannot be decoded, a validation or domain refusal, a bug) fails the same way every time.
+
+One transient failure is cured at once, in the process: a unit of work PostgreSQL aborted to resolve a
+deadlock or a serialization failure (`retrying_conflicts`), so it reaches no caller.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+import random
 import sqlite3
+import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import grpc
+
+logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 # SQLSTATEs of a conflict PostgreSQL resolved by aborting us: the same work succeeds when run again.
 _RETRYABLE_SQLSTATES = {"40001": "serialization failure", "40P01": "deadlock"}
@@ -21,6 +34,10 @@ _RETRYABLE_PEER_CODES = (
     grpc.StatusCode.RESOURCE_EXHAUSTED,
 )
 _DATABASE_DOWN = "the database is unavailable"
+# A unit of work PostgreSQL aborted is run again at most this often in all, after a jittered pause that
+# doubles: the other transaction of the conflict usually commits within a few milliseconds.
+CONFLICT_ATTEMPTS = 3
+CONFLICT_BACKOFF_S = 0.01
 
 
 class DeclaredFault(Exception):
@@ -43,6 +60,52 @@ def transient_cause(error: BaseException) -> str | None:
             return verdict or None
         current = current.__cause__
     return None
+
+
+def aborted_by_conflict(error: BaseException) -> bool:
+    """PostgreSQL aborted the transaction to resolve a conflict (40P01 deadlock, 40001 serialization
+    failure), in `error` or its explicit causes: nothing of it was written; the same work may succeed."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        driver = getattr(current, "orig", None) or current  # SQLAlchemy's DBAPIError wraps the driver's error
+        if (getattr(driver, "sqlstate", None) or getattr(driver, "pgcode", None)) in _RETRYABLE_SQLSTATES:
+            return True
+        current = current.__cause__
+    return False
+
+
+def retrying_conflicts(
+    work: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS, backoff_s: float = CONFLICT_BACKOFF_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """`work()` (a whole unit of work: opened, used and committed inside it), run again when PostgreSQL
+    aborted it to resolve a conflict (aborted_by_conflict), at most `attempts` times in all; then that error
+    is raised (the error mapping answers UNAVAILABLE, "may be retried"). Blocking: for worker threads.
+
+    Only for work that is safe to run twice: the aborted attempt wrote nothing, but the work must not have
+    acted outside its transaction, and a retry must find what a committed earlier call did (an idempotency
+    key: a transaction id, a tracking row)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except Exception as error:
+            if attempt == attempts or not aborted_by_conflict(error):
+                raise
+            logger.info("the database aborted a unit of work (attempt %d of %d): %s; running it again", attempt, attempts, error.__class__.__name__)
+            sleep(backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))  # noqa: S311 - jitter, not a secret
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def retries_conflicts(method: Callable[P, T]) -> Callable[P, T]:
+    """A use case (one unit of work per call, idempotent) run through retrying_conflicts."""
+
+    @functools.wraps(method)
+    def retried(*args: P.args, **kwargs: P.kwargs) -> T:
+        return retrying_conflicts(lambda: method(*args, **kwargs))
+
+    return retried
 
 
 def _classify(error: BaseException) -> str | None:

@@ -34,7 +34,9 @@ class Subscriber(Generic[UnitOfWorkT]):
     retried with the message, so it must be idempotent). `on_commit()` is told after an event's
     effects committed (a service wakes its outbox relay). `concerns(envelope)`, when given, picks among
     the handled types the events the service acts on, from the envelope alone (a game it does not
-    serve): the others are skipped like an unhandled type, with no unit of work or tracking row."""
+    serve): the others are skipped like an unhandled type, with no unit of work or tracking row.
+    `prepare(uow, envelopes)`, when given, runs first in a batch's unit of work (handle_batch_once): the
+    service locks there everything the batch's events will touch, in one order."""
 
     def __init__(
         self,
@@ -48,12 +50,13 @@ class Subscriber(Generic[UnitOfWorkT]):
         on_commit: Callable[[], None] | None = None,
         executor: Executor | None = None,
         concerns: Callable[[EventEnvelope], bool] | None = None,
+        prepare: Callable[[UnitOfWorkT, Sequence[EventEnvelope]], None] | None = None,
     ) -> None:
         self.topic = topic
         self.consumer = consumer
         self.event_types = frozenset(event_types)
         self._handle = handle_once(uow_factory, consumer, apply)
-        self._handle_batch = handle_batch_once(uow_factory, consumer, apply)
+        self._handle_batch = handle_batch_once(uow_factory, consumer, apply, prepare)
         self._before = before
         self._on_commit = on_commit
         self._executor = executor

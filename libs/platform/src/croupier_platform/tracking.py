@@ -13,6 +13,7 @@ from sqlalchemy import Connection, exists, select
 
 from croupier_platform.db import insert_new, tracking_table
 from croupier_platform.events import EventEnvelope
+from croupier_platform.faults import retrying_conflicts
 
 
 class AlreadyProcessed(Exception):
@@ -103,7 +104,7 @@ def handle_once(
     """Wrap `handler` so each event's effects commit once per consumer; the wrapper returns
     False for a duplicate. Synchronous: an async entrypoint runs it with asyncio.to_thread."""
 
-    def handle(envelope: EventEnvelope) -> bool:
+    def unit(envelope: EventEnvelope) -> bool:
         try:
             with uow_factory() as uow:
                 # Record before the effects: a duplicate (or a concurrent one, once the first
@@ -114,6 +115,10 @@ def handle_once(
         except AlreadyProcessed:
             return False  # processed before, or by a concurrent duplicate: nothing was written
 
+    def handle(envelope: EventEnvelope) -> bool:
+        # A unit the database aborted (a deadlock) wrote nothing, its tracking row included: run it again.
+        return retrying_conflicts(lambda: unit(envelope))
+
     return handle
 
 
@@ -121,28 +126,41 @@ def handle_batch_once(
     uow_factory: Callable[[], AbstractContextManager[UnitOfWorkT]],
     consumer: str,
     handler: Callable[[UnitOfWorkT, EventEnvelope], None],
+    prepare: Callable[[UnitOfWorkT, Sequence[EventEnvelope]], None] | None = None,
 ) -> Callable[[Sequence[EventEnvelope]], tuple[list[bool], BaseException | None]]:
     """`handle_once` for several events in order, in ONE unit of work (one commit) with every tracking
     row. The wrapper returns, for the events handled from the first, whether each was applied (False: a
     duplicate), and the error that stopped the rest (None when all were handled).
 
+    `prepare(uow, envelopes)`, when given, runs first in the unit: where a service locks everything the
+    events will touch, in one order (events applied one by one lock in event order, and two units with
+    the same rows in other orders deadlock). A unit the database aborted (a deadlock) is run again whole
+    (retrying_conflicts: its tracking rows were not written either).
+
     An event that raises undoes the whole unit, and the events before it are applied again in a fresh
     one: nothing of the failing event or after it is written, and the happy path pays no SAVEPOINT (two
-    statements an event on PostgreSQL). A failed commit is the first event's error: nothing was written."""
+    statements an event on PostgreSQL). A failed commit (or `prepare`) is the first event's error:
+    nothing was written."""
+
+    def unit(envelopes: Sequence[EventEnvelope], progress: list[int]) -> list[bool]:
+        with uow_factory() as uow:
+            if prepare is not None:
+                prepare(uow, envelopes)
+            applied: list[bool] = []
+            for index, envelope in enumerate(envelopes):
+                progress[0] = index
+                applied.append(_apply_once(uow, consumer, handler, envelope))
+            progress[0] = 0  # from here on, the commit: no event to blame
+        return applied
 
     def handle(envelopes: Sequence[EventEnvelope]) -> tuple[list[bool], BaseException | None]:
         count, stopped_by = len(envelopes), None
         while count:
-            failing = 0
+            failing = [0]  # the event being applied when the unit raised
             try:
-                with uow_factory() as uow:
-                    applied: list[bool] = []
-                    for failing, envelope in enumerate(envelopes[:count]):
-                        applied.append(_apply_once(uow, consumer, handler, envelope))
-                    failing = 0  # from here on, the commit: no event to blame
-                return applied, stopped_by
+                return retrying_conflicts(lambda: unit(envelopes[:count], failing)), stopped_by
             except Exception as error:  # noqa: BLE001 - the caller hands the failing event on alone
-                count, stopped_by = failing, error
+                count, stopped_by = failing[0], error
         return [], stopped_by
 
     return handle
