@@ -7,16 +7,19 @@ the end); each test starts from empty tables. Start the server with `scripts/inf
 DATABASE_URL (default: the one it prints) names it.
 """
 
+import asyncio
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from sqlalchemy import text
 
+from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.migrate import schema_engine, service_metadata
 from tests.integration.conftest import migrated_schema
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql import SqlWalletUnitOfWork, SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InsufficientFunds
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
@@ -161,3 +164,73 @@ def test_one_stake_asked_from_many_threads_at_once_is_reserved_once_and_each_get
     assert player_balance(wallet) == (1_000, 400)
     report = wallet.check()
     assert report.ok, report.problems()
+
+
+class PausingConsumer(RoundEventsConsumer):
+    """The wallet's consumer, noting each event it applies (an aborted unit's too), and pausing once after
+    applying `pause_after`, inside its unit of work (its locks held) until `resume` is set."""
+
+    def __init__(self, wallet: Wallet, pause_after: str = "") -> None:
+        super().__init__(wallet.app, SqlWalletUnitOfWorkFactory(wallet.store))
+        self.applied: list[str] = []
+        self.paused, self.resume = threading.Event(), threading.Event()
+        self.backend_pid = 0  # the paused unit's PostgreSQL backend
+        self._pause_after = pause_after
+
+    def _apply(self, uow: SqlWalletUnitOfWork, envelope: EventEnvelope) -> None:
+        super()._apply(uow, envelope)
+        self.applied.append(envelope.event_id)
+        if envelope.event_id == self._pause_after and not self.paused.is_set():
+            self.backend_pid = uow.connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            self.paused.set()
+            assert self.resume.wait(120)
+
+    def settle(self, batch: Sequence[EventEnvelope]) -> tuple[int, BaseException | None]:
+        return asyncio.run(self.on_batch(batch))
+
+
+def wait_until_blocked_by(wallet: Wallet, pid: int, other: threading.Thread) -> None:
+    """Until a backend waits for a lock `pid` holds (bounded; no timing asserted), or `other` ended."""
+    with wallet.engine.connect() as connection:
+        for _ in range(600):
+            blocked = connection.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"), {"pid": pid}
+            ).scalar_one()
+            if blocked or not other.is_alive():
+                return
+            time.sleep(0.05)
+
+
+def test_two_batches_settling_two_players_in_opposite_orders_neither_deadlock_nor_run_twice(wallet: Wallet) -> None:
+    """Two partitions' batches: one settles alice's round then bob's, the other bob's then alice's. Applied
+    event by event, the first held alice and waited for bob while the second held bob and waited for alice:
+    PostgreSQL aborted one (40P01). Each batch now locks its rounds and players up front, in one order: the
+    second waits for the first, and each event is applied once, in one unit that commits."""
+    for player in ("alice", "bob"):
+        wallet.app.top_up(player, 1_000, "PLAY", f"tx-{player}")
+    for round_id, player in (("r1", "alice"), ("r2", "bob"), ("r3", "bob"), ("r4", "alice")):
+        wallet.app.reserve_stakes(f"{round_id}-s", player, round_id, 100, "PLAY", {"ante": 100})
+    first_batch = [settled("r1", {"ante": (100, 200)}), settled("r2", {"ante": (100, 0)})]  # alice, then bob
+    second_batch = [settled("r3", {"ante": (100, 0)}), settled("r4", {"ante": (100, 250)})]  # bob, then alice
+    first, second = PausingConsumer(wallet, pause_after=first_batch[0].event_id), PausingConsumer(wallet)
+    results: dict[str, object] = {}
+    first_thread = threading.Thread(target=lambda: results.update(first=first.settle(first_batch)))
+    second_thread = threading.Thread(target=lambda: results.update(second=second.settle(second_batch)))
+    first_thread.start()
+    try:
+        assert first.paused.wait(30)  # r1 applied: alice locked (and, with the fix, bob too)
+        second_thread.start()
+        wait_until_blocked_by(wallet, first.backend_pid, second_thread)
+    finally:
+        first.resume.set()
+        first_thread.join(30)
+        if second_thread.ident is not None:
+            second_thread.join(30)
+
+    assert results == {"first": (2, None), "second": (2, None)}
+    # No unit was aborted and run again: each event applied exactly once.
+    assert sorted(first.applied + second.applied) == sorted(e.event_id for e in first_batch + second_batch)
+    assert player_balance(wallet, "alice") == (1_000 - 200 + 200 + 250, 0)
+    assert player_balance(wallet, "bob") == (1_000 - 200, 0)
+    assert wallet.accounts()[("table", "PLAY")] == (0, 0)
+    assert wallet.check().ok

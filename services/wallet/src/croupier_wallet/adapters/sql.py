@@ -96,14 +96,20 @@ class SqlLedgerRepository:
         self._ledger_heads: dict[str, tuple[int, str]] = {}
         # System accounts' deltas, added up over the unit and written as its last statement (write_deferred).
         self._system_deltas: dict[AccountKey, Account] = {}
+        # Rows this unit holds locked, as it last read or wrote them: locking one again reads nothing (a
+        # batch locks all its rounds and accounts up front, then each settlement asks for its own).
+        self._locked: dict[AccountKey, Account] = {}
+        self._locked_rounds: dict[str, Round] = {}
 
     # ------------------------------------------------------------------ accounts
 
     def accounts_for_update(self, keys: Iterable[AccountKey]) -> dict[AccountKey, Account]:
         # Sorted, so two transactions lock shared accounts in the same order (no deadlock on PostgreSQL).
-        ordered = sorted(set(keys))
+        wanted = set(keys)
+        held = {key: self._locked[key] for key in wanted if key in self._locked}
+        ordered = sorted(wanted - held.keys())
         if not ordered:
-            return {}
+            return held
         found = self._lock_accounts(ordered)  # the usual case: every account exists, one round trip
         if missing := [key for key in ordered if key not in found]:
             self._c.execute(
@@ -115,7 +121,8 @@ class SqlLedgerRepository:
                 )
             )
             found.update(self._lock_accounts(missing))
-        return found
+        self._locked.update(found)
+        return found | held
 
     def _lock_accounts(self, ordered: list[AccountKey]) -> dict[AccountKey, Account]:
         if len(ordered) == 1:  # the usual case: one player's account
@@ -161,6 +168,7 @@ class SqlLedgerRepository:
             })  # fmt: skip
             if result.rowcount != 1:
                 raise StaleAccount(f"account {account.id} ({account.currency}) changed meanwhile; try again")
+            self._locked[account.key] = replace(account, version=account.version + 1)
             if head is not None:
                 self._ledger_heads[account.id] = head
 
@@ -266,7 +274,26 @@ class SqlLedgerRepository:
         return self._round(_ROUND, round_id)
 
     def round_for_update(self, round_id: str) -> Round | None:
-        return self._round(_ROUND_FOR_UPDATE, round_id)
+        if (held := self._locked_rounds.get(round_id)) is not None:
+            return held
+        round_ = self._round(_ROUND_FOR_UPDATE, round_id)
+        if round_ is not None:
+            self._locked_rounds[round_id] = round_
+        return round_
+
+    def rounds_for_update(self, round_ids: Iterable[str]) -> dict[str, Round]:
+        wanted = sorted({r for r in round_ids if r} - self._locked_rounds.keys())
+        if wanted:
+            query = select(rounds_table).where(_r.round_id.in_(wanted)).order_by(_r.round_id).with_for_update()
+            self._locked_rounds.update((row.round_id, _round_from(row)) for row in self._c.execute(query))
+        return {r: self._locked_rounds[r] for r in round_ids if r in self._locked_rounds}
+
+    def round_players(self, round_ids: Iterable[str]) -> set[AccountKey]:
+        wanted = sorted(set(round_ids))
+        if not wanted:
+            return set()
+        query = select(_t.player_id, _t.currency).where(_t.round_id.in_(wanted)).distinct()
+        return {(player_account(row.player_id), row.currency) for row in self._c.execute(query)}
 
     def _round(self, query: Prepared, round_id: str) -> Round | None:
         row = query.execute(self._c, {"b_round": round_id}).first()
@@ -282,6 +309,7 @@ class SqlLedgerRepository:
         return {row.round_id: _round_from(row) for row in rows}
 
     def save_round(self, round_: Round) -> None:
+        self._locked_rounds.pop(round_.round_id, None)  # locked by the write; read again if asked (rare)
         if round_.version == 0:
             _ADD_ROUND.execute(self._c, {
                 "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,

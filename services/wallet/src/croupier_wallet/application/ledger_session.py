@@ -24,6 +24,7 @@ records the same facts as one a change did, with one seal, one outbox row and on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from croupier_platform.eventstore import NewEvent
@@ -68,6 +69,11 @@ class LedgerSession:
         if key not in self._accounts:
             self._load([key])
         return self._accounts[key]
+
+    def lock(self, keys: Iterable[AccountKey]) -> None:
+        """Lock these accounts now, together (in key order): a use case that touches several players locks
+        them all before it changes any, so two units never lock the same two in opposite orders."""
+        self._load(list(keys))
 
     def available(self, player_id: str, currency: str) -> int:
         return self.account(player_account(player_id), currency).available

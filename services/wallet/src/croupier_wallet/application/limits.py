@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from croupier_platform.faults import retries_conflicts
 from croupier_platform.runtime import Clock, iso
 
 from croupier_wallet.domain.ledger import check_currency, check_id, parse_instant
@@ -79,6 +80,7 @@ class LimitsUseCases:
         self._clock = clock
         self._cooling_off = cooling_off
 
+    @retries_conflicts
     def set_limits(
         self, player_id: str, currency: str, amounts: Mapping[str, int], self_excluded_until: str | None, *,
         by: str, at_once: bool,

@@ -30,7 +30,8 @@ class TransferIdTaken(Exception):
 
 class LedgerRepository(Protocol):
     def accounts_for_update(self, keys: Iterable[AccountKey]) -> dict[AccountKey, Account]:
-        """The accounts (created at zero when new), locked for the rest of the transaction."""
+        """The accounts (created at zero when new), locked for the rest of the transaction, in key order.
+        An account the unit holds locked already is not read again (it is as the unit last saved it)."""
 
     def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
         """Write back accounts read by accounts_for_update; raises StaleAccount on a lost update. A player
@@ -63,6 +64,12 @@ class LedgerRepository(Protocol):
 
     def round_for_update(self, round_id: str) -> Round | None:
         """The round, locked for the rest of the transaction (stakes and settlement serialize on it)."""
+
+    def rounds_for_update(self, round_ids: Iterable[str]) -> dict[str, Round]:
+        """The rounds of these ids that the wallet holds, locked in round id order (one statement)."""
+
+    def round_players(self, round_ids: Iterable[str]) -> set[AccountKey]:
+        """The player accounts (account id, currency) the transfers of these rounds belong to."""
 
     def save_round(self, round_: Round) -> None:
         """Insert (version 0) or update a round; raises StaleAccount on a lost update."""

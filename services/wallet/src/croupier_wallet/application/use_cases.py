@@ -1,5 +1,14 @@
 """The wallet's use cases. Each runs in one unit of work; the consumer's run in the unit of work
-that also holds its tracking row, so a redelivered round event changes nothing."""
+that also holds its tracking row, so a redelivered round event changes nothing.
+
+Lock order (PostgreSQL; SQLite has one writer): a unit locks its rounds first, in round id order, then
+the player accounts it touches, in key order, then (as its last write) the system accounts it changed,
+in key order. A stake locks its round and its one player; a settlement its round and all its players at
+once; a batch of settlements all its rounds, then all their players (lock_rounds), before it applies
+any. Two units taking the same rows in opposite orders would deadlock, and PostgreSQL would abort one
+(a stake queued on one of those rows can be the one it picks). A unit aborted anyway (40P01, 40001)
+wrote nothing and is run again (retries_conflicts; the consumer's units through croupier_platform.tracking):
+safe, since each use case is idempotent by its transaction id, and a settlement by its tracking row."""
 
 from __future__ import annotations
 
@@ -10,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from croupier_platform.errors import NotFound
+from croupier_platform.faults import retries_conflicts
 from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, is_str, page_of
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
@@ -110,6 +120,11 @@ class Reservation:
     available_after: int
 
 
+def _players(round_: Round, transfers: Sequence[Transfer]) -> list[tuple[str, str]]:
+    """The player accounts a round's settlement or void touches: its player's, and a player-dealer's."""
+    return [(player_account(round_.player_id), round_.currency), *((player_account(t.request.player_id), t.request.currency) for t in transfers)]
+
+
 def _view(transfer: Transfer, player_id: str, round_: Round | None = None) -> TransactionView:
     r = transfer.request
     return TransactionView(
@@ -136,6 +151,7 @@ class WalletApp:
 
     # ------------------------------------------------------------------ money in
 
+    @retries_conflicts
     def top_up(self, player_id: str, amount: int, currency: str, transaction_id: str) -> TransactionView:
         """Play money from the outside world; 1..1,000,000 minor units per call."""
         if currency != PLAY:
@@ -143,6 +159,7 @@ class WalletApp:
         check_amount(amount, low=TOP_UP_MIN, high=TOP_UP_MAX, what="a play-money top-up")
         return self._credit_from_world(player_id, amount, currency, transaction_id, Kind.TOP_UP)
 
+    @retries_conflicts
     def deposit(self, player_id: str, amount: int, currency: str, transaction_id: str) -> TransactionView:
         """Real money credited by an operator."""
         check_currency(currency)
@@ -167,6 +184,7 @@ class WalletApp:
 
     # ------------------------------------------------------------------ stakes
 
+    @retries_conflicts
     def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
         game: str = "", table_id: str = "",
@@ -217,6 +235,7 @@ class WalletApp:
         refuse_released(found)
         return found
 
+    @retries_conflicts
     def reserve_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
     ) -> Reservation:
@@ -255,6 +274,7 @@ class WalletApp:
             found = self._reserved_before(request, refused)
         return Reservation(transaction_id, found.available_before or 0, found.available_after or 0)
 
+    @retries_conflicts
     def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         """Release a stake the game reserved for a step its round did not record (the losing side of a
         race: Decide against Decide or the keeper, PlaceBets against PlaceBets). Idempotent by transaction
@@ -278,6 +298,7 @@ class WalletApp:
         logger.info("round %s: stake %s released (its step was not recorded)", round_id, transaction_id)
         return True
 
+    @retries_conflicts
     def charge_commission(self, round_id: str, amount: int, causation_id: str | None = None) -> TransactionView | None:
         """The commission of a player-dealer's round, charged once: the hold is released and the
         commission posted (dealer -> house). None when the round was voided (nothing is charged)."""
@@ -307,6 +328,15 @@ class WalletApp:
             session.flush()
         return _view(charged, dealer_id) if charged else None
 
+    def lock_rounds(self, uow: WalletUnitOfWork, round_ids: Sequence[str]) -> None:
+        """Lock what settling or voiding these rounds will lock, in the one lock order (module docstring): the
+        rounds, then every player of theirs. Three statements, whatever the number of rounds; the settlements
+        that follow lock nothing again."""
+        rounds = uow.ledger.rounds_for_update(round_ids)
+        players = uow.ledger.round_players(rounds)
+        players.update((player_account(r.player_id), r.currency) for r in rounds.values())
+        LedgerSession(uow, self._now()).lock(players)
+
     def settle_round(self, uow: WalletUnitOfWork, round_id: str, outcomes: Sequence[BetOutcome], causation_id: str) -> bool:
         """Post the round's stakes and pay its returns; False when there is nothing to do."""
         round_ = uow.ledger.round_for_update(round_id)
@@ -324,6 +354,7 @@ class WalletApp:
         cover = DealerCover(covers[0].request.player_id, sum(t.request.amount for t in covers)) if covers else None
         requests = settlement_requests(round_, staked, outcomes, cover)  # checks before anything moves
         session = LedgerSession(uow, self._now(), causation_id)
+        session.lock(_players(round_, transfers))
         for stray in strays:
             session.void(stray)
             logger.warning("round %s settled without claiming stake %s: released", round_id, stray.id)
@@ -354,6 +385,7 @@ class WalletApp:
             return False
         session = LedgerSession(uow, self._now(), causation_id)
         transfers = uow.ledger.round_transfers(round_id)
+        session.lock(_players(round_, transfers))
         for transfer in transfers:
             if transfer.status is Status.PENDING:
                 session.void(transfer)
@@ -377,6 +409,7 @@ class WalletApp:
             keyed = uow.ledger.expired_reservations(self._now(), size + 1, tuple(after) if after else None)
         return page_of(EXPIRED_LIST, keyed, size)
 
+    @retries_conflicts
     def release_orphan_round(self, round_id: str) -> int:
         """The game holds no round `round_id` (a crash between reserving its stakes and writing it): void the
         wallet's round, releasing every pending reservation, once (the round's lock and status decide; a repeat,

@@ -7,13 +7,14 @@ Consumed (envelope.stream_id is the round id):
                 -> release pending stakes, or refund/reverse a settled round exactly
 Everything else is ignored. Each event is handled once: its tracking row commits in the same
 transaction as its effects (croupier_platform.subscriber.Subscriber); the settlements a Kafka fetch
-brings for one partition are applied in one transaction (one commit for the batch). A payload that cannot be
-read, or a settlement that disagrees with the reserved stakes, raises: the bus retries it and
+brings for one partition are applied in one transaction (one commit for the batch), which first locks all
+their rounds and players (WalletApp.lock_rounds). A payload that cannot be read, or a settlement that disagrees with the reserved stakes, raises: the bus retries it and
 then dead-letters it; nothing is half-applied.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
@@ -55,7 +56,12 @@ class RoundEventsConsumer(Subscriber[WalletUnitOfWork]):
         # requests (at 64 players, dozens of ReserveStakes wait there). The bus hands over one
         # message, or one batch, per partition at a time (4 partitions by default).
         executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="wallet-settlements")
-        super().__init__(ROUND_EVENTS, CONSUMER, HANDLED, uow_factory, self._apply, executor=executor)
+        super().__init__(ROUND_EVENTS, CONSUMER, HANDLED, uow_factory, self._apply, executor=executor, prepare=self._lock_batch)
+
+    def _lock_batch(self, uow: WalletUnitOfWork, envelopes: Sequence[EventEnvelope]) -> None:
+        """A batch locks its rounds and their players up front, in the one lock order: applied one by one,
+        two batches (two partitions) settling the same players in other orders deadlocked."""
+        self._app.lock_rounds(uow, [envelope.stream_id for envelope in envelopes])
 
     def _apply(self, uow: WalletUnitOfWork, envelope: EventEnvelope) -> None:
         round_id = envelope.stream_id
