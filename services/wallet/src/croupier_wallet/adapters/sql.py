@@ -380,7 +380,8 @@ class SqlWalletUnitOfWork:
 
 class SqlWalletUnitOfWorkFactory:
     """Each call opens one transaction over the event store's connection (events, outbox,
-    tracking) and the wallet's tables: committed on a normal exit, rolled back on an error."""
+    tracking) and the wallet's tables: committed on a normal exit, rolled back on an error.
+    `reading()`: the same repositories over the store's read-only snapshot."""
 
     def __init__(self, store: SqlEventStore) -> None:
         self._store = store
@@ -395,3 +396,8 @@ class SqlWalletUnitOfWorkFactory:
             ledger.write_deferred()
         if self.on_commit is not None:
             self.on_commit()
+
+    @contextmanager
+    def reading(self) -> Iterator[SqlWalletUnitOfWork]:
+        with self._store.reading() as uow:
+            yield SqlWalletUnitOfWork(SqlLedgerRepository(uow.connection), uow.events, uow.tracking, uow.connection)

@@ -119,7 +119,7 @@ class LimitsUseCases:
     def get_limits(self, player_id: str) -> LimitsView:
         check_id("player_id", player_id)
         now = self._clock()
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             return self._view(uow, player_id, now)
 
     def _view(self, uow: WalletUnitOfWork, player_id: str, now: datetime) -> LimitsView:

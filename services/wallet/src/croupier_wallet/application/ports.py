@@ -140,4 +140,9 @@ class WalletUnitOfWork(Protocol):
 
 
 class UnitOfWorkFactory(Protocol):
-    def __call__(self) -> AbstractContextManager[WalletUnitOfWork]: ...
+    def __call__(self) -> AbstractContextManager[WalletUnitOfWork]:
+        """A unit of work that may write: committed when the block ends, undone when it raises."""
+
+    def reading(self) -> AbstractContextManager[WalletUnitOfWork]:
+        """A unit of work that only reads (balances, history, reports): a snapshot that neither waits for the
+        writer nor holds it up (SQLite), and commits nothing; writing through it is a bug."""

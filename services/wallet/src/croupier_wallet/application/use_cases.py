@@ -405,7 +405,7 @@ class WalletApp:
         names its owner, the round. `limit` is page_size's older name."""
         size = EXPIRED_PAGE_SIZE.of(page_size, limit, "reservations")
         after = decode_page_token(EXPIRED_LIST, page_token, _is_expiry_key)
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             keyed = uow.ledger.expired_reservations(self._now(), size + 1, tuple(after) if after else None)
         return page_of(EXPIRED_LIST, keyed, size)
 
@@ -436,7 +436,7 @@ class WalletApp:
 
     def balances(self, player_id: str) -> list[BalanceView]:
         check_id("player_id", player_id)
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             accounts = {a.currency: a for a in uow.ledger.player_accounts(player_id)}
         views = [BalanceView(c, a.available, a.pending_debits, a.balance) for c, a in accounts.items()]
         if PLAY not in accounts:
@@ -448,7 +448,7 @@ class WalletApp:
         check_id("player_id", player_id)
         size = LIST_PAGE_SIZE.of(page_size, limit, "transactions")
         before = decode_page_token(TRANSACTIONS_LIST, page_token, is_int)
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             page = page_of(TRANSACTIONS_LIST, uow.ledger.player_transfers(player_id, size + 1, before), size)
             rounds = uow.ledger.rounds(t.request.round_id for t in page.items if t.request.round_id)
         return Page([_view(t, player_id, rounds.get(t.request.round_id or "")) for t in page.items], page.next_page_token)
@@ -457,7 +457,7 @@ class WalletApp:
         """The round's player and every transfer that touched the player's account, oldest first
         (the house/table legs of a settlement are left out: they follow from these)."""
         check_id("round_id", round_id)
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             round_ = uow.ledger.round(round_id)
             if round_ is None:
                 raise UnknownRound(f"the wallet holds no transactions for round {round_id!r}")
@@ -469,9 +469,9 @@ class WalletApp:
     # ------------------------------------------------------------------ the operator's reports
 
     def house_result(self, where: LedgerFilter) -> HouseReport:
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             return house_report(uow.reports.house_results(where))
 
     def commission_totals(self, where: LedgerFilter) -> CommissionReport:
-        with self._uow() as uow:
+        with self._uow.reading() as uow:
             return commission_report(uow.reports.commission_totals(where))
