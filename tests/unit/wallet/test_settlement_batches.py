@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from croupier_platform.events import verify_chain
 from croupier_wallet.domain.errors import RoundMismatch
 
-from .helpers import listening, settled
+from .helpers import listening, settled, voided
 
 
 @contextmanager
@@ -79,3 +79,63 @@ def test_a_settlement_that_fails_in_a_batch_leaves_the_one_before_it_committed(w
     assert available(wallet, "alice") == (1_000, 0)
     handled, error = asyncio.run(wallet.consumer.on_batch([disagrees]))
     assert handled == 0 and isinstance(error, RoundMismatch)
+
+
+@contextmanager
+def statements(wallet) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def count(_conn, _cursor, statement: str, *_rest) -> None:
+        seen.append(" ".join(statement.split()))
+
+    with listening(wallet.engine, "before_cursor_execute", count):
+        yield seen
+
+
+def test_a_batch_locks_its_rounds_and_players_and_reads_their_transfers_once_for_all(wallet):
+    """Before any settlement: its rounds locked in one statement, their transfers read in one, every player's
+    account locked in one; the settlements then read none of these again."""
+    open_rounds(wallet, [("r1", "alice"), ("r2", "bob"), ("r3", "carol"), ("r4", "alice")])
+    batch = [settled(r, {"ante": (100, 200)}) for r in ("r1", "r2", "r3", "r4")]
+
+    with statements(wallet) as sent:
+        assert asyncio.run(wallet.consumer.on_batch(batch)) == (4, None)
+
+    def reads(table: str) -> int:
+        return sum(1 for s in sent if s.startswith("SELECT") and f"FROM {table} " in s + " ")
+
+    assert (reads("wallet_rounds"), reads("wallet_transfers"), reads("wallet_accounts")) == (1, 1, 1)
+    assert [available(wallet, p) for p in ("alice", "bob", "carol")] == [(1_200, 0), (1_100, 0), (1_100, 0)]
+    assert wallet.check().ok
+
+
+def test_a_round_settled_and_voided_in_one_batch_is_settled_then_reversed_exactly(wallet):
+    """The void reads the round's transfers as the settlement left them (not as the batch first read them)."""
+    open_rounds(wallet, [("r1", "alice"), ("r2", "bob")])
+    batch = [settled("r1", {"ante": (100, 300)}), settled("r2", {"ante": (100, 0)}), voided("r1")]
+
+    assert asyncio.run(wallet.consumer.on_batch(batch)) == (3, None)
+
+    assert available(wallet, "alice") == (1_000, 0)  # staked 100, paid 300, both reversed: as before the round
+    assert available(wallet, "bob") == (900, 0)
+    assert wallet.check().ok
+
+
+def test_a_batch_of_player_dealer_rounds_with_the_roles_swapped_settles_each_once(wallet):
+    """alice deals for bob in one round and bob for alice in the next: each round touches both players, the
+    batch locks both before applying either."""
+    for player in ("alice", "bob"):
+        wallet.app.deposit(player, 100_000, "USD", f"funding-{player}")
+    for round_id, player, dealer in (("p1", "bob", "alice"), ("p2", "alice", "bob")):
+        wallet.app.reserve_stakes(f"{round_id}:stakes", player, round_id, 1_000, "USD", {"ante": 1_000})
+        wallet.app.reserve_cover(f"{round_id}:cover", dealer, round_id, 1_000, 35, "USD")
+    batch = [settled("p1", {"ante": (1_000, 2_000)}), settled("p2", {"ante": (1_000, 0)})]
+
+    assert asyncio.run(wallet.consumer.on_batch(batch)) == (2, None)
+    assert asyncio.run(wallet.consumer.on_batch(batch)) == (2, None)  # redelivered: nothing moves
+
+    usd = {account: amounts for (account, currency), amounts in wallet.accounts().items() if currency == "USD"}
+    # bob won p1 off alice, the dealer (1,000), and dealt p2, which alice lost (1,000); each dealer's 35 hold
+    # still waits for the commission service.
+    assert usd["player:alice"] == (98_000, 35) and usd["player:bob"] == (102_000, 35)
+    assert wallet.check().ok

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Engine, Integer, Row, String, and_, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Integer, Row, String, bindparam, func, insert, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
@@ -65,6 +65,15 @@ _SAVE_ROUND = Prepared(
     )  # fmt: skip
 )
 _ROUND_TRANSFERS = Prepared(select(transfers_table).where(_t.round_id == bindparam("b_round")).order_by(_t.seq))
+# A batch's statements (lists: SQLAlchemy's cached compilation expands them; Prepared does not).
+_LOCK_ACCOUNTS = (
+    select(accounts_table, _STREAM_VERSION)
+    .where(tuple_(_a.account_id, _a.currency).in_(bindparam("b_keys", expanding=True)))
+    .order_by(_a.account_id, _a.currency)
+    .with_for_update()
+)
+_LOCK_ROUNDS = select(rounds_table).where(_r.round_id.in_(bindparam("b_rounds", expanding=True))).order_by(_r.round_id).with_for_update()
+_ROUNDS_TRANSFERS = select(transfers_table).where(_t.round_id.in_(bindparam("b_rounds", expanding=True))).order_by(_t.seq)
 
 
 def _add_to_accounts(connection: Connection, rows: list[dict]) -> None:
@@ -100,6 +109,8 @@ class SqlLedgerRepository:
         # batch locks all its rounds and accounts up front, then each settlement asks for its own).
         self._locked: dict[AccountKey, Account] = {}
         self._locked_rounds: dict[str, Round] = {}
+        # The transfers of rounds locked here, read together (rounds_transfers); dropped once the unit writes one.
+        self._round_transfers: dict[str, list[Transfer]] = {}
 
     # ------------------------------------------------------------------ accounts
 
@@ -129,7 +140,7 @@ class SqlLedgerRepository:
             (account_id, currency), = ordered
             rows = _LOCK_ACCOUNT.execute(self._c, {"b_account": account_id, "b_currency": currency}).all()
         else:
-            rows = self._c.execute(self._lock_query(ordered)).all()
+            rows = self._c.execute(_LOCK_ACCOUNTS, {"b_keys": ordered}).all()
         for row in rows:
             self._note_ledger_head(row)
         return {(row.account_id, row.currency): _account(row) for row in rows}
@@ -146,16 +157,6 @@ class SqlLedgerRepository:
 
     def ledger_head(self, account_id: str) -> tuple[int, str] | None:
         return self._ledger_heads.get(account_id)
-
-    @staticmethod
-    def _lock_query(ordered: list[AccountKey]):  # noqa: ANN205
-        match = or_(*(and_(accounts_table.c.account_id == a, accounts_table.c.currency == c) for a, c in ordered))
-        return (
-            select(accounts_table, _STREAM_VERSION)
-            .where(match)
-            .order_by(accounts_table.c.account_id, accounts_table.c.currency)
-            .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
-        )
 
     def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
         for account in accounts:
@@ -220,6 +221,8 @@ class SqlLedgerRepository:
             )  # fmt: skip
             for t in transfers
         ]
+        for t in transfers:
+            self._round_transfers.pop(t.request.round_id or "", None)
         try:
             insert_rows(self._c, transfers_table, rows)
         except IntegrityError as error:  # the transaction is spent (PostgreSQL): the unit of work rolls back
@@ -228,6 +231,9 @@ class SqlLedgerRepository:
             raise
 
     def set_status(self, transfer_id: str, status: Status, updated_at: str) -> None:
+        for round_id, transfers in list(self._round_transfers.items()):
+            if any(t.id == transfer_id for t in transfers):
+                del self._round_transfers[round_id]
         _SET_STATUS.execute(self._c, {"b_transfer": transfer_id, "b_status": status.value, "b_updated_at": updated_at})
 
     def add_entries(self, posted: Sequence[Transfer], occurred_at: str) -> None:
@@ -251,7 +257,19 @@ class SqlLedgerRepository:
         return [((row.expires_at, row.seq), _transfer(row)) for row in self._c.execute(query)]
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
+        if (known := self._round_transfers.get(round_id)) is not None:
+            return list(known)
         return [_transfer(row) for row in _ROUND_TRANSFERS.execute(self._c, {"b_round": round_id})]
+
+    def rounds_transfers(self, round_ids: Iterable[str]) -> dict[str, list[Transfer]]:
+        wanted = sorted(set(round_ids))
+        found: dict[str, list[Transfer]] = {round_id: [] for round_id in wanted}
+        if wanted:
+            for row in self._c.execute(_ROUNDS_TRANSFERS, {"b_rounds": wanted}):
+                found[row.round_id].append(_transfer(row))
+        # Kept only for rounds this unit holds locked: no one else writes their transfers meanwhile.
+        self._round_transfers.update((r, list(t)) for r, t in found.items() if r in self._locked_rounds)
+        return found
 
     def player_transfers(self, player_id: str, limit: int, before: int | None = None) -> Sequence[tuple[int, Transfer]]:
         account = player_account(player_id)
@@ -282,18 +300,11 @@ class SqlLedgerRepository:
         return round_
 
     def rounds_for_update(self, round_ids: Iterable[str]) -> dict[str, Round]:
+        round_ids = list(round_ids)
         wanted = sorted({r for r in round_ids if r} - self._locked_rounds.keys())
         if wanted:
-            query = select(rounds_table).where(_r.round_id.in_(wanted)).order_by(_r.round_id).with_for_update()
-            self._locked_rounds.update((row.round_id, _round_from(row)) for row in self._c.execute(query))
+            self._locked_rounds.update((row.round_id, _round_from(row)) for row in self._c.execute(_LOCK_ROUNDS, {"b_rounds": wanted}))
         return {r: self._locked_rounds[r] for r in round_ids if r in self._locked_rounds}
-
-    def round_players(self, round_ids: Iterable[str]) -> set[AccountKey]:
-        wanted = sorted(set(round_ids))
-        if not wanted:
-            return set()
-        query = select(_t.player_id, _t.currency).where(_t.round_id.in_(wanted)).distinct()
-        return {(player_account(row.player_id), row.currency) for row in self._c.execute(query)}
 
     def _round(self, query: Prepared, round_id: str) -> Round | None:
         row = query.execute(self._c, {"b_round": round_id}).first()
@@ -310,6 +321,7 @@ class SqlLedgerRepository:
 
     def save_round(self, round_: Round) -> None:
         self._locked_rounds.pop(round_.round_id, None)  # locked by the write; read again if asked (rare)
+        self._round_transfers.pop(round_.round_id, None)
         if round_.version == 0:
             _ADD_ROUND.execute(self._c, {
                 "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,

@@ -68,8 +68,9 @@ class LedgerRepository(Protocol):
     def rounds_for_update(self, round_ids: Iterable[str]) -> dict[str, Round]:
         """The rounds of these ids that the wallet holds, locked in round id order (one statement)."""
 
-    def round_players(self, round_ids: Iterable[str]) -> set[AccountKey]:
-        """The player accounts (account id, currency) the transfers of these rounds belong to."""
+    def rounds_transfers(self, round_ids: Iterable[str]) -> dict[str, list[Transfer]]:
+        """Each round's transfers, oldest first (one statement); for rounds locked in this unit, what
+        round_transfers then answers until the unit writes a transfer."""
 
     def save_round(self, round_: Round) -> None:
         """Insert (version 0) or update a round; raises StaleAccount on a lost update."""

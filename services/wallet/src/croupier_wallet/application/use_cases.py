@@ -331,11 +331,10 @@ class WalletApp:
     def lock_rounds(self, uow: WalletUnitOfWork, round_ids: Sequence[str]) -> None:
         """Lock what settling or voiding these rounds will lock, in the one lock order (module docstring): the
         rounds, then every player of theirs. Three statements, whatever the number of rounds; the settlements
-        that follow lock nothing again."""
+        that follow lock nothing again, nor read their rounds' transfers."""
         rounds = uow.ledger.rounds_for_update(round_ids)
-        players = uow.ledger.round_players(rounds)
-        players.update((player_account(r.player_id), r.currency) for r in rounds.values())
-        LedgerSession(uow, self._now()).lock(players)
+        transfers = uow.ledger.rounds_transfers(rounds)
+        LedgerSession(uow, self._now()).lock(key for r in rounds.values() for key in _players(r, transfers[r.round_id]))
 
     def settle_round(self, uow: WalletUnitOfWork, round_id: str, outcomes: Sequence[BetOutcome], causation_id: str) -> bool:
         """Post the round's stakes and pay its returns; False when there is nothing to do."""
