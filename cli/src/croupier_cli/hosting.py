@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
@@ -121,15 +121,11 @@ class Host:
         if self.metrics_port:
             self.metrics = Metrics.prometheus("croupier" if len(self.services) > 1 else f"croupier-{self.services[0]}")
             self.metrics.serve(self.listen.rpartition(":")[0].strip("[]") or "0.0.0.0", self.metrics_port)
-        self._server = grpc.aio.server(
-            interceptors=[*self.metrics.server_interceptors(), *self.server_interceptors, AccessLogInterceptor(), AuthInterceptor(self.authority)],
-            options=SERVER_OPTIONS,
-        )
+        self._server, registry = platform_server(self.authority, self.metrics, self.server_interceptors)
         self.port = listen(self._server, self.listen, self.server_tls)
         if self.internal_listen:
             self.internal_port = listen(self._server, self.internal_listen, self.internal_tls)
         # Services hosted here call each other in-process (local_channel); the others over the network.
-        registry = HandlerRecorder(self._server)
         local = LocalChannel(registry.handlers, self.authority)
         channels: dict[str, grpc.aio.Channel] = {name: local for name in self.services}  # type: ignore[misc]
         channels.update({name: self._channel(address, self.client_tls) for name, address in self.remote_addresses.items()})
@@ -210,6 +206,18 @@ class Host:
 
     async def serve_until_signal(self, on_ready: Callable[[int], None] | None = None) -> None:
         await run_until_signal(self, on_ready)
+
+
+def platform_server(
+    authority: Tokens, metrics: Metrics | None = None, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+) -> tuple[grpc.aio.Server, HandlerRecorder]:
+    """The gRPC server every host builds (metrics, then `interceptors` such as tracing, the access log,
+    authentication) and the registry the services register on (it keeps their handlers for local calls)."""
+    server = grpc.aio.server(
+        interceptors=[*(metrics or Metrics.disabled()).server_interceptors(), *interceptors, AccessLogInterceptor(), AuthInterceptor(authority)],
+        options=SERVER_OPTIONS,
+    )
+    return server, HandlerRecorder(server)
 
 
 async def stop_within(part: str, stopping: Awaitable[Any], seconds: float) -> None:
