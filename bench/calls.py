@@ -8,9 +8,10 @@ NewShoe with a servicer that answers at once, so what is measured is the call, n
 
 - `bare-loopback`: grpc.aio server with no interceptors, a plain async handler, a stub call over
   127.0.0.1 with no metadata and no timeout: the floor of grpc.aio itself.
-- `platform-loopback`: the server as croupier_cli.hosting.Host builds it (the access log written as
-  JSON lines to /dev/null at INFO, the bearer token verified, the deadline noted, errors mapped) and a
-  GrpcClient (service token, a timeout, wait_for_ready): what each of a round's client calls costs.
+- `platform-loopback`: the server as croupier_cli.hosting.Host builds it (grpc_server.platform_server:
+  the access line written as JSON to /dev/null at INFO, the bearer token verified, the deadline noted,
+  errors mapped) and a GrpcClient (service token, a timeout, wait_for_ready): what each of a round's
+  client calls costs.
 - `direct`: the handler awaited in-process with the request and response crossing as bytes (the floor
   of any in-process call).
 - `platform-local`: the same handler through croupier_platform.local_channel, as co-hosted services
@@ -37,11 +38,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
-from croupier_cli.hosting import platform_server
 from croupier_platform.auth import TokenAuthority, Tokens, current_identity
 from croupier_platform.error_mapping import ErrorMapping
 from croupier_platform.grpc_client import GrpcClient
-from croupier_platform.local_channel import HandlerRecorder, LocalChannel
+from croupier_platform.grpc_server import platform_server
+from croupier_platform.local_channel import LocalChannel
 from croupier_platform.logs import configure_logging
 
 SECRET = b"calls-bench-secret-0123456789abcdef"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
@@ -24,14 +24,13 @@ from croupier_platform.deadletters import DeadLetterWatch
 from croupier_platform.deadlines import CallTimeouts
 from croupier_platform.grpc_server import (
     SERVER_OPTIONS,
-    AccessLogInterceptor,
-    AuthInterceptor,
     add_health_and_reflection,
     dead_letter_health,
     listen,
+    platform_server,
     serving_health,
 )
-from croupier_platform.local_channel import HandlerRecorder, LocalChannel
+from croupier_platform.local_channel import LocalChannel
 from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Bootstrap, ServiceContext, ServiceModule, utc_now
@@ -121,7 +120,8 @@ class Host:
         if self.metrics_port:
             self.metrics = Metrics.prometheus("croupier" if len(self.services) > 1 else f"croupier-{self.services[0]}")
             self.metrics.serve(self.listen.rpartition(":")[0].strip("[]") or "0.0.0.0", self.metrics_port)
-        self._server, registry = platform_server(self.authority, self.metrics, self.server_interceptors)
+        record = self.metrics.rpc_finished if self.metrics.enabled else None
+        self._server, registry = platform_server(self.authority, record, self.server_interceptors)
         self.port = listen(self._server, self.listen, self.server_tls)
         if self.internal_listen:
             self.internal_port = listen(self._server, self.internal_listen, self.internal_tls)
@@ -149,7 +149,7 @@ class Host:
             module.subscribe(self.bus)
             names += module.service_names
             self.modules.append(module)
-        self._health = await add_health_and_reflection(self._server, names)
+        self._health = await add_health_and_reflection(registry, names)  # type: ignore[arg-type]
         if self.health_listen:
             self._health_server = grpc.aio.server(options=SERVER_OPTIONS)
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)
@@ -206,18 +206,6 @@ class Host:
 
     async def serve_until_signal(self, on_ready: Callable[[int], None] | None = None) -> None:
         await run_until_signal(self, on_ready)
-
-
-def platform_server(
-    authority: Tokens, metrics: Metrics | None = None, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
-) -> tuple[grpc.aio.Server, HandlerRecorder]:
-    """The gRPC server every host builds (metrics, then `interceptors` such as tracing, the access log,
-    authentication) and the registry the services register on (it keeps their handlers for local calls)."""
-    server = grpc.aio.server(
-        interceptors=[*(metrics or Metrics.disabled()).server_interceptors(), *interceptors, AccessLogInterceptor(), AuthInterceptor(authority)],
-        options=SERVER_OPTIONS,
-    )
-    return server, HandlerRecorder(server)
 
 
 async def stop_within(part: str, stopping: Awaitable[Any], seconds: float) -> None:

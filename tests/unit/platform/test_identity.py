@@ -149,6 +149,18 @@ def test_a_verified_token_is_remembered_until_its_exp_or_the_ttl_and_a_refused_o
     assert checks[-2:] == [forged, forged], "a refused token is checked every time"
 
 
+def test_a_remembered_operator_token_is_verified_without_a_thread_hop(provider: IdentityProvider, keys: OperatorKeys) -> None:
+    """The server verifies off its event loop only what may fetch the JWKS: a token it took at its word
+    a moment ago is answered from memory, on the loop, call after call."""
+    tokens = Tokens(operator=keys, dev=TokenAuthority(DEV_SECRET))
+    token = provider.mint("alice", "player", NOW, 600)
+    assert tokens.may_fetch_keys(token, NOW), "never seen: its kid may need the JWKS"
+    tokens.verify(token, NOW)
+    assert not tokens.may_fetch_keys(token, NOW + VERIFIED_TOKEN_TTL_S), "remembered: no I/O"
+    assert tokens.may_fetch_keys(token, NOW + VERIFIED_TOKEN_TTL_S + 1), "past the TTL: checked afresh"
+    assert not tokens.may_fetch_keys(TokenAuthority(DEV_SECRET).mint("game", "service", NOW, 600), NOW), "the dev secret: no I/O"
+
+
 def test_the_operators_tokens_carry_player_or_operator_never_service(provider: IdentityProvider, keys: OperatorKeys) -> None:
     assert "'service'" in refusal(keys, provider.mint("game", "service", NOW, 600))
     no_role = provider.sign({"sub": "bob", "iss": provider.issuer, "aud": provider.audience, "exp": NOW + 600})

@@ -10,8 +10,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from croupier_platform.auth import TokenAuthority, current_identity
 from croupier_platform.errors import NotFound
-from croupier_platform.grpc_server import handles_errors
-from croupier_platform.local_channel import HandlerRecorder, LocalChannel
+from croupier_platform.grpc_server import handles_errors, platform_server
+from croupier_platform.local_channel import LocalChannel
 from tests.refusals import refusal_of
 
 NOW = 1_700_000_000
@@ -24,6 +24,7 @@ class Health(health_pb2_grpc.HealthServicer):
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, str]] = []
+        self.cancelled = False
 
     @handles_errors
     async def Check(self, request, context):  # noqa: N802 - the gRPC method's name
@@ -36,7 +37,11 @@ class Health(health_pb2_grpc.HealthServicer):
         if request.service == "bug":
             raise ZeroDivisionError("a bug")
         if request.service == "slow":
-            await asyncio.sleep(5)
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
         request.service = "changed by the handler"
         return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
 
@@ -48,14 +53,13 @@ class Health(health_pb2_grpc.HealthServicer):
 
 
 class Recorded:
-    """What the composition root does: register on the server through the recorder."""
+    """What the composition root does: register on the server through its registry."""
 
     def __init__(self) -> None:
-        self.server = grpc.aio.server()
-        self.recorder = HandlerRecorder(self.server)
+        self.server, self.registry = platform_server(authority)
         self.servicer = Health()
-        health_pb2_grpc.add_HealthServicer_to_server(self.servicer, self.recorder)
-        self.stub = health_pb2_grpc.HealthStub(LocalChannel(self.recorder.handlers, authority, clock=lambda: NOW))
+        health_pb2_grpc.add_HealthServicer_to_server(self.servicer, self.registry)
+        self.stub = health_pb2_grpc.HealthStub(LocalChannel(self.registry.handlers, authority, clock=lambda: NOW))
 
 
 def check(service: str, metadata=SERVICE, timeout: float | None = None):
@@ -108,10 +112,35 @@ def test_a_deadline_ends_the_call_with_deadline_exceeded() -> None:
     assert error_of("slow", timeout=0.05).code() == grpc.StatusCode.DEADLINE_EXCEEDED
 
 
+def test_a_cancelled_caller_cancels_the_handler_and_is_not_told_of_a_deadline() -> None:
+    async def run() -> bool:
+        recorded = Recorded()
+        call = asyncio.ensure_future(recorded.stub.Check(health_pb2.HealthCheckRequest(service="slow"), metadata=SERVICE, timeout=10))
+        while not recorded.servicer.seen:
+            await asyncio.sleep(0.01)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0)  # the handler's task takes its cancellation
+        return recorded.servicer.cancelled
+
+    assert asyncio.run(run())
+
+
+def test_a_call_within_its_deadline_leaves_no_timer_behind() -> None:
+    async def run() -> list[asyncio.TimerHandle]:
+        recorded = Recorded()
+        for _ in range(3):
+            await recorded.stub.Check(health_pb2.HealthCheckRequest(service="table"), metadata=SERVICE, timeout=30)
+        return [timer for timer in asyncio.get_running_loop()._scheduled if not timer.cancelled()]  # type: ignore[attr-defined]
+
+    assert asyncio.run(run()) == []
+
+
 def test_a_method_no_service_registered_is_unimplemented() -> None:
     async def run():
         recorded = Recorded()
-        channel = LocalChannel(recorded.recorder.handlers, authority, clock=lambda: NOW)
+        channel = LocalChannel(recorded.registry.handlers, authority, clock=lambda: NOW)
         call = channel.unary_unary("/croupier.v1.Nothing/Here", request_serializer=lambda m: m.SerializeToString(),
                                    response_deserializer=health_pb2.HealthCheckResponse.FromString)
         await call(health_pb2.HealthCheckRequest(), metadata=SERVICE)

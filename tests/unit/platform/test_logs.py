@@ -1,5 +1,5 @@
 """The process's log setup: JSON lines, the level from LOG_LEVEL, a round's trace and round id on
-every line inside it; and the one access line per call (AccessLogInterceptor) on a real grpc.aio
+every line inside it; and the one access line per call (grpc_server.CallLayers) on a real grpc.aio
 server on 127.0.0.1:0, for a call that succeeds and for calls that fail."""
 
 import asyncio
@@ -10,11 +10,12 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from croupier.v1 import wallet_pb2
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.errors import NotFound
-from croupier_platform.grpc_server import AccessLogInterceptor, AuthInterceptor, call_metadata, handles_errors
+from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection, call_metadata, handles_errors, platform_server
 from croupier_platform.logs import configure_logging
 from croupier_platform.settings import ProcessSettings
 from croupier_platform.tracing import round_span, round_span_context
@@ -98,7 +99,7 @@ async def calls(*requests: tuple[str, tuple]) -> list[grpc.StatusCode]:
         request_deserializer=wallet_pb2.GetBalancesRequest.FromString,
         response_serializer=wallet_pb2.GetBalancesResponse.SerializeToString,
     )
-    server = grpc.aio.server(interceptors=[AccessLogInterceptor(), AuthInterceptor(TokenAuthority(SECRET))])
+    server = grpc.aio.server(interceptors=[AuthInterceptor(TokenAuthority(SECRET))])
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Edge", {"GetBalances": handler}),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -146,6 +147,24 @@ def test_a_refused_call_and_a_failed_call_each_get_their_access_line_with_the_co
     assert (refused["code"], refused["subject"]) == ("UNAUTHENTICATED", None)
     assert (failed["code"], failed["subject"], failed["role"]) == ("NOT_FOUND", "pit-boss", "operator")
     assert failed["level"] == refused["level"] == "INFO"
+
+
+def test_a_health_probe_on_a_platform_server_needs_no_token_and_logs_at_debug(lines: io.StringIO) -> None:
+    async def probe() -> int:
+        server, registry = platform_server(TokenAuthority(SECRET))
+        await add_health_and_reflection(registry, ["croupier.v1.WalletService"])  # type: ignore[arg-type]
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                return (await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)).status
+        finally:
+            await server.stop(None)
+
+    logging.getLogger().setLevel(logging.DEBUG)
+    assert asyncio.run(probe()) == health_pb2.HealthCheckResponse.SERVING
+    [line] = access_lines(lines)
+    assert (line["level"], line["method"], line["code"], line["subject"]) == ("DEBUG", "/grpc.health.v1.Health/Check", "OK", None)
 
 
 def test_a_line_looks_up_no_caller_frame_thread_or_process(lines: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The platform's metrics: the RPC interceptor on a real grpc.aio server on 127.0.0.1:0 (status codes
+"""The platform's metrics: each call a platform server answers, on a real grpc.aio server on 127.0.0.1:0 (status codes
 of an OK call, a domain error, a refused token, a bug and a stream), the gauges' readings, and the
 /metrics endpoint as Prometheus scrapes it."""
 
@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from croupier.v1 import wallet_pb2
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.errors import NotFound
-from croupier_platform.grpc_server import AuthInterceptor, call_metadata, handles_errors, handles_stream_errors
+from croupier_platform.grpc_server import call_metadata, handles_errors, handles_stream_errors, platform_server
 from croupier_platform.metrics import PROMETHEUS_SERIES, Metrics
 from croupier_platform.outbox import OutboxBacklog
 
@@ -65,8 +65,8 @@ async def edge(metrics: Metrics, use_case: Callable[[], Any]) -> AsyncIterator[t
         "GetBalances": grpc.unary_unary_rpc_method_handler(servicer.GetBalances, **codec),
         "Stream": grpc.unary_stream_rpc_method_handler(servicer.Stream, **codec),
     }
-    server = grpc.aio.server(interceptors=[*metrics.server_interceptors(), AuthInterceptor(authority)])
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server, registry = platform_server(authority, metrics.rpc_finished)
+    registry.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
@@ -142,15 +142,16 @@ def test_a_bug_that_escapes_the_handler_is_recorded_as_unknown(metrics: Metrics)
         async def broken(request: Any, context: grpc.aio.ServicerContext) -> Any:
             raise RuntimeError("a bug")
 
-        handler = grpc.unary_unary_rpc_method_handler(broken)
-        server = grpc.aio.server(interceptors=metrics.server_interceptors())
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Broken": handler}),))
+        authority = TokenAuthority(SECRET)
+        server, registry = platform_server(authority, metrics.rpc_finished)
+        registry.add_registered_method_handlers(SERVICE, {"Broken": grpc.unary_unary_rpc_method_handler(broken)})
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 with pytest.raises(grpc.aio.AioRpcError) as caught:
-                    await channel.unary_unary(f"/{SERVICE}/Broken")(b"", timeout=10)
+                    token = authority.mint("alice", "player", 1_700_000_000, 10**9)
+                    await channel.unary_unary(f"/{SERVICE}/Broken")(b"", metadata=call_metadata(token), timeout=10)
                 return caught.value.code()
         finally:
             await server.stop(None)
@@ -160,9 +161,8 @@ def test_a_bug_that_escapes_the_handler_is_recorded_as_unknown(metrics: Metrics)
     assert value(found, "rpc_server_duration_seconds_count", rpc_method="Broken", rpc_grpc_status_code="2") == 1
 
 
-def test_disabled_metrics_add_no_interceptor_and_record_nothing() -> None:
+def test_disabled_metrics_record_nothing() -> None:
     metrics = Metrics.disabled()
-    assert metrics.server_interceptors() == []
     metrics.round_events("war", "war-play", ["RoundOpened"])  # a no-op, never an error
     metrics.money_staked(100, "PLAY")
     with pytest.raises(ValueError, match="disabled"):

@@ -48,9 +48,9 @@ class Identity:
 class TokenVerifier(Protocol):
     def verify(self, token: str, now: int) -> Identity: ...
 
-    def may_fetch_keys(self, token: str) -> bool:
-        """Whether verifying `token` may wait on I/O (fetching the operator's JWKS): the server then
-        verifies it off its event loop."""
+    def may_fetch_keys(self, token: str, now: int) -> bool:
+        """Whether verifying `token` at `now` may wait on I/O (fetching the operator's JWKS): the server
+        then verifies it off its event loop."""
         ...
 
 
@@ -72,7 +72,7 @@ class TokenAuthority:
         claims = {"sub": subject, "role": role, "iss": ISSUER, "iat": issued_at, "exp": issued_at + lifetime_s}
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
 
-    def may_fetch_keys(self, token: str) -> bool:
+    def may_fetch_keys(self, token: str, now: int) -> bool:
         return False
 
     def verify(self, token: str, now: int) -> Identity:
@@ -153,7 +153,7 @@ class OperatorKeys:
     def __init__(self, keys: KeySource, issuer: str, audience: str, role_claim: str = "role") -> None:
         self._keys, self._issuer, self._audience, self._role_claim = keys, issuer, audience, role_claim
 
-    def may_fetch_keys(self, token: str) -> bool:
+    def may_fetch_keys(self, token: str, now: int) -> bool:
         return True  # an unknown kid, or a cached set past its lifespan, fetches it
 
     def verify(self, token: str, now: int) -> Identity:
@@ -220,15 +220,21 @@ class Tokens:
         except jwt.PyJWTError as exc:
             raise Unauthenticated(f"invalid token ({exc}); send 'authorization: Bearer <token>'") from None
 
-    def may_fetch_keys(self, token: str) -> bool:
+    def may_fetch_keys(self, token: str, now: int) -> bool:
+        if self.operator is None or self._remembered(token, now) is not None:
+            return False  # the dev secret, or a token taken at its word: no I/O, no thread
         try:
-            return self.operator is not None and self._algorithm(token) in OPERATOR_ALGORITHMS
+            return self._algorithm(token) in OPERATOR_ALGORITHMS
         except Unauthenticated:
             return False  # refused without any I/O
 
+    def _remembered(self, token: str, now: int) -> Identity | None:
+        known = self._verified.get(token)
+        return known[0] if known is not None and now <= known[1] else None
+
     def verify(self, token: str, now: int) -> Identity:
-        if (known := self._verified.get(token)) is not None and now <= known[1]:
-            return known[0]
+        if (known := self._remembered(token, now)) is not None:
+            return known
         identity = self._verify(token, now)
         good_until = min(int(jwt.decode(token, options={"verify_signature": False})["exp"]), now + VERIFIED_TOKEN_TTL_S)
         if len(self._verified) >= VERIFIED_TOKENS_MAX:

@@ -11,8 +11,7 @@ has no inbound call, so it gets the default.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -35,14 +34,20 @@ class DeadlineSpent(ServiceError):
     reason = "DEADLINE_SPENT"
 
 
-@contextmanager
-def inbound_deadline(time_remaining: float | None, clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
-    """Within the block, internal calls are bounded by `time_remaining` seconds from now (None: no deadline)."""
-    marker = _inbound_deadline.set(None if time_remaining is None else clock() + time_remaining)
-    try:
-        yield
-    finally:
-        _inbound_deadline.reset(marker)
+class inbound_deadline:  # noqa: N801 - used as a function: `with inbound_deadline(...)`
+    """Within the block, internal calls are bounded by `time_remaining` seconds from now (None: no deadline).
+    A class, not a generator: it is entered on every call a server answers."""
+
+    __slots__ = ("_deadline", "_marker")
+
+    def __init__(self, time_remaining: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._deadline = None if time_remaining is None else clock() + time_remaining
+
+    def __enter__(self) -> None:
+        self._marker = _inbound_deadline.set(self._deadline)
+
+    def __exit__(self, *_exc: object) -> None:
+        _inbound_deadline.reset(self._marker)
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,14 @@ them (a storage race its adapters report, a library's error) it names in a table
     handles_errors = ErrorMapping({StaleAccount: lambda e: Conflict(str(e))})
 
 and its servicers decorate each method with that `handles_errors` (`.stream` for a server stream):
-the table's translation first, then grpc_server.handles_errors (the status, the deadline, INTERNAL
-for a bug).
+grpc_server.handles_errors with the table's translation first (the status, the deadline, INTERNAL for
+a bug), one wrapper a call.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
-
-import grpc
 
 from .grpc_server import handles_errors, handles_stream_errors
 
@@ -37,22 +34,7 @@ class ErrorMapping:
         return error
 
     def __call__(self, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        @functools.wraps(method)
-        async def translated(self_: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                return await method(self_, request, context)
-            except self._types as error:
-                raise self.translate(error) from error
-
-        return handles_errors(translated)
+        return handles_errors(method, self.translate, self._types)
 
     def stream(self, method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
-        @functools.wraps(method)
-        async def translated(self_: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            try:
-                async for message in method(self_, request, context):
-                    yield message
-            except self._types as error:
-                raise self.translate(error) from error
-
-        return handles_stream_errors(translated)
+        return handles_stream_errors(method, self.translate, self._types)

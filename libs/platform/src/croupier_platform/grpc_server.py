@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -28,26 +26,80 @@ logger = logging.getLogger(__name__)
 PUBLIC_METHOD_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Names the caller of every call but health and reflection: the service of a verified client
-    certificate (mTLS, see auth.service_of_peer), else the bearer token; the identity rides a contextvar.
+# What a call's end is recorded with (Metrics.rpc_finished): the method, the status code, the seconds it took.
+CallRecorder = Callable[[str, grpc.StatusCode, float], None]
 
-    A request that does not parse answers INVALID_ARGUMENT (after the token check), not UNKNOWN with
-    a traceback per call: the deserializer is wrapped to hand the failure to the handler."""
+access_logger = logging.getLogger("croupier.access")
 
-    def __init__(self, authority: TokenVerifier, clock: Callable[[], float] = time.time) -> None:
+
+class CallLayers:
+    """What the platform does around every call a server answers, built into ONE handler per method
+    when the method is registered (ServiceRegistry), not per call:
+
+    - every method but health and reflection names its caller: the service of a verified client
+      certificate (mTLS, see auth.service_of_peer), else the bearer token; the identity rides a
+      contextvar (auth.current_identity). Client-streaming methods (the API has none; reflection's
+      are public) are refused rather than served unauthenticated;
+    - a request that does not parse answers INVALID_ARGUMENT (after the token check), not UNKNOWN with
+      a traceback per call: the deserializer is wrapped to hand the failure to the handler;
+    - when the call ends, `record` (the metrics) gets its code and duration, and the access log one
+      line: method, status code, duration in ms and the verified caller (subject and role, never the
+      token), as fields of the JSON line; INFO, but DEBUG for health and reflection (a probe every few
+      seconds). Calls refused by authentication are recorded and logged too."""
+
+    def __init__(self, authority: TokenVerifier, clock: Callable[[], float] = time.time, record: CallRecorder | None = None) -> None:
         self._authority = authority
         self._clock = clock
+        self._record = record
         self._refusals = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
+        self._remembered: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler | None]] = {}
 
-    async def intercept_service(self, continuation, handler_call_details):
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            # Client-streaming calls: the API has none (reflection's are public); refused rather than served unauthenticated.
-            return handler if handler is None or _is_public(handler_call_details.method) else None
-        method = handler_call_details.method
+    def remembered(self, method: str, handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler | None:
+        """around(method, handler), built the first time a method's handler is looked up and then kept
+        (for handlers looked up per call: generic handlers, an interceptor's). Only methods the server
+        has are kept: a caller may make up any number of names."""
+        if handler is None:
+            return None
+        known = self._remembered.get(method)
+        if known is None or known[0] is not handler:
+            known = self._remembered[method] = (handler, self.around(method, handler))
+        return known[1]
+
+    def around(self, method: str, handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler | None:
+        """`handler` of `method` inside the layers; None when the method is not to be served."""
         public = _is_public(method)
-        metadata = tuple(handler_call_details.invocation_metadata or ())
+        if handler is None or handler.request_streaming:
+            return handler if handler is None or public else None
+        admitted, finished = self._admission(method, public), self._end(method, public)
+        serializers = {"request_deserializer": _tolerant(handler.request_deserializer), "response_serializer": handler.response_serializer}
+        if (inner := handler.unary_unary) is not None:
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with _Ending(finished, context) as call:
+                    call.caller = await admitted(request, context)
+                    marker = set_identity(call.caller)
+                    try:
+                        return await inner(request, context)
+                    finally:
+                        reset_identity(marker)
+
+            return grpc.unary_unary_rpc_method_handler(unary, **serializers)
+
+        inner_stream = handler.unary_stream
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            with _Ending(finished, context) as call:
+                call.caller = await admitted(request, context)
+                marker = set_identity(call.caller)
+                try:
+                    async for message in inner_stream(request, context):
+                        yield message
+                finally:
+                    reset_identity(marker)
+
+        return grpc.unary_stream_rpc_method_handler(stream, **serializers)
+
+    def _admission(self, method: str, public: bool) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Identity | None]]:
         authority, clock, refusals = self._authority, self._clock, self._refusals
 
         async def admitted(request: Any, context: grpc.aio.ServicerContext) -> Identity | None:
@@ -55,126 +107,136 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             identity = None
             if not public:
                 try:
-                    identity = service_of_peer(context.auth_context()) or await _verified(authority, bearer_token(metadata), int(clock()))
+                    identity = service_of_peer(context.auth_context())
+                    if identity is None:
+                        token, now = bearer_token(context.invocation_metadata()), int(clock())
+                        # Off the event loop when verifying may fetch the operator's JWKS: a slow identity
+                        # provider never stalls the loop (and every other call on it).
+                        if authority.may_fetch_keys(token, now):
+                            identity = await asyncio.to_thread(authority.verify, token, now)
+                        else:
+                            identity = authority.verify(token, now)
                 except Unauthenticated as exc:
-                    await _refuse_unauthenticated(context, refusals, method, exc)
-            if isinstance(request, _Malformed):
+                    # Every authentication failure leaves through here: one rate-limited log line, UNAUTHENTICATED.
+                    refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
+                    await abort_with(context, exc)
+            if type(request) is _Malformed:
                 refusals.warning("malformed", "refused malformed requests, e.g. %s from %s: %s", method, context.peer(), request.error)
                 malformed = f"the request is not a valid {request.expected} message ({request.error})"
                 await abort_with(context, InvalidArgument(malformed, reason="MALFORMED_REQUEST"))
             return identity
 
-        serializers = {
-            "request_deserializer": _tolerant(handler.request_deserializer),
-            "response_serializer": handler.response_serializer,
-        }
-        if (inner := handler.unary_unary) is not None:
+        return admitted
 
-            async def authenticated(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                with _acting_as(await admitted(request, context)):
-                    return await inner(request, context)
+    def _end(self, method: str, public: bool) -> Callable[[grpc.aio.ServicerContext, grpc.StatusCode | None, float, Identity | None], None]:
+        record, level = self._record, logging.DEBUG if public else logging.INFO
 
-            return grpc.unary_unary_rpc_method_handler(authenticated, **serializers)
+        def finished(context: grpc.aio.ServicerContext, code: grpc.StatusCode | None, started: float, caller: Identity | None) -> None:
+            """`code` None: the handler returned (with the code it set, if any)."""
+            duration_s = time.perf_counter() - started
+            if code is None:
+                code = _code_set(context, grpc.StatusCode.OK)
+            if record is not None:
+                record(method, code, duration_s)
+            if access_logger.isEnabledFor(level):
+                duration_ms = round(duration_s * 1000, 1)
+                subject, role = (caller.subject, caller.role) if caller is not None else (None, None)
+                fields = {"method": method, "code": code.name, "duration_ms": duration_ms, "subject": subject, "role": role}
+                access_logger.log(level, "%s %s %.1f ms", method, code.name, duration_ms, extra=fields)
 
-        inner_stream = handler.unary_stream
-
-        async def authenticated_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            with _acting_as(await admitted(request, context)):
-                async for message in inner_stream(request, context):
-                    yield message
-
-        return grpc.unary_stream_rpc_method_handler(authenticated_stream, **serializers)
-
-
-async def _verified(authority: TokenVerifier, token: str, now: int) -> Identity:
-    """The token's identity; verified on a thread when that may fetch the operator's JWKS, so a slow
-    identity provider never stalls the event loop (and every other call on it)."""
-    if authority.may_fetch_keys(token):
-        return await asyncio.to_thread(authority.verify, token, now)
-    return authority.verify(token, now)
+        return finished
 
 
-async def _refuse_unauthenticated(context: grpc.aio.ServicerContext, refusals: RateLimitedLog, method: str, exc: Unauthenticated) -> None:
-    """Every authentication failure leaves through here: one rate-limited log line, UNAUTHENTICATED."""
-    refusals.warning("unauthenticated", "refused unauthenticated calls, e.g. %s from %s: %s", method, context.peer(), exc)
-    await abort_with(context, exc)
+class _Ending:
+    """One call's end, however it leaves the handler: its code, duration and caller to `finished`.
+    A class, not a generator: it is entered on every call."""
+
+    __slots__ = ("_finished", "_context", "_started", "caller")
+
+    def __init__(self, finished: Callable[[grpc.aio.ServicerContext, grpc.StatusCode | None, float, Identity | None], None],
+                 context: grpc.aio.ServicerContext) -> None:
+        self._finished, self._context, self._started = finished, context, time.perf_counter()
+        self.caller: Identity | None = None
+
+    def __enter__(self) -> _Ending:
+        return self
+
+    def __exit__(self, _type: object, exc: BaseException | None, _traceback: object) -> None:
+        code = None if exc is None else _code_of_escape(exc, self._context)
+        self._finished(self._context, code, self._started, self.caller)
 
 
-# ---------------------------------------------------------------- the access log
-
-access_logger = logging.getLogger("croupier.access")
-
-
-@dataclass
-class _Call:
-    subject: str | None = None
-    role: str | None = None
+def _code_set(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
+    """The code the handler set (set_code or abort), else `default`."""
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default
 
 
-# The call in progress, filled in by the AuthInterceptor once the caller is known.
-_access_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("croupier_access_call", default=None)
+def _code_of_escape(exc: BaseException, context: grpc.aio.ServicerContext) -> grpc.StatusCode:
+    """The code the client sees when `exc` leaves the handler: an abort's; CANCELLED when the call was
+    cancelled (the client went away, a deadline); UNKNOWN for anything else, as gRPC answers."""
+    if isinstance(exc, grpc.aio.AbortError):
+        return _code_set(context, grpc.StatusCode.UNKNOWN)
+    return grpc.StatusCode.CANCELLED if isinstance(exc, (asyncio.CancelledError, GeneratorExit)) else grpc.StatusCode.UNKNOWN
 
 
-class AccessLogInterceptor(grpc.aio.ServerInterceptor):
-    """One line per call, when it ends: method, status code, duration in ms and the verified
-    caller (subject and role, never the token), as fields of the JSON line. INFO, but DEBUG for
-    health and reflection (a probe every few seconds). Put it before the AuthInterceptor, so calls
-    refused there are logged too, and after the tracing one, so the line carries the call's trace."""
+class ServiceRegistry:
+    """Stands for the gRPC server while the services register (`add_*Servicer_to_server(servicer, registry)`):
+    every method is registered on the server inside the CallLayers, wrapped once, here; and each
+    method's handler as the service registered it is kept for in-process calls (local_channel)."""
+
+    def __init__(self, server: grpc.aio.Server, layers: CallLayers) -> None:
+        self._server = server
+        self._layers = layers
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, generic_handlers: Iterable[grpc.GenericRpcHandler]) -> None:
+        self._server.add_generic_rpc_handlers(tuple(_LayeredGeneric(each, self._layers) for each in generic_handlers))
+
+    def add_registered_method_handlers(self, service_name: str, method_handlers: Mapping[str, grpc.RpcMethodHandler]) -> None:
+        layered = {}
+        for name, handler in method_handlers.items():
+            method = f"/{service_name}/{name}"
+            self.handlers[method] = handler
+            if (served := self._layers.around(method, handler)) is not None:
+                layered[name] = served
+        self._server.add_registered_method_handlers(service_name, layered)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+
+class _LayeredGeneric(grpc.GenericRpcHandler):
+    """A generic handler (looked up by the server per call, when no registered method matches) whose
+    methods are served inside the layers."""
+
+    def __init__(self, generic: grpc.GenericRpcHandler, layers: CallLayers) -> None:
+        self._generic, self._layers = generic, layers
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        return self._layers.remembered(handler_call_details.method, self._generic.service(handler_call_details))
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """The CallLayers as an interceptor, for a server not built by platform_server (tests, tools).
+    Platform servers have no interceptor of their own: through one, every call costs a chain of
+    coroutines and lookups before its handler."""
+
+    def __init__(self, authority: TokenVerifier, clock: Callable[[], float] = time.time, record: CallRecorder | None = None) -> None:
+        self._layers = CallLayers(authority, clock, record)
 
     async def intercept_service(self, continuation, handler_call_details):
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
-        method = handler_call_details.method
-        level = logging.DEBUG if _is_public(method) else logging.INFO
-        return around_each_call(handler, lambda context: _access_logged(method, level, context))
+        return self._layers.remembered(handler_call_details.method, await continuation(handler_call_details))
 
 
-def around_each_call(
-    handler: grpc.RpcMethodHandler, around: Callable[[grpc.aio.ServicerContext], AbstractContextManager[Any]]
-) -> grpc.RpcMethodHandler:
-    """`handler` with each unary or server-streaming call run inside `around(context)` (the access
-    log's and the metrics' interceptors); a client-streaming handler is returned as it is."""
-    serializers = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
-    if (inner := handler.unary_unary) is not None:
-
-        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            with around(context):
-                return await inner(request, context)
-
-        return grpc.unary_unary_rpc_method_handler(unary, **serializers)
-    if (inner_stream := handler.unary_stream) is not None:
-
-        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            with around(context):
-                async for message in inner_stream(request, context):
-                    yield message
-
-        return grpc.unary_stream_rpc_method_handler(stream, **serializers)
-    return handler
-
-
-@contextmanager
-def _access_logged(method: str, level: int, context: grpc.aio.ServicerContext) -> Iterator[None]:
-    call = _Call()
-    marker = _access_call.set(call)
-    started = time.perf_counter()
-    failed = False
-    try:
-        yield
-    except grpc.aio.AbortError:
-        raise
-    except BaseException:
-        failed = True  # gRPC answers UNKNOWN (CANCELLED when the client went away)
-        raise
-    finally:
-        _access_call.reset(marker)
-        if access_logger.isEnabledFor(level):
-            code = context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)
-            name = code.name if isinstance(code, grpc.StatusCode) else str(code)
-            duration_ms = round((time.perf_counter() - started) * 1000, 1)
-            fields = {"method": method, "code": name, "duration_ms": duration_ms, "subject": call.subject, "role": call.role}
-            access_logger.log(level, "%s %s %.1f ms", method, name, duration_ms, extra=fields)
+def platform_server(
+    authority: TokenVerifier, record: CallRecorder | None = None, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+) -> tuple[grpc.aio.Server, ServiceRegistry]:
+    """The gRPC server every host builds and the registry its services register on: each method served
+    inside the CallLayers (`record`: the metrics' rpc_finished, or None), with `interceptors` (tracing,
+    when on) around them. With none, a call goes from gRPC's method lookup straight to its handler."""
+    server = grpc.aio.server(interceptors=list(interceptors) or None, options=SERVER_OPTIONS)
+    return server, ServiceRegistry(server, CallLayers(authority, record=record))
 
 
 # Hostile or broken clients can send thousands a second: one line per kind per interval.
@@ -219,18 +281,6 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], 
     return deserialize
 
 
-@contextmanager
-def _acting_as(identity: Identity | None) -> Iterator[None]:
-    call = _access_call.get()
-    if call is not None and identity is not None:
-        call.subject, call.role = identity.subject, identity.role
-    token = set_identity(identity)
-    try:
-        yield
-    finally:
-        reset_identity(token)
-
-
 def _refusal_logged(exc: Exception, where: str) -> Refusal:
     """The refusal for `exc` (errors.refusal_for); a bug is logged with its stack and becomes INTERNAL."""
     refusal = refusal_for(exc)
@@ -249,9 +299,13 @@ async def abort_with(context: grpc.aio.ServicerContext, exc: Exception, where: s
     raise AssertionError("abort_with_status returns only by raising")  # pragma: no cover
 
 
-def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def handles_errors(
+    method: Callable[..., Awaitable[Any]], translate: Callable[[Exception], Exception] | None = None, translated: tuple[type[Exception], ...] = ()
+) -> Callable[..., Awaitable[Any]]:
     """Map domain errors to their status in one place; a bug becomes INTERNAL without a stack trace.
-    The call's deadline bounds the internal calls it makes (croupier_platform.deadlines)."""
+    The call's deadline bounds the internal calls it makes (croupier_platform.deadlines). An error of
+    the `translated` types is first turned into the platform's by `translate` (error_mapping.ErrorMapping)."""
+    where = method.__qualname__
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -261,13 +315,16 @@ def handles_errors(method: Callable[..., Awaitable[Any]]) -> Callable[..., Await
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
-            await abort_with(context, exc, method.__qualname__)
+            await abort_with(context, _translated(exc, translate, translated), where)
 
     return wrapper
 
 
-def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+def handles_stream_errors(
+    method: Callable[..., AsyncIterator[Any]], translate: Callable[[Exception], Exception] | None = None, translated: tuple[type[Exception], ...] = ()
+) -> Callable[..., AsyncIterator[Any]]:
     """handles_errors for a server-streaming method (an async generator): the same mapping, mid-stream too."""
+    where = method.__qualname__
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
@@ -278,9 +335,18 @@ def handles_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
-            await abort_with(context, exc, method.__qualname__)
+            await abort_with(context, _translated(exc, translate, translated), where)
 
     return wrapper
+
+
+def _translated(exc: Exception, translate: Callable[[Exception], Exception] | None, translated: tuple[type[Exception], ...]) -> Exception:
+    if translate is None or not isinstance(exc, translated):
+        return exc
+    try:
+        return translate(exc)
+    except Exception as bug:  # noqa: BLE001 - a translation that fails is a bug: INTERNAL, logged
+        return bug
 
 
 # Every gRPC server's options: no SO_REUSEPORT, so a second server on a port in use fails to

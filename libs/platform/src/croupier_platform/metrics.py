@@ -27,7 +27,7 @@ Prometheus sees them with dots as underscores, the unit as a suffix and ``_total
 (`PROMETHEUS_SERIES` lists them). No player id is ever an attribute.
 
 With no port (`Metrics.disabled()`), the instruments are the OpenTelemetry API's no-ops, the gauges'
-callbacks are never called and `server_interceptors()` is empty, so the gRPC path has no extra layer.
+callbacks are never called and servers record no call (`rpc_finished` is not handed to them).
 """
 
 from __future__ import annotations
@@ -45,14 +45,12 @@ import grpc
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from .grpc_server import around_each_call
-
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from .outbox import OutboxBacklog
 
-__all__ = ["PROMETHEUS_SERIES", "Metrics", "RpcMetricsInterceptor"]
+__all__ = ["PROMETHEUS_SERIES", "Metrics"]
 
 logger = logging.getLogger(__name__)
 
@@ -170,14 +168,11 @@ class Metrics:
         if shutdown is not None and self.enabled:
             shutdown()
 
-    def server_interceptors(self) -> list[grpc.aio.ServerInterceptor]:
-        """The RPC interceptor to put first among a server's interceptors; none when disabled."""
-        return [RpcMetricsInterceptor(self)] if self.enabled else []
-
     # -------------------------------------------------------------- recording
 
     def rpc_finished(self, method: str, code: grpc.StatusCode, duration_s: float) -> None:
-        """One inbound call; `method` as gRPC names it, "/package.Service/Method"."""
+        """One inbound call; `method` as gRPC names it, "/package.Service/Method". A platform server
+        records each of its calls here (grpc_server.platform_server's `record`) when metrics are on."""
         service, _, name = method.lstrip("/").rpartition("/")
         self._rpc_duration.record(
             duration_s,
@@ -264,49 +259,3 @@ def _safely(read: Callable[[], Any], what: str, default: Any) -> Any:
     except Exception:  # noqa: BLE001 - a scrape must not fail for one source
         logger.debug("metrics: could not read %s", what, exc_info=True)
         return default
-
-
-class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
-    """Records `rpc.server.duration` of every unary and server-streaming call with its status code.
-
-    Put it first in ``grpc.aio.server(interceptors=[...])`` so calls refused by authentication are
-    counted too. Client-streaming calls (only reflection's) pass through unmeasured, and so do calls
-    to methods the server does not have (their names are the caller's to choose: no series for them)."""
-
-    def __init__(self, metrics: Metrics, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._metrics = metrics
-        self._clock = clock
-
-    async def intercept_service(self, continuation, handler_call_details):
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
-        method = handler_call_details.method
-        return around_each_call(handler, lambda context: self._measured(method, context))
-
-    @contextmanager
-    def _measured(self, method: str, context: grpc.aio.ServicerContext) -> Iterator[None]:
-        """Records the call around its handler: the code it set or aborted with, OK, or what an escape becomes."""
-        started, code = self._clock(), grpc.StatusCode.UNKNOWN
-        try:
-            yield
-            code = _status(context, grpc.StatusCode.OK)
-        except grpc.aio.AbortError:
-            code = _status(context, grpc.StatusCode.UNKNOWN)
-            raise
-        except BaseException as exc:
-            code = _raised(exc)
-            raise
-        finally:
-            self._metrics.rpc_finished(method, code, self._clock() - started)
-
-
-def _status(context: grpc.aio.ServicerContext, default: grpc.StatusCode) -> grpc.StatusCode:
-    """The code the handler set (set_code or abort), else `default`."""
-    code = context.code()
-    return code if isinstance(code, grpc.StatusCode) else default
-
-
-def _raised(exc: BaseException) -> grpc.StatusCode:
-    # A cancelled call (the client went away, a deadline) is CANCELLED; any other escape is UNKNOWN, as gRPC answers.
-    return grpc.StatusCode.CANCELLED if isinstance(exc, (asyncio.CancelledError, GeneratorExit)) else grpc.StatusCode.UNKNOWN

@@ -15,7 +15,7 @@ A service's composition root does, once::
 
     provider = configure_tracing("croupier-game")
     tracing = grpc_server_interceptor()
-    server = grpc.aio.server(interceptors=[*([tracing] if tracing else []), auth_interceptor])
+    server, registry = platform_server(authority, interceptors=[tracing] if tracing else [])  # grpc_server
     channel = client_channel(addr, tls, interceptors=grpc_client_interceptors())  # croupier_platform.tls
     ...
     if provider is not None:
@@ -138,7 +138,8 @@ def _active_provider(tracer_provider: trace.TracerProvider | None) -> trace.Trac
 def grpc_server_interceptor(tracer_provider: trace.TracerProvider | None = None) -> grpc.aio.ServerInterceptor | None:
     """The aio server interceptor that opens a SERVER span per call (joining the caller's trace); None when off.
 
-    Put it first in ``grpc.aio.server(interceptors=[...])`` so calls refused by authentication are traced too.
+    The platform's layers (authentication, the access line) run inside it, so calls refused by
+    authentication are traced too and the access line carries the call's trace.
     """
     provider = _active_provider(tracer_provider)
     if provider is None:
