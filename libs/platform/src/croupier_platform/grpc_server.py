@@ -256,7 +256,7 @@ def bearer_token(metadata: tuple[tuple[str, Any], ...]) -> str:
             f"{len(headers)} 'authorization' headers; send exactly one 'authorization: Bearer <token>'", reason="TOKEN_MISSING"
         )
     header = headers[0] if headers and isinstance(headers[0], str) else ""
-    if not header.lower().startswith("bearer "):
+    if header[:7].lower() != "bearer ":  # the scheme only: the token is long
         raise Unauthenticated("missing credentials; send 'authorization: Bearer <token>' (croupier token NAME)", reason="TOKEN_MISSING")
     return header[7:].strip()
 
