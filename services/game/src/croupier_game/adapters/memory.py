@@ -87,6 +87,9 @@ class _MemoryKeys(IdempotencyKeys):
             raise DuplicateRow(f"idempotency key {key!r} of {player_id} is already used")
         self._rows.keys[(player_id, key)] = round_id
 
+    def get_with_seat(self, player_id: str, key: str, seat_id: str) -> tuple[str | None, Seat | None]:
+        return self.get(player_id, key), self._rows.seats.get(seat_id)
+
 
 class _MemoryRounds(Rounds):
     def __init__(self, rows: _Rows) -> None:

@@ -19,12 +19,14 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    and_,
     bindparam,
     delete,
     false,
     func,
     true,
     insert,
+    literal_column,
     or_,
     select,
     update,
@@ -119,6 +121,18 @@ _KEY = Prepared(
     )
 )
 _ADD_KEY = Prepared(insert(idempotency_table))
+# PlaceBets' check in one statement: the key's round and the seat, each NULL when absent (the one
+# row comes from a one-row table, so a used key is found with no seat, and a seat with no key).
+_ONE_ROW = select(literal_column("1").label("one")).subquery("one_row")
+_KEY_AND_SEAT = Prepared(
+    select(idempotency_table.c.round_id.label("key_round_id"), *seats_table.c).select_from(
+        _ONE_ROW.outerjoin(
+            idempotency_table,
+            and_(idempotency_table.c.player_id == bindparam("player_id"), idempotency_table.c.idempotency_key == bindparam("key")),
+        ).outerjoin(seats_table, seats_table.c.seat_id == bindparam("seat_id"))
+    )
+)
+_SEAT_COLUMNS = tuple(seats_table.c.keys())
 _ROUND = Prepared(select(*_ROW_COLUMNS).where(rounds_table.c.round_id == bindparam("round_id")))
 _ADD_ROUND = Prepared(insert(rounds_table))
 _UPDATE_ROUND = Prepared(update(rounds_table).where(rounds_table.c.round_id == bindparam("b_round_id")))
@@ -195,6 +209,11 @@ class _SqlKeys(IdempotencyKeys):
             _ADD_KEY.execute(self._c, {"player_id": player_id, "idempotency_key": key, "round_id": round_id})
         except IntegrityError as exc:
             raise DuplicateRow(f"idempotency key {key!r} of {player_id} is already used") from exc
+
+    def get_with_seat(self, player_id: str, key: str, seat_id: str) -> tuple[str | None, Seat | None]:
+        row = _KEY_AND_SEAT.execute(self._c, {"player_id": player_id, "key": key, "seat_id": seat_id}).one()
+        seat = Seat(**{name: getattr(row, name) for name in _SEAT_COLUMNS}) if row.seat_id is not None else None
+        return row.key_round_id, seat
 
 
 class _SqlRounds(Rounds):

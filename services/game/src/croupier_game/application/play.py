@@ -35,7 +35,7 @@ from ..domain.visibility import RoundView
 from .dealer_qualification import DealerQualification
 from .ports import Dealer, DuplicateRow, GameUnitOfWork, Reservation, RoundRow, Shuffler, StakesRefused, Wallet
 from .rounds import RoundBook, retrying
-from .seats import commit_next_shoe, dealer_round_used, next_round_used, open_round, own_seat, unseat_dealer, with_next_round
+from .seats import commit_next_shoe, dealer_round_used, next_round_used, open_round, seat_of, unseat_dealer, with_next_round
 from .views import RoundViews
 
 logger = logging.getLogger(__name__)
@@ -113,9 +113,10 @@ class PlayUseCases:
         """The round the key opened already, else the player's seat (ready for bets) and its dealer's."""
 
         def check(uow: GameUnitOfWork, writing: bool) -> str | tuple[Seat, Seat | None] | None:
-            if (existing := uow.keys.get(actor.subject, key)) is not None:
+            existing, seat_read = uow.keys.get_with_seat(actor.subject, key, seat_id)
+            if existing is not None:
                 return existing
-            seat = own_seat(uow, actor.subject, seat_id)
+            seat = seat_of(actor.subject, seat_id, seat_read)
             if not writing and seat.role == PLAYER and not seat.next_round_id:
                 return None  # the seat's next round needs its id: again, in a unit that writes
             seat = with_next_round(uow, seat)

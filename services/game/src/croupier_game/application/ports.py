@@ -92,6 +92,11 @@ class IdempotencyKeys(ABC):
     @abstractmethod
     def add(self, player_id: str, key: str, round_id: str) -> None: ...
 
+    @abstractmethod
+    def get_with_seat(self, player_id: str, key: str, seat_id: str) -> tuple[str | None, Seat | None]:
+        """The round the player's key opened (None: unused) and the seat `seat_id` (None: no such seat),
+        in one read: what PlaceBets checks before it moves any money."""
+
 
 class Rounds(ABC):
     @abstractmethod

@@ -247,9 +247,13 @@ class SeatUseCases:
 
 def own_seat(uow: GameUnitOfWork, player_id: str, seat_id: str) -> Seat:
     """The player's seat; another player's is NOT_FOUND, as if there were none."""
+    return seat_of(player_id, seat_id, uow.seats.get(seat_id) if seat_id else None)
+
+
+def seat_of(player_id: str, seat_id: str, seat: Seat | None) -> Seat:
+    """`seat`, as read for `seat_id`, if it is the player's (own_seat's checks on a seat already read)."""
     if not seat_id:
         raise InvalidArgument("seat_id is empty; take a seat first (JoinTable) and send its seat_id", fields={"seat_id": "required"})
-    seat = uow.seats.get(seat_id)
     if seat is None or seat.player_id != player_id:
         raise NotFound(f"no seat {seat_id!r} of yours; take a seat first (JoinTable)", reason="SEAT_NOT_FOUND", metadata={"seat_id": seat_id})
     return seat
