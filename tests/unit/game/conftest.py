@@ -24,6 +24,8 @@ from croupier_game.application.views import RoundViews
 from croupier_game.application.watching import Presence, WatchUseCases
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue
+from croupier_game.domain.opening import OpeningEvents
+from croupier_game.domain.round import Round
 from croupier_platform.auth import Identity
 from croupier_platform.db import create_schema, make_engine
 
@@ -104,6 +106,27 @@ def build(
         wallet.fund(who, 1_000_000, "USD")
         wallet.fund(who, 1_000_000, "PLAY")
     return game
+
+
+_fold_whole = Round.from_events  # as defined (a test may count the calls of a replaced one)
+
+
+@pytest.fixture(autouse=True)
+def openings_fold_as_their_streams(monkeypatch: pytest.MonkeyPatch) -> list[Round]:
+    """Every round an opening builds from what made its events (OpeningEvents.round, not parsed again) is
+    the round its stream folds to: checked at each opening of every test here (voided at once, without a
+    shoe, a player-dealer's…). The rounds checked, for a test that wants to see it ran."""
+    checked: list[Round] = []
+    built = OpeningEvents.round
+
+    def compared(self: OpeningEvents, appended: Any) -> Round:
+        round_ = built(self, appended)
+        assert round_ == _fold_whole(appended), "the opening's round differs from its stream's fold"
+        checked.append(round_)
+        return round_
+
+    monkeypatch.setattr(OpeningEvents, "round", compared)
+    return checked
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.application.rounds import RoundBook
 from croupier_game.domain.round import KEEPER_CAUSATION, Round
+from croupier_platform.errors import Unavailable
 from croupier_rules.errors import RuleError
 from tests.refusals import raises_reason
 
@@ -72,7 +73,7 @@ def test_a_round_this_process_wrote_is_not_read_and_folded_again(request: pytest
     game.shuffler.stack(*HOLDEM)
     seat = game.seat("casino-holdem-usd")
     round_id = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")).round_id
-    assert folds == [round_id]  # the opening's events, as they were written
+    assert folds == []  # the opening built from what made its events, not parsed and folded from them
     folds.clear()
     assert game.run(game.play.deal(ALICE, round_id)).phase == "deciding"  # on the round as PlaceBets wrote it
     assert game.run(game.play.decide(ALICE, round_id, "call", "")).phase == "settled"  # reads the events after v5 only
@@ -144,3 +145,20 @@ def test_a_rounds_shoe_and_its_reveal_are_asked_of_the_shuffler_once(monkeypatch
     drawn = [round_id for what, round_id in asked if what == "new_shoe"]
     assert drawn[:3] == [r.round_id for r in rounds] and len(drawn) == len(set(drawn)) == 4  # and the 4th round's, ahead
     assert [shoe_id for what, shoe_id in asked if what == "reveal_shoe"] == [r.shoe_id for r in rounds]
+
+
+def test_an_opening_voided_at_once_is_built_as_its_stream_folds(
+    game: Game, folds: list[str], openings_fold_as_their_streams: list[Round]
+) -> None:
+    """The opening's round comes from what made its events, its void's too (the autouse check compares
+    it with the stream's fold at every opening)."""
+    seat = game.seat("casino-war-usd")
+
+    async def away(decks: int, round_id: str) -> Any:
+        raise Unavailable("the shuffler is away")
+
+    game.shuffler.new_shoe = away  # type: ignore[method-assign]
+    with raises_reason("SERVICE_UNAVAILABLE", Unavailable, match="was voided"):
+        game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k1", ""))
+    [voided] = openings_fold_as_their_streams
+    assert voided.state.void is not None and voided.shoe is None and folds == []

@@ -27,7 +27,7 @@ from croupier_rules.table_config import WarP2PTable
 
 from ..domain.catalogue import Catalogue
 from ..domain.idempotency import already_decided, check_key, next_step_is, request_fingerprint
-from ..domain.opening import Opening, check_cut_seed, take_bets
+from ..domain.opening import Opening, OpeningEvents, check_cut_seed, take_bets
 from ..domain.round import STREAM_TYPE, Round, ShoeCommitted
 from ..domain.seat import DEALER, PLAYER, Seat
 from ..domain.transactions import claimed_stake_ids, dealer_cover_id, decision_stakes
@@ -241,10 +241,10 @@ class PlayUseCases:
             return None, exc
         return ShoeCommitted(shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size, cut_seed=cut_seed, cut_offset=offset), None
 
-    async def _record_opening(self, opening: Opening, key: str, events: list[NewEvent], refused: str | None, at: str) -> _Recorded:
+    async def _record_opening(self, opening: Opening, key: str, drafted: OpeningEvents, refused: str | None, at: str) -> _Recorded:
         """The round's first events, its key, its row and the seats moved on, in one transaction."""
         try:
-            recorded = await self._book.in_transaction(lambda uow: _record(uow, opening, key, events, refused, at))
+            recorded = await self._book.in_transaction(lambda uow: _record(uow, opening, key, drafted, refused, at))
         except ConcurrencyConflict:  # another request opened the round first: ours is not written
             await self._release_unclaimed(opening.round_id, opening.stakes_id)
             raise
@@ -381,7 +381,7 @@ class PlayUseCases:
         return round_
 
 
-def _record(uow: GameUnitOfWork, opening: Opening, key: str, events: list[NewEvent], refused: str | None, at: str) -> _Recorded:
+def _record(uow: GameUnitOfWork, opening: Opening, key: str, drafted: OpeningEvents, refused: str | None, at: str) -> _Recorded:
     """The opening's transaction, on the seat as the bets found it (not read again: its write checks it
     still waits for this round). A concurrent call for the same seat opened the round meanwhile: both
     took the seat's next round id, so the append at version 0 raises ConcurrencyConflict and the retry
@@ -391,8 +391,8 @@ def _record(uow: GameUnitOfWork, opening: Opening, key: str, events: list[NewEve
         seat = uow.seats.get(opening.seat.seat_id)
         refused = _seat_changed(uow, opening, seat)
     if refused is not None:
-        events = [*events, *opening.voided(refused, at)]
-    round_ = Round.from_events(uow.events.append(opening.round_id, 0, events, stream_type=STREAM_TYPE))
+        drafted = opening.voided(drafted, refused, at)
+    round_ = drafted.round(uow.events.append(opening.round_id, 0, drafted.events, stream_type=STREAM_TYPE))
     uow.keys.add(opening.player_id, key, opening.round_id)
     uow.rounds.add(
         RoundRow(round_id=opening.round_id, player_id=opening.player_id, table_id=opening.entry.table_id,
@@ -401,7 +401,7 @@ def _record(uow: GameUnitOfWork, opening: Opening, key: str, events: list[NewEve
     )  # fmt: skip
     if refused is None and opening.dealer is not None:
         dealer_round_used(uow, opening.dealer, opening.round_id)
-    return _Recorded(round_, events, refused, seat)
+    return _Recorded(round_, drafted.events, refused, seat)
 
 
 def _seat_changed(uow: GameUnitOfWork, opening: Opening, seat: Seat | None) -> str:

@@ -7,24 +7,27 @@ The application takes these steps in order (application/play.py, `PlayUseCases._
 3. the shoe committed and cut (the shuffler, the dealer);
 4. `Opening.events`, recorded in one transaction, with `Opening.voided` after them when the money
    or the shoe could not be had, or the seat changed meanwhile: the wallet then releases what it
-   reserved through the same events as any void.
+   reserved through the same events as any void. The round is built from what made them
+   (`OpeningEvents.round`), not parsed from them again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from croupier_platform.errors import InvalidArgument
+from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import NewEvent
 from croupier_rules.commands import PlaceBets, VoidRound
 from croupier_rules.round_decider import RoundState
 from croupier_rules.game_registry import decider_for
-from croupier_rules.events import BetsPlaced
+from croupier_rules.events import EVENT_TYPES, BetsPlaced, RoundEvent
 from croupier_rules.table_config import TableConfig, WarP2PTable
 
 from .catalogue import TableEntry
 from .transactions import bets_stake_id
-from .round import ROUND_OPENED, SHOE_COMMITTED, RoundOpened, ShoeCommitted, new_event, rules_event
+from .round import ROUND_OPENED, SHOE_COMMITTED, Round, RoundOpened, ShoeCommitted, new_event, rules_event
 from .seat import Seat
 
 MAX_CUT_SEED_LENGTH = 256
@@ -65,7 +68,7 @@ class Opening:
     def stakes_id(self) -> str:
         return bets_stake_id(self.round_id, self.fingerprint)
 
-    def events(self, balance_before: int, shoe: ShoeCommitted | None, at: str) -> list[NewEvent]:
+    def events(self, balance_before: int, shoe: ShoeCommitted | None, at: str) -> OpeningEvents:
         """RoundOpened, BetsPlaced and, when the shoe could be committed and cut, ShoeCommitted."""
         dealer = self.dealer
         opened = RoundOpened(
@@ -79,12 +82,37 @@ class Opening:
         events = [new_event(ROUND_OPENED, opened.model_dump(mode="json"), at, self.round_id), rules_event(self.placed, at, self.round_id)]
         if shoe is not None:
             events.append(new_event(SHOE_COMMITTED, shoe.model_dump(mode="json"), at, self.round_id))
-        return events
+        return OpeningEvents(opened, self.table, shoe, (self.placed,), self.state, events)
 
-    def voided(self, reason: str, at: str) -> list[NewEvent]:
-        """The void that closes the round as soon as it opens (every stake returned)."""
-        _, voided = decider_for(self.entry.game).decide(self.state, VoidRound(reason=reason))
-        return [rules_event(event, at, self.round_id) for event in voided]
+    def voided(self, drafted: OpeningEvents, reason: str, at: str) -> OpeningEvents:
+        """The opening's events and the void that closes the round as soon as it opens (every stake returned)."""
+        state, voided = decider_for(self.entry.game).decide(drafted.state, VoidRound(reason=reason))
+        events = [*drafted.events, *(rules_event(event, at, self.round_id) for event in voided)]
+        return replace(drafted, rules=(*drafted.rules, *voided), state=state, events=events)
+
+
+@dataclass(frozen=True)
+class OpeningEvents:
+    """The events that open a round, with the models and the state they were made from: once appended,
+    the round is built from these (`round`), not parsed and folded again."""
+
+    opened: RoundOpened
+    table: TableConfig
+    shoe: ShoeCommitted | None
+    rules: tuple[RoundEvent, ...]  # BetsPlaced, then a void's events
+    state: RoundState  # after the rules events
+    events: list[NewEvent]
+
+    def round(self, appended: Sequence[EventEnvelope]) -> Round:
+        """The round these events opened, as `appended` (the same round Round.from_events gives for them)."""
+        rules_envelopes = [e for e in appended if e.event_type in EVENT_TYPES]
+        versions = [e.version for e in rules_envelopes]
+        if len(appended) != len(self.events) or len(versions) != len(self.rules):
+            raise ValueError(f"round {self.opened.round_id}: {len(appended)} events appended, not the {len(self.events)} drafted")
+        return Round(
+            opened=self.opened, table=self.table, shoe=self.shoe, state=self.state, version=appended[-1].version,
+            envelopes=tuple(appended), rules_events=tuple(zip(versions, self.rules, strict=True)),
+        )  # fmt: skip
 
 
 def take_bets(entry: TableEntry, player_id: str, seat: Seat, dealer: Seat | None, bets: dict[str, int], fingerprint: str) -> Opening:
