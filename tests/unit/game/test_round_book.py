@@ -11,7 +11,9 @@ import pytest
 
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.application.rounds import RoundBook
+from croupier_game.domain import visibility
 from croupier_game.domain.round import KEEPER_CAUSATION, Round
+from croupier_game.domain.visibility import round_view
 from croupier_platform.errors import Unavailable
 from croupier_rules.errors import RuleError
 from tests.refusals import raises_reason
@@ -162,3 +164,31 @@ def test_an_opening_voided_at_once_is_built_as_its_stream_folds(
         game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "k1", ""))
     [voided] = openings_fold_as_their_streams
     assert voided.state.void is not None and voided.shoe is None and folds == []
+
+
+def test_an_events_step_is_built_once_and_as_a_fresh_view_builds_it(game: Game, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply's steps: an event's step is serialised once per what it depends on (a CardsDealt's hidden
+    cards shown once the round is over), not again in every later reply; each view's steps are those a
+    view of the stored stream, folded afresh, shows (hidden cards blank before the end)."""
+    serialised: list[str] = []
+    canonical_json = visibility.canonical_json
+
+    def counted(value: Any) -> bytes:
+        serialised.append(value.get("round_id", "") if isinstance(value, dict) else "")
+        return canonical_json(value)
+
+    monkeypatch.setattr(visibility, "canonical_json", counted)
+    game.shuffler.stack(*HOLDEM)
+    seat = game.seat("casino-holdem-usd")
+    bet = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", ""))
+    assert len(serialised) == bet.version == 3
+    dealt = game.run(game.play.deal(ALICE, bet.round_id))
+    assert dealt.phase == "deciding" and len(serialised) == dealt.version  # only the deal's events
+    over = game.run(game.play.decide(ALICE, bet.round_id, "call", ""))
+    dealt_before = sum(1 for s in dealt.steps if s.event_type == "CardsDealt")
+    assert over.phase == "settled" and len(serialised) == over.version + dealt_before  # the hole cards shown now
+    for view, version in ((bet, 3), (dealt, dealt.version), (over, over.version)):
+        fresh = Round.from_events(stored(game, bet.round_id).envelopes[:version])
+        assert view.steps == round_view(fresh, viewer="alice", operator=False).steps
+    operator = round_view(game.run(game.book.load(bet.round_id)), operator=True)
+    assert operator.steps == round_view(stored(game, bet.round_id), operator=True).steps

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -103,6 +103,10 @@ class Round:
     version: int
     envelopes: tuple[EventEnvelope, ...]
     rules_events: tuple[tuple[int, RoundEvent], ...]  # (stream version, event)
+    # What the views made of each event (visibility.round_view: its step as a viewer may see it, keyed by
+    # event id and what the view depends on), carried to the rounds this one is extended into: an event
+    # never changes, so its step is built once, not again in every later reply. Not part of the value.
+    step_views: dict[tuple[str, bool | None, str], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_events(cls, envelopes: Sequence[EventEnvelope]) -> Round:

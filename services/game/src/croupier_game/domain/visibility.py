@@ -109,6 +109,20 @@ def side_of(round_: Round, viewer: str, operator: bool) -> str:
     return "dealer" if viewer == round_.opened.dealer_player_id and viewer != round_.player_id else "player"
 
 
+def _step(round_: Round, envelope: EventEnvelope, show_all: bool, side: str) -> StepView:
+    """The event as a step the viewer may see, built once per event and what it depends on (the cards of a
+    CardsDealt on whether all are shown, a RoundOpened on the viewer's side) and kept with the round."""
+    event_type = envelope.event_type
+    key = (envelope.event_id, show_all if event_type == "CardsDealt" else None, side if event_type == ROUND_OPENED else "")
+    step = round_.step_views.get(key)
+    if step is None:
+        step = round_.step_views[key] = StepView(
+            version=envelope.version, event_type=event_type, occurred_at=envelope.occurred_at,
+            payload_json=canonical_json(visible_payload(envelope, show_all, side)).decode("utf-8"),
+        )  # fmt: skip
+    return step
+
+
 def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: RevealedShoe | None = None) -> RoundView:
     show_all = sees_everything(round_, operator)
     side = side_of(round_, viewer, operator)
@@ -120,13 +134,7 @@ def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: Revea
         else CardView(card="", hand=c.hand, face_up=False, position=HIDDEN_POSITION)
         for c in round_.dealt
     ]
-    steps = [
-        StepView(
-            version=e.version, event_type=e.event_type, occurred_at=e.occurred_at,
-            payload_json=canonical_json(visible_payload(e, show_all, side)).decode("utf-8"),
-        )  # fmt: skip
-        for e in round_.envelopes
-    ]
+    steps = [_step(round_, e, show_all, side) for e in round_.envelopes]
     settlement = state.settlement if state.void is None else None
     results = [
         ResultView(bet=name, stake=r.stake, returned=r.returned, net=r.net, outcome=r.outcome)
