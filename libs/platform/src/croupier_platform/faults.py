@@ -16,7 +16,7 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 import grpc
@@ -51,29 +51,33 @@ def transient_cause(error: BaseException) -> str | None:
     """What is unavailable ("the database is unavailable", ...) when `error` is transient; None
     when retrying cannot help. An unclassified error is judged by its explicit cause (`raise X
     from transient`), so a wrapper does not turn an outage into poison."""
+    for current in _causes(error):
+        verdict = _classify(current)
+        if verdict is not None:
+            return verdict or None
+    return None
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """`error`, then its explicit causes (`raise X from cause`), each once."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        verdict = _classify(current)
-        if verdict is not None:
-            return verdict or None
+        yield current
         current = current.__cause__
-    return None
+
+
+def _sqlstate(error: BaseException | None) -> str | None:
+    """The SQLSTATE of a DB-API driver's error (psycopg 3's `sqlstate`, psycopg 2's `pgcode`)."""
+    return getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
 
 
 def aborted_by_conflict(error: BaseException) -> bool:
     """PostgreSQL aborted the transaction to resolve a conflict (40P01 deadlock, 40001 serialization
     failure), in `error` or its explicit causes: nothing of it was written; the same work may succeed."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        driver = getattr(current, "orig", None) or current  # SQLAlchemy's DBAPIError wraps the driver's error
-        if (getattr(driver, "sqlstate", None) or getattr(driver, "pgcode", None)) in _RETRYABLE_SQLSTATES:
-            return True
-        current = current.__cause__
-    return False
+    # SQLAlchemy's DBAPIError wraps the driver's error in `orig`.
+    return any(_sqlstate(getattr(current, "orig", None) or current) in _RETRYABLE_SQLSTATES for current in _causes(error))
 
 
 def retrying_conflicts(
@@ -147,7 +151,7 @@ def _driver_cause(error: BaseException | None) -> str | None:
     """The DB-API driver's own error (psycopg, sqlite3), wrapped by SQLAlchemy or raw."""
     if error is None:
         return None
-    sqlstate = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+    sqlstate = _sqlstate(error)
     if sqlstate in _RETRYABLE_SQLSTATES:
         return f"the database aborted a conflicting transaction ({_RETRYABLE_SQLSTATES[sqlstate]})"
     if isinstance(error, sqlite3.OperationalError):
