@@ -265,7 +265,7 @@ class TestSqliteOutbox(OutboxContract):
     def store(self, sqlite_engine: Engine) -> EventStore:
         return SqlEventStore(sqlite_engine)
 
-    # SQLite defers the relay's marks to ride the next unit of work (OutboxHandoff.defer_marks).
+    # SQLite defers the relay's marks to ride the next unit of work (OutboxHandoff.marks).
 
     @staticmethod
     def unmarked(engine: Engine) -> list[int]:

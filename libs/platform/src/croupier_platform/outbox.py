@@ -92,7 +92,7 @@ class OutboxHandoff:
     row lost from it (a process killed after its commit, an overflow) is still pending in the table,
     and the relay's reads (at start, on taking the lead, on its safety poll) find it.
 
-    It also holds the marks of rows published but not yet marked (`defer_marks`), where a store lets them
+    It also holds the marks of rows published but not yet marked (`marks`), where a store lets them
     ride its next unit of work (`unit`'s `carry_marks`: SQLite, one UPDATE in a transaction that commits
     anyway, not a transaction and a commit of their own). A mark lost with the process means its row is
     published again after a restart: at-least-once, as a crash between a publish and its mark always was."""
@@ -125,7 +125,7 @@ class OutboxHandoff:
                 if outer is None:
                     if rows:
                         handed = self._put_in_line(rows)  # still the writer: the line stays in id order
-                    if carry_marks is not None and (marks := self.take_marks()):
+                    if carry_marks is not None and (marks := self.marks.take()):
                         marks = self._carry(carry_marks, opened, marks)
             if outer is not None:
                 outer.extend(rows)
@@ -134,7 +134,7 @@ class OutboxHandoff:
         except BaseException:
             if handed is not None:
                 handed.committed = False
-            self.defer_marks(marks)
+            self.marks.defer(marks)
             raise
         finally:
             self._local.rows = outer
@@ -144,20 +144,9 @@ class OutboxHandoff:
             carry_marks(opened, marks)
         except Exception:  # noqa: BLE001 - bookkeeping must not fail the unit it rides: the marks wait for the next
             logger.warning("outbox marks not written with a unit of work; kept for the next", exc_info=True)
-            self.defer_marks(marks)
+            self.marks.defer(marks)
             return ()
         return marks
-
-    def defer_marks(self, ids: Sequence[int]) -> None:
-        """Rows published: their mark waits to ride the next unit of work (or `take_marks`' caller)."""
-        self.marks.defer(ids)
-
-    def deferred_marks(self) -> list[int]:
-        return self.marks.deferred()
-
-    def take_marks(self) -> list[int]:
-        """The deferred marks, now the caller's to write (or to give back with `defer_marks`)."""
-        return self.marks.take()
 
     def _put_in_line(self, rows: Sequence[OutboxMessage]) -> _Handed:
         handed = _Handed()
