@@ -228,7 +228,7 @@ class WalletApp:
         """A reservation refused (closed round, funds, limits) or whose id was taken: a retry gets the original
         reply, even once its round is closed, unless it was released (a retry must not open a round on
         released stakes); anything else is refused as it was. A different transfer under the id: TransferIdReused."""
-        with self._uow() as uow:
+        with self._uow.reading() as uow:  # a lookup: no writer turn, no write transaction
             found = LedgerSession(uow, self._now()).existing(request)
         if found is None:
             raise refused
