@@ -158,3 +158,13 @@ def test_the_recent_shoes_forget_the_least_recently_used_by_id_and_by_round() ->
     revealed = first.reveal(T0)
     recent.keep(revealed)  # a fresher read of a shoe replaces it
     assert recent.get(first.shoe_id) == revealed and recent.for_round("r1") == revealed
+
+
+def test_the_queue_of_new_shoes_keeps_the_latest_drawn_oldest_first() -> None:
+    recent = RecentShoes(size=2)
+    shoes = [a_shoe(f"r{i}") for i in range(3)]
+    for shoe in shoes:
+        recent.keep(shoe, new=True)  # no dealer asks: past the size, the oldest is left to be asked for by id
+    recent.keep(a_shoe("read"))  # read, not drawn here: not queued
+    assert recent.take_new(10) == shoes[1:]
+    assert recent.take_new(10) == []  # each handed out once

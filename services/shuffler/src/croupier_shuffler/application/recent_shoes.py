@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from cachetools import FIFOCache
+
 from ..domain.shoe import Shoe
 
 # A seat's working set is two shoes (its next round's, drawn ahead, and the round in play until it
@@ -25,7 +27,9 @@ class RecentShoes:
         self._size = size
         self._by_id: OrderedDict[str, Shoe] = OrderedDict()
         self._by_round: dict[str, Shoe] = {}
-        self._new: OrderedDict[str, Shoe] = OrderedDict()  # drawn here, order not handed out yet, oldest first
+        # Drawn here, order not handed out yet, oldest first; past `size` (no dealer asks) the oldest are
+        # left to be asked for by id.
+        self._new: FIFOCache[str, Shoe] = FIFOCache(maxsize=size)
         self._lock = threading.Lock()  # the use cases run in worker threads
 
     def get(self, shoe_id: str) -> Shoe | None:
@@ -47,8 +51,6 @@ class RecentShoes:
         with self._lock:
             if new:
                 self._new[shoe.shoe_id] = shoe
-                if len(self._new) > self._size:  # no dealer asks: the oldest are left to be asked for by id
-                    self._new.popitem(last=False)
             self._by_id[shoe.shoe_id] = shoe
             self._by_id.move_to_end(shoe.shoe_id)
             self._by_round[shoe.round_id] = shoe
@@ -65,4 +67,4 @@ class RecentShoes:
     def take_new(self, limit: int) -> list[Shoe]:
         """Up to `limit` of the queued shoes, oldest first, out of the queue (each is handed out once)."""
         with self._lock:
-            return [self._new.popitem(last=False)[1] for _ in range(min(limit, len(self._new)))]
+            return [self._new.popitem()[1] for _ in range(min(limit, len(self._new)))]  # FIFOCache pops the oldest
