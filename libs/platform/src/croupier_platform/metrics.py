@@ -32,12 +32,9 @@ callbacks are never called and servers record no call (`rpc_finished` is not han
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
