@@ -2,8 +2,8 @@
 
 One implementation, two transports: each Connect call (connect-python's ASGI application, unary
 and server-streaming, JSON and binary) is forwarded as the same gRPC call to the server that
-hosts the service, so the very servicers answer it behind the very interceptors (auth, errors,
-access log, metrics, tracing); nothing is handled twice. The caller's bearer token and trace
+hosts the service, so the very servicers answer it behind the very call layers (auth, errors,
+access log, metrics, tracing: grpc_server.CallLayers); nothing is handled twice. The caller's bearer token and trace
 context travel as gRPC metadata, a Connect timeout as the gRPC deadline, and a gRPC status
 (with its google.rpc details, e.g. ErrorInfo) comes back as the Connect error of the same code.
 
