@@ -29,9 +29,9 @@ def kind(notice: Any) -> str:
     return f"ended:{notice.ended}" if notice.ended is not None else f"seat:{notice.changed.change}"
 
 
-async def play_holdem(game: Game, seat: str) -> str:
+async def play_holdem(game: Game, seat: str, key: str = "k1") -> str:
     game.shuffler.stack(*HOLDEM_CARDS)
-    view = await game.play.place_bets(ALICE, seat, {"ante": 1000}, "k1", "")
+    view = await game.play.place_bets(ALICE, seat, {"ante": 1000}, key, "")
     await game.play.deal(ALICE, view.round_id)
     await game.play.decide(ALICE, view.round_id, "call", "")
     return view.round_id
@@ -189,5 +189,28 @@ def test_a_player_dealer_sees_the_opponent_join_bet_and_leave() -> None:
         assert kind((await take(watcher, 1))[0]) == "ended:left"
         with pytest.raises(StopAsyncIteration):
             await anext(watcher)
+
+    run(build(InMemoryGameStore()), scenario)
+
+
+def test_a_new_watcher_is_not_sent_again_what_its_first_notice_already_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL the log's committed head (where a new subscription starts) stays behind events committed
+    while an older transaction still runs; the tail hands them over later. The seat's join and its last round,
+    shown by the `current` notice, must not come again after it."""
+    from croupier_platform.eventstore import memory
+
+    monkeypatch.setattr(memory._MemoryEventLog, "last_position", lambda self: 0)  # the head held back to the start
+
+    async def scenario(game: Game) -> None:
+        seat = (await game.seats.join_table(ALICE, "casino-holdem-usd"))[0].seat_id
+        played = await play_holdem(game, seat)
+        watcher = game.watching.watch_seat(ALICE, seat)
+        current = (await take(watcher, 1))[0]
+        assert kind(current) == "seat:current" and current.changed.status.last_round_id == played
+        round_id = await play_holdem(game, seat, "k2")
+        seen = await take(watcher, len(HOLDEM_STEPS) + 1)
+        assert [kind(n) for n in seen] == HOLDEM_STEPS + ["seat:round_over"]
+        assert seen[0].round_update.view.round_id == round_id != played
+        await watcher.aclose()
 
     run(build(InMemoryGameStore()), scenario)

@@ -168,8 +168,10 @@ class WatchUseCases:
             subscription = await self._feed.subscribe([seat_key(seat_id)])
             await self._presence.arrive(seat_id)
             try:
+                reflected: dict[str, int] = {}
                 if after is None:
                     cursor = (subscription.start, ALL)
+                    reflected = await self._book.read(lambda uow: _seat_versions(uow, seat_id))
                     yield SeatNotice(str(subscription.start), changed=await self._seat_change(actor, seat_id, CURRENT))
                 else:
                     cursor = after
@@ -189,6 +191,8 @@ class WatchUseCases:
                                 return
                 while True:
                     event = await _next(subscription)
+                    if event.envelope.version <= reflected.get(event.envelope.stream_id, 0):
+                        continue  # committed before the snapshot, seen by the log's tail only now
                     async for notice in self._seat_notices(actor, seat_id, event, cursor):
                         cursor = _cursor(notice.position)
                         yield notice
@@ -303,6 +307,17 @@ class _OpenStream:
         self._streams[self._subject] -= 1
         if self._streams[self._subject] <= 0:
             del self._streams[self._subject]
+
+
+def _seat_versions(uow: GameUnitOfWork, seat_id: str) -> dict[str, int]:
+    """The versions of the seat's stream and of its last round, read before a new watcher's snapshot.
+
+    A fresh subscription starts at the log's committed head, which on PostgreSQL stays behind events
+    committed while an older transaction still runs (eventstore `last_position`); the tail then hands
+    such an event over after the snapshot that already shows it. Those are skipped by these versions."""
+    seat = uow.seats.get(seat_id)
+    streams = [seat_id] + ([seat.last_round_id] if seat is not None and seat.last_round_id else [])
+    return {stream_id: uow.events.stream_version(stream_id) for stream_id in streams}
 
 
 async def _next(subscription: Subscription) -> StoredEvent:
