@@ -7,6 +7,7 @@ distributed mode hosts one per process with Kafka and PostgreSQL. Same code, oth
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -219,6 +220,9 @@ async def stop_within(part: str, stopping: Awaitable[Any], seconds: float) -> No
 async def run_until_signal(server: Any, on_ready: Callable[[int], None] | None = None) -> None:
     """Start `server` (a Host or the gateway), tell `on_ready` its port, stop it on SIGINT or SIGTERM."""
     await server.start()
+    # What start-up built (modules, protobuf descriptors, SQLAlchemy metadata: ~10^5 objects) lives as long as
+    # the process: out of the cyclic collector's scans, a full collection costs ~0 instead of ~0.3 s.
+    gc.freeze()
     if on_ready:
         on_ready(server.port)
     stop = asyncio.Event()
