@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.leadership import OutboxLeadership
-from croupier_platform.relay import OutboxRelay, RelayLoop
+from croupier_platform.relay import GatheredWakes, OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive
@@ -39,6 +41,7 @@ class GameModule:
     def __init__(
         self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings,
         reconciler: config.ReconcilerSettings | None = None, watch: config.WatchSettings | None = None,
+        relay_delay_s: float = config.RELAY_DELAY_S,
     ) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
         shuffler_channel = channel_to(ctx.channels, "shuffler", self.name)
@@ -50,6 +53,8 @@ class GameModule:
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)
         self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay")
+        self._relay_delay_s = relay_delay_s
+        self._relay_wakes: GatheredWakes | None = None  # from start on, when the relay gathers commits
         shuffler = GrpcShuffler(shuffler_channel, ctx.service_token, ctx.call_timeouts)
         stakes = GrpcStakes(wallet_channel, ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
@@ -97,20 +102,26 @@ class GameModule:
         """The game consumes nothing: it owns the round streams and only publishes them."""
 
     def _wake_log_readers(self) -> None:
-        """A commit to the game's log: the outbox relay publishes it, the watchers' feed reads it."""
-        self._relay.wake()
+        """A commit to the game's log: the outbox relay publishes it (with the window's other commits), the
+        watchers' feed reads it."""
+        (self._relay_wakes or self._relay.wake)()
         self.feed.wake()
 
     async def start(self) -> None:
         self.feed.start()
         self.presence.start()
         self._relay.start()
+        if self._relay_delay_s > 0:
+            self._relay_wakes = GatheredWakes(asyncio.get_running_loop(), self._relay.wake, self._relay_delay_s)
         self.keeper.start()
         self.reconciler.start()
 
     async def stop(self) -> None:
         await self.reconciler.stop()
         await self.keeper.stop()  # first: what it appends is then relayed
+        wakes, self._relay_wakes = self._relay_wakes, None
+        if wakes is not None:
+            wakes.cancel()
         await self._relay.stop()
         await self.presence.stop()
         await self.feed.stop()
@@ -121,4 +132,6 @@ def bootstrap(ctx: ServiceContext, settings: config.GameSettings | None = None) 
     """The one signature of every service's bootstrap; `settings` None: config.GameSettings from the environment."""
     settings = settings or config.GameSettings()
     catalogue = Catalogue.from_toml(config.tables_file(settings.tables))
-    return GameModule(ctx, catalogue, settings.relay_poll_interval_s, settings, settings, settings)
+    return GameModule(
+        ctx, catalogue, settings.relay_poll_interval_s, settings, settings, settings, relay_delay_s=settings.round_relay_delay_s
+    )

@@ -11,8 +11,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TABLES_ENV = "CROUPIER_TABLES"
 DEFAULT_TABLES_FILE = Path(__file__).with_name("tables.toml")
-# The relay is woken after every commit; the poll is only a safety net (rows another replica left).
+# The relay is woken after the commits; the poll is only a safety net (rows another replica left).
 RELAY_POLL_INTERVAL_S = 0.5
+# A commit wakes the relay at most this long after it, so that the commits of the window (a round's opening
+# and its deal, other players' rounds) go out in one pass: a pass has a fixed cost (a hop to the store's
+# thread, a read and mark of the outbox, a produce request) that one commit a pass paid each time.
+# It adds at most this much to the settlement's way to the broker. 0: a pass at every commit.
+RELAY_DELAY_S = 0.05
 # The keeper (application/keeper.py): how often it looks, and how long an open round may make no
 # progress (betting, dealing) before it is voided with refunds. Decision timeouts are per table
 # (`decision_timeout_s` in the catalogue), recorded in each round's RoundOpened.
@@ -94,7 +99,9 @@ class WatchSettings(BaseSettings):
 
 class GameSettings(KeeperSettings, ReconcilerSettings, WatchSettings):
     """All the game's settings, what `bootstrap(ctx, settings)` takes: the above and $CROUPIER_TABLES (the
-    table catalogue; None: the one shipped with the service), $CROUPIER_RELAY_POLL_INTERVAL_S."""
+    table catalogue; None: the one shipped with the service), $CROUPIER_RELAY_POLL_INTERVAL_S and
+    $CROUPIER_ROUND_RELAY_DELAY_S."""
 
     tables: Path | None = None
     relay_poll_interval_s: float = Field(default=RELAY_POLL_INTERVAL_S, gt=0)
+    round_relay_delay_s: float = Field(default=RELAY_DELAY_S, ge=0, le=1)
