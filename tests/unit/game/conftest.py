@@ -129,6 +129,25 @@ def openings_fold_as_their_streams(monkeypatch: pytest.MonkeyPatch) -> list[Roun
     return checked
 
 
+@pytest.fixture(autouse=True)
+def appends_fold_as_their_streams(monkeypatch: pytest.MonkeyPatch) -> list[Round]:
+    """Every round an append builds from its decision (Round.decided: the decided events and state, not
+    parsed and evolved again) is the round its stream folds to, and the round `extended` gives: checked
+    at each append of every test here (deals, decisions, the keeper's, voids). The rounds checked."""
+    checked: list[Round] = []
+    built = Round.decided
+
+    def compared(self: Round, appended: Any, decision: Any) -> Round:
+        round_ = built(self, appended, decision)
+        assert round_ == self.extended(appended), "the appended round differs from the events folded on"
+        assert round_ == _fold_whole([*self.envelopes, *appended]), "the appended round differs from its stream's fold"
+        checked.append(round_)
+        return round_
+
+    monkeypatch.setattr(Round, "decided", compared)
+    return checked
+
+
 @pytest.fixture
 def game() -> Game:
     return build(InMemoryGameStore())

@@ -11,7 +11,9 @@ import pytest
 
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.application.rounds import RoundBook
+from croupier_game.domain import round as round_module
 from croupier_game.domain import visibility
+from croupier_game.domain.opening import OpeningEvents
 from croupier_game.domain.round import KEEPER_CAUSATION, Round
 from croupier_game.domain.visibility import round_view
 from croupier_platform.errors import Unavailable
@@ -35,6 +37,10 @@ def folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(Round, "from_events", classmethod(counted))
     return calls
+
+
+# As defined: the autouse checks compare each opening's and each append's round with its stream's fold.
+_decided, _opening_round = Round.decided, OpeningEvents.round
 
 
 def holdem_deciding(game: Game) -> str:
@@ -192,3 +198,25 @@ def test_an_events_step_is_built_once_and_as_a_fresh_view_builds_it(game: Game, 
         assert view.steps == round_view(fresh, viewer="alice", operator=False).steps
     operator = round_view(game.run(game.book.load(bet.round_id)), operator=True)
     assert operator.steps == round_view(stored(game, bet.round_id), operator=True).steps
+
+
+def test_an_append_builds_the_round_from_its_decision_without_parsing_the_events(
+    game: Game, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deal's and a decision's round come from the decided events and state (Round.decided), not from
+    parsing the payloads just stored and evolving them again (the autouse check, off here so that its own
+    parsing is not counted, compares every other test's openings and appends with their streams' fold)."""
+    monkeypatch.setattr(Round, "decided", _decided)
+    monkeypatch.setattr(OpeningEvents, "round", _opening_round)
+    parsed: list[str] = []
+    read = round_module._read  # noqa: SLF001
+
+    def counted(round_id: str, envelope: Any) -> Any:
+        parsed.append(envelope.event_type)
+        return read(round_id, envelope)
+
+    monkeypatch.setattr(round_module, "_read", counted)
+    round_id = holdem_deciding(game)  # PlaceBets, Deal: the hole cards and the decision required
+    view = game.run(game.play.decide(ALICE, round_id, "call", ""))  # the call, the board, the settlement
+    assert view.phase == "settled" and parsed == []
+    assert game.run(game.book.load(round_id)) == stored(game, round_id)

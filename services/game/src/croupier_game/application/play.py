@@ -302,8 +302,8 @@ class PlayUseCases:
 
     async def _decide(self, round_: Round, choice: str, bet: str, causation_id: str | None = None) -> Round:
         round_id = round_.round_id
-        _, events = round_.decider.decide(round_.state, Decide(choice=choice, bet=bet or None))
-        stakes_id, added = decision_stakes(round_, events)
+        decision = round_.decider.decide(round_.state, Decide(choice=choice, bet=bet or None))
+        stakes_id, added = decision_stakes(round_, decision.events)
         if stakes_id is not None:
             others = [o for o in round_.state.options if o != choice.strip().lower()]
             try:
@@ -315,7 +315,7 @@ class PlayUseCases:
                 still = f"; you may still {' or '.join(others)}" if others else ""
                 raise exc.reworded(f"{exc}{still}") from None
         try:
-            return await self._book.append(round_, events, causation_id=causation_id)
+            return await self._book.append(round_, decision, causation_id=causation_id)
         except ConcurrencyConflict:  # another decision (the player's, the keeper's) was recorded first
             if stakes_id is not None:
                 await self._release_unclaimed(round_id, stakes_id)
@@ -338,8 +338,8 @@ class PlayUseCases:
         assert round_.shoe is not None
         count = round_.decider.cards_needed(round_.state)
         cards, positions = await self._dealer.deal_cards(round_.shoe.shoe_id, round_.round_id, count, round_.cards_dealt)
-        _, events = round_.decider.decide(round_.state, Deal(cards=tuple(cards), positions=tuple(positions)))
-        return await self._book.append(round_, events, causation_id=causation_id)
+        decision = round_.decider.decide(round_.state, Deal(cards=tuple(cards), positions=tuple(positions)))
+        return await self._book.append(round_, decision, causation_id=causation_id)
 
     async def _release_unclaimed(self, round_id: str, stakes_id: str) -> None:
         """The losing side of a race: release the stakes it reserved unless the round records them (the

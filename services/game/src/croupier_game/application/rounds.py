@@ -19,7 +19,7 @@ from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.commands import VoidRound
-from croupier_rules.events import RoundEvent
+from croupier_rules.round_decider import Decision
 
 from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
 from .ports import GameStore
@@ -162,22 +162,23 @@ class RoundBook:
         if not (actor.may_act_for(round_.player_id) or actor.subject == round_.opened.dealer_player_id):
             raise NotFound(f"no round {round_.round_id!r}", reason="ROUND_NOT_FOUND", metadata={"round_id": round_.round_id})
 
-    async def append(self, round_: Round, events: Sequence[RoundEvent], *, causation_id: str | None = None) -> Round:
-        """Append rules events at the round's version and keep the projection in step.
+    async def append(self, round_: Round, decision: Decision, *, causation_id: str | None = None) -> Round:
+        """Append the events a command decided on the round at its version and keep the projection in step;
+        the round after them is built from the decision (Round.decided), not parsed and folded again.
         `causation_id` goes on the envelopes (the keeper's "keeper"), never into the rules events."""
         at = self.now()
-        new = [rules_event(e, at, round_.round_id, causation_id) for e in events]
+        new = [rules_event(e, at, round_.round_id, causation_id) for e in decision.events]
+        phase, version = decision.state.phase, round_.version + len(new)
 
         def work(uow):  # noqa: ANN001, ANN202
             # The round's last hash goes with its version: no head is read (a stale round conflicts).
             head_hash = round_.envelopes[-1].hash
             appended = uow.events.append(round_.round_id, round_.version, new, stream_type=STREAM_TYPE, head_hash=head_hash)
-            extended = round_.extended(appended)
-            uow.rounds.update(round_.round_id, extended.state.phase, extended.version)
-            return extended
+            uow.rounds.update(round_.round_id, phase, version)
+            return appended
 
         try:
-            extended = await self.in_transaction(work)
+            extended = round_.decided(await self.in_transaction(work), decision)
         except BaseException:
             self.forget(round_.round_id)  # stale, or not written: the next command reads the stream
             raise
@@ -188,8 +189,7 @@ class RoundBook:
         """Void the round (every stake returned, any payout taken back); a void round is left as it is."""
         if round_.state.void is not None:
             return round_
-        _, events = round_.decider.decide(round_.state, VoidRound(reason=reason))
-        return await self.append(round_, events, causation_id=causation_id)
+        return await self.append(round_, round_.decider.decide(round_.state, VoidRound(reason=reason)), causation_id=causation_id)
 
 
 class BrokenRoundError(ServiceError):

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import NewEvent
-from croupier_rules.round_decider import OVER_PHASES, Decider, RoundState
+from croupier_rules.round_decider import OVER_PHASES, Decider, Decision, RoundState
 from croupier_rules.game_registry import decider_for
 from croupier_rules.events import EVENT_TYPES, CardsDealt, DealtCard, RoundEvent, event_from_dict
 from croupier_rules.table_config import TableConfig, table_for
@@ -176,6 +176,18 @@ class Round:
         if self.state.settlement is not None:
             return sum(r.returned for r in self.state.settlement.results.values())
         return 0
+
+    def decided(self, appended: Sequence[EventEnvelope], decision: Decision) -> Round:
+        """The round with `appended`, the events `decision` gave (stored as rules_event made them), folded on:
+        built from the decision's events and the state they were decided to, not parsed and evolved again
+        (the same round `extended` gives for them)."""
+        rules = decision.events
+        if len(appended) != len(rules) or not appended or appended[0].version != self.version + 1:
+            raise ValueError(f"round {self.round_id} is at v{self.version}: {len(appended)} events appended for {len(rules)} decided")
+        return replace(
+            self, state=decision.state, version=appended[-1].version, envelopes=(*self.envelopes, *appended),
+            rules_events=(*self.rules_events, *((e.version, r) for e, r in zip(appended, rules, strict=True))),
+        )  # fmt: skip
 
     def extended(self, appended: Sequence[EventEnvelope]) -> Round:
         """The round with the stream's next events folded onto its state: only they are parsed and
