@@ -1,0 +1,109 @@
+"""Micro-benchmark: CPU µs of one unit of work of the SQL event store, on SQLite (as embedded mode runs it).
+
+    .venv/bin/python bench/unit_of_work.py [--units 2000] [--batches 7] [--profile]
+
+One thread, one SQLite file in /dev/shm (so the fsync of synchronous=FULL costs next to nothing and the
+figure is the platform's CPU, not the disk's), the tables and the store as `croupier serve` has them.
+Kinds, interleaved batch by batch (a busy spell of the shared box falls on each alike; each figure is
+the median over the batches):
+
+- `append`: a unit that appends two events to a new stream and writes a tracking row (what a command's
+  unit of work does on the platform's side: seal, events INSERT, outbox INSERT RETURNING, tracking);
+- `head`: a unit that reads one stream head and appends one event after it (`append` on a known stream);
+- `empty`: a unit that only runs one prepared SELECT (the cost of the unit itself: writer, BEGIN, COMMIT).
+
+`--profile` prints cProfile's top entries over one batch of each kind instead. Not part of the test
+suite; run it under the bench lock (`flock -s /tmp/croupier-bench.lock ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+
+from sqlalchemy import bindparam, select
+
+from croupier_platform.db import create_schema, make_engine, tracking_table
+from croupier_platform.eventstore import NewEvent, SqlEventStore
+from croupier_platform.prepared import Prepared
+
+OCCURRED_AT = "2026-12-02T07:00:00.000000+00:00"
+_ONE_TRACKING = Prepared(select(tracking_table.c.event_id).where(tracking_table.c.consumer == bindparam("b_consumer")).limit(1))
+
+
+def events(count: int) -> list[NewEvent]:
+    return [
+        NewEvent(event_type="BenchHappened", schema_version=1, payload={"n": n, "amount_minor": 500, "currency": "EUR"},
+                 occurred_at=OCCURRED_AT)
+        for n in range(count)
+    ]
+
+
+def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
+    known = str(uuid.uuid4())
+    with store.unit_of_work() as uow:
+        uow.events.append(known, 0, events(1), stream_type="bench")
+    version = [1]
+
+    def append() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append(str(uuid.uuid4()), 0, events(2), stream_type="bench")
+            uow.tracking.record("bench", str(uuid.uuid4()))
+
+    def head() -> None:
+        with store.unit_of_work() as uow:
+            uow.events.append(known, uow.events.stream_version(known), events(1), stream_type="bench")
+        version[0] += 1
+
+    def empty() -> None:
+        with store.unit_of_work() as uow:
+            _ONE_TRACKING.execute(uow.connection, {"b_consumer": "nobody"}).first()
+
+    return {"append": append, "head": head, "empty": empty}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--units", type=int, default=2000, help="units of work a batch")
+    parser.add_argument("--batches", type=int, default=7)
+    parser.add_argument("--profile", action="store_true", help="cProfile one batch of each kind")
+    options = parser.parse_args()
+    directory = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    engine = make_engine(f"sqlite:///{directory}/bench.db")
+    create_schema(engine)
+    store = SqlEventStore(engine, topic_for=lambda _stream_type: "bench.events")
+    handoff = store.outbox.handoff
+    work = kinds(store)
+    for run in work.values():  # warm: statements compiled, pool filled
+        for _ in range(50):
+            run()
+    if options.profile:
+        for name, run in work.items():
+            profile = cProfile.Profile()
+            profile.runcall(lambda: [run() for _ in range(options.units)])
+            print(f"--- {name}")
+            pstats.Stats(profile).sort_stats("tottime").print_stats(18)
+        return
+    figures: dict[str, list[float]] = {name: [] for name in work}
+    for _ in range(options.batches):
+        for name, run in work.items():
+            started = time.process_time()
+            for _ in range(options.units):
+                run()
+            figures[name].append((time.process_time() - started) / options.units * 1e6)
+            if handoff is not None:
+                handoff.take(0, 1 << 30)  # no relay here: keep the hand-off's line short
+    for name, values in figures.items():
+        print(f"{name:8s} {statistics.median(values):7.1f} µs CPU a unit (batches {', '.join(f'{v:.0f}' for v in values)})")
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    main()
