@@ -281,3 +281,84 @@ def test_a_failing_first_unit_ends_its_batch_and_the_unit_queued_behind_it_commi
         uow.events.append("round-c", 0, [new_event(3)], stream_type="round")
     with store.reading() as uow:
         assert len(uow.events.read_stream("round-c")) == 1
+
+
+def test_the_writer_keeps_its_connection_between_batches_and_the_engines_disposal_closes_it(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'croupier.db'}")
+    create_schema(engine)
+    checkouts: list[int] = []
+    event.listen(engine, "checkout", lambda *_: checkouts.append(1))
+    drivers = []
+    for n in range(3):  # one after another: three batches, three commits
+        with transaction(engine) as connection:
+            connection.execute(text("INSERT INTO tracking VALUES ('test', :n)"), {"n": str(n)})
+            drivers.append(connection.connection.driver_connection)
+    kept = _group_commits.of(engine)._idle
+    assert len(checkouts) == 1 and drivers[0] is drivers[1] is drivers[2]  # one checkout, not one a batch
+    assert kept is not None and not kept.in_transaction()  # it holds no lock between batches
+
+    engine.dispose()
+
+    assert kept.closed and _group_commits.of(engine)._idle is None
+    with reading(engine) as connection:  # everything committed, and the engine still works
+        assert connection.execute(text("SELECT count(*) FROM tracking")).scalar_one() == 3
+    with transaction(engine) as connection:
+        connection.execute(text("INSERT INTO tracking VALUES ('test', 'after')"))
+    engine.dispose()
+
+
+def test_a_batch_whose_commit_fails_gives_up_its_connection(sqlite_engine: Engine) -> None:
+    group = _group_commits.of(sqlite_engine)
+
+    def failing_commit(connection) -> None:  # noqa: ANN001
+        connection.connection.driver_connection.rollback()  # as SQLite does when its commit fails on I/O
+        raise RuntimeError("disk gone")
+
+    event.listen(sqlite_engine, "commit", failing_commit)
+    with pytest.raises(Exception, match="disk gone"), transaction(sqlite_engine) as connection:
+        connection.execute(text("INSERT INTO tracking VALUES ('test', 'lost')"))
+        failed = connection
+    event.remove(sqlite_engine, "commit", failing_commit)
+
+    assert failed.closed and group._idle is None  # not kept for the next batch
+    with transaction(sqlite_engine) as connection:
+        assert connection is not failed
+        assert connection.execute(text("SELECT count(*) FROM tracking")).scalar_one() == 0
+
+
+def test_a_writer_that_cannot_take_the_lock_raises_sqlalchemys_operational_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    database = tmp_path / "croupier.db"
+    engine = make_engine(f"sqlite:///{database}")
+    create_schema(engine)
+    event.listen(engine, "connect", lambda dbapi, _record: dbapi.execute("PRAGMA busy_timeout=0"))  # after make_engine's
+    other = sqlite3.connect(database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer holds the lock
+    try:
+        with pytest.raises(OperationalError, match="database is locked"), transaction(engine):
+            pass
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with transaction(engine) as connection:  # the lock released: the next unit gets it
+        connection.execute(text("INSERT INTO tracking VALUES ('test', 'after')"))
+    engine.dispose()
+
+
+def test_the_batchs_latch_holds_every_waiter_until_it_opens_and_then_lets_all_through() -> None:
+    from croupier_platform.db import _Latch
+
+    latch, passed = _Latch(), []
+    waiters = [threading.Thread(target=lambda: (latch.wait(), passed.append(1))) for _ in range(5)]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(0.05)
+    assert passed == []  # shut
+    latch.open()
+    for waiter in waiters:
+        waiter.join(10)
+    latch.wait()  # open for good: a late waiter passes too
+    assert len(passed) == 5

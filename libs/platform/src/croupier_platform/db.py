@@ -142,13 +142,32 @@ class BatchLost(Exception):
     whole transaction with it): nothing of the unit was written; it may be retried."""
 
 
+class _Latch:
+    """Shut until `open`, then open for good: a threading.Event made of one lock. Each waiter takes
+    the lock and hands it on, all in C, where an Event builds a Condition (and a waiter's lock) in
+    Python for every batch."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def open(self) -> None:
+        self._lock.release()
+
+    def wait(self) -> None:
+        with self._lock:
+            pass
+
+
 class _Batch:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.transaction = connection.begin()  # BEGIN IMMEDIATE (_begin)
         self.dbapi: Any = connection.connection.dbapi_connection
         self.units = 0
-        self.committed = threading.Event()
+        self.committed = _Latch()
         self.error: BaseException | None = None
         # The first unit failed: the transaction holds only its effects, so it is rolled back whole
         # (no savepoint needed for the first unit) and the batch ends there.
@@ -187,7 +206,12 @@ class GroupCommit:
     them was written.
 
     A unit opened inside a unit of the same thread nests as a savepoint of it (as a read inside a
-    write does in the in-memory store)."""
+    write does in the in-memory store).
+
+    The writer's connection is kept from one batch to the next (outside a transaction, so it holds no
+    lock), not taken from the pool and given back each time: a checkout, a pool reset and a fresh
+    Connection with its event dispatch cost more than a small unit's statements. It is closed when
+    the engine is disposed, and dropped after a batch whose end failed."""
 
     def __init__(self, engine: Engine, max_units: int = GROUP_COMMIT_MAX_UNITS) -> None:
         self._engine = engine
@@ -197,6 +221,8 @@ class GroupCommit:
         self._turn = threading.Lock()  # the writer: one unit (or the commit) at a time
         self._owner: int | None = None
         self._batch: _Batch | None = None
+        self._idle: Connection | None = None  # the writer's connection between batches
+        event.listen(engine, "engine_disposed", self._close_idle)
 
     @contextmanager
     def unit(self) -> Iterator[Connection]:
@@ -236,12 +262,21 @@ class GroupCommit:
             raise BatchLost(f"the shared commit failed: {batch.error}") from batch.error
 
     def _open(self) -> _Batch:
-        connection = self._engine.connect()
+        with self._queue_lock:
+            connection, self._idle = self._idle, None
+        if connection is None or connection.invalidated:
+            connection = self._engine.connect()
         try:
             return _Batch(connection)
         except BaseException:
             connection.close()
             raise
+
+    def _close_idle(self, _engine: Engine | None = None) -> None:
+        with self._queue_lock:
+            connection, self._idle = self._idle, None
+        if connection is not None:
+            connection.close()
 
     @staticmethod
     def _undo(batch: _Batch, savepoint: "_Savepoint | None", error: BaseException) -> None:
@@ -258,18 +293,29 @@ class GroupCommit:
 
     def _finish(self, batch: _Batch) -> None:
         self._batch = None
+        ended = False
         try:
             if batch.error is None and not batch.discard:
                 batch.transaction.commit()
             else:
                 batch.transaction.rollback()
+            ended = not batch.dbapi.in_transaction
         except BaseException as error:
             batch.error = batch.error or error
         finally:
             try:
-                batch.connection.close()
+                if ended and not batch.connection.invalidated:
+                    self._keep(batch.connection)
+                else:
+                    batch.connection.close()
             finally:
-                batch.committed.set()
+                batch.committed.open()
+
+    def _keep(self, connection: Connection) -> None:
+        with self._queue_lock:
+            kept, self._idle = self._idle is None, self._idle or connection
+        if not kept:
+            connection.close()
 
 
 T = TypeVar("T")
@@ -357,11 +403,23 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _begin(connection: Any) -> None:
-    if connection.get_execution_options().get(READ_ONLY_OPTION):
+    # Said straight to sqlite3 (its trace still sees it): SQLAlchemy's exec_driver_sql would cost more
+    # than the statement, on every unit of work and every read. Its error handler still wraps a failure
+    # ("database is locked" after the busy timeout) as SQLAlchemy's OperationalError. An engine with
+    # statement listeners gets it through SQLAlchemy, as a Prepared statement does (they count it).
+    statement = (
         # A reader's deferred transaction: a snapshot of the last commit, no lock taken.
-        connection.exec_driver_sql("BEGIN")
+        "BEGIN" if connection.get_execution_options().get(READ_ONLY_OPTION)
+        # Take the write lock up front: a deferred transaction that reads and then writes fails at
+        # once with "database is locked" when another writer committed in between (busy_timeout
+        # cannot help), whereas IMMEDIATE waits its turn.
+        else "BEGIN IMMEDIATE"
+    )
+    dispatch = connection.dispatch
+    if dispatch.before_cursor_execute or dispatch.after_cursor_execute:
+        connection.exec_driver_sql(statement)
         return
-    # Take the write lock up front: a deferred transaction that reads and then writes fails at
-    # once with "database is locked" when another writer committed in between (busy_timeout
-    # cannot help), whereas IMMEDIATE waits its turn.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    try:
+        connection.connection.driver_connection.execute(statement)
+    except Exception as error:  # noqa: BLE001 - SQLAlchemy's handler wraps it (and invalidates a dead connection)
+        connection._handle_dbapi_exception(error, statement, None, None, None)
