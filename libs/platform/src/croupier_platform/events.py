@@ -78,7 +78,12 @@ def canonical_json(value: Any) -> bytes:
 
 def canonical_text(value: Any) -> str:
     """canonical_json as text (what the events table stores)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _canonical.encode(value)
+
+
+# What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# builds on every call, built once (an encoder keeps no state between calls).
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def seal(draft: EventDraft, prev_hash: str) -> EventEnvelope:
