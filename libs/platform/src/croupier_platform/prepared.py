@@ -35,7 +35,7 @@ class _Compiled(NamedTuple):
     defaults: dict[str, Any]  # values the statement carries (literals, values(x=...)), by bind name
     row: type | None  # the result row's class; None: no rows (or SQLAlchemy's path)
     to_driver: dict[str, Callable[[Any], Any]]  # SQLAlchemy's bind processors, by bind name (a bool on SQLite)
-    from_driver: tuple[Callable[[Any], Any] | None, ...] | None  # its result processors, by column; None: none
+    from_driver: tuple[tuple[int, Callable[[Any], Any]], ...]  # its result processors: (column index, processor); most have none
 
 
 class _Row(tuple):
@@ -169,10 +169,15 @@ def _arguments(compiled: _Compiled, parameters: Mapping[str, Any]) -> Any:
 
 def _rows(compiled: _Compiled, fetched: list[Any]) -> list[Any]:
     row = compiled.row
-    if compiled.from_driver is None:
-        return [row(values) for values in fetched]
-    processors = compiled.from_driver
-    return [row(value if to is None else to(value) for value, to in zip(values, processors, strict=True)) for values in fetched]
+    if not compiled.from_driver:
+        return list(map(row, fetched))
+    rows = []
+    for values in fetched:
+        converted = list(values)
+        for i, to in compiled.from_driver:  # only the columns that have one (a DateTime or Boolean on SQLite)
+            converted[i] = to(converted[i])
+        rows.append(row(converted))
+    return rows
 
 
 def _compile(statement: ClauseElement, dialect: Dialect, keys: frozenset[str] | None) -> _Compiled | None:
@@ -193,10 +198,11 @@ def _compile(statement: ClauseElement, dialect: Dialect, keys: frozenset[str] | 
     pick = _picker(tuple(compiled.positiontup)) if dialect.paramstyle == "qmark" else None
     fields = [column.keyname for column in compiled._result_columns]
     returns_rows = bool(fields) and (getattr(statement, "is_select", False) or bool(compiled.effective_returning))
-    from_driver = tuple(column.type._cached_result_processor(dialect, None) for column in compiled._result_columns)
+    processors = (column.type._cached_result_processor(dialect, None) for column in compiled._result_columns)
+    from_driver = tuple((i, to) for i, to in enumerate(processors) if to is not None)
     return _Compiled(
         compiled.string, pick, defaults, _row_class(fields) if returns_rows else None, dict(compiled._bind_processors),
-        from_driver if any(from_driver) else None,
+        from_driver,
     )
 
 
