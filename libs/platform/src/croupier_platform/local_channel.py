@@ -154,7 +154,9 @@ class _LocalAbort(AbortError):
 
 
 class _LocalContext:
-    """The part of grpc.aio.ServicerContext the handlers and the platform's wrappers use."""
+    """The part of grpc.aio.ServicerContext the handlers and the platform's wrappers use (one a call: slots)."""
+
+    __slots__ = ("_metadata", "_deadline", "_code", "_details", "_trailing")
 
     def __init__(self, metadata: tuple[tuple[str, str], ...], timeout: float | None) -> None:
         self._metadata = metadata
