@@ -12,7 +12,8 @@ the median over the batches):
 - `head`: a unit that reads one stream head and appends one event after it (`append` on a known stream);
 - `empty`: a unit that only runs one prepared SELECT (the cost of the unit itself: writer, BEGIN, COMMIT).
 
-`--profile` prints cProfile's top entries over one batch of each kind instead. Not part of the test
+`--profile` prints instead, for one batch of each kind under cProfile, the Python calls a unit (a count:
+the same on a busy box as on a quiet one) and the top entries. Not part of the test
 suite; run it under the bench lock (`flock -s /tmp/croupier-bench.lock ...`).
 """
 
@@ -88,8 +89,10 @@ def main() -> None:
         for name, run in work.items():
             profile = cProfile.Profile()
             profile.runcall(lambda: [run() for _ in range(options.units)])
-            print(f"--- {name}")
-            pstats.Stats(profile).sort_stats("tottime").print_stats(18)
+            stats = pstats.Stats(profile)
+            # Python calls a unit: a count, the same on a busy box as on a quiet one (bench/PROFILE.md uses it).
+            print(f"--- {name}: {(stats.total_calls - 2) / options.units:.0f} Python calls a unit")
+            stats.sort_stats("tottime").print_stats(18)
         return
     figures: dict[str, list[float]] = {name: [] for name in work}
     for _ in range(options.batches):
