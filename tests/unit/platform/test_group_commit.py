@@ -307,6 +307,18 @@ def test_the_writer_keeps_its_connection_between_batches_and_the_engines_disposa
     engine.dispose()
 
 
+def test_a_connection_of_a_pool_disposed_during_its_batch_is_not_kept(sqlite_engine: Engine) -> None:
+    with transaction(sqlite_engine) as connection:
+        connection.execute(text("INSERT INTO tracking VALUES ('test', 'during')"))
+        sqlite_engine.dispose()  # e.g. a shutdown while a unit still runs
+        during = connection
+    assert during.closed and _group_commits.of(sqlite_engine)._idle is None
+    with transaction(sqlite_engine) as connection:  # a connection of the new pool, which is kept
+        assert connection is not during
+        assert connection.execute(text("SELECT count(*) FROM tracking")).scalar_one() == 1
+    assert _group_commits.of(sqlite_engine)._idle is connection
+
+
 def test_a_batch_whose_commit_fails_gives_up_its_connection(sqlite_engine: Engine) -> None:
     group = _group_commits.of(sqlite_engine)
 

@@ -162,8 +162,9 @@ class _Latch:
 
 
 class _Batch:
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, pool_generation: int = 0) -> None:
         self.connection = connection
+        self.pool_generation = pool_generation
         self.transaction = connection.begin()  # BEGIN IMMEDIATE (_begin)
         self.dbapi: Any = connection.connection.dbapi_connection
         self.units = 0
@@ -222,6 +223,7 @@ class GroupCommit:
         self._owner: int | None = None
         self._batch: _Batch | None = None
         self._idle: Connection | None = None  # the writer's connection between batches
+        self._pool_generation = 0  # bumped when the engine is disposed: a connection of the old pool is not kept
         event.listen(engine, "engine_disposed", self._close_idle)
 
     @contextmanager
@@ -264,10 +266,11 @@ class GroupCommit:
     def _open(self) -> _Batch:
         with self._queue_lock:
             connection, self._idle = self._idle, None
+            generation = self._pool_generation
         if connection is None or connection.invalidated:
             connection = self._engine.connect()
         try:
-            return _Batch(connection)
+            return _Batch(connection, generation)
         except BaseException:
             connection.close()
             raise
@@ -275,6 +278,7 @@ class GroupCommit:
     def _close_idle(self, _engine: Engine | None = None) -> None:
         with self._queue_lock:
             connection, self._idle = self._idle, None
+            self._pool_generation += 1
         if connection is not None:
             connection.close()
 
@@ -305,15 +309,17 @@ class GroupCommit:
         finally:
             try:
                 if ended and not batch.connection.invalidated:
-                    self._keep(batch.connection)
+                    self._keep(batch.connection, batch.pool_generation)
                 else:
                     batch.connection.close()
             finally:
                 batch.committed.open()
 
-    def _keep(self, connection: Connection) -> None:
+    def _keep(self, connection: Connection, generation: int) -> None:
         with self._queue_lock:
-            kept, self._idle = self._idle is None, self._idle or connection
+            kept = self._idle is None and generation == self._pool_generation  # not of a pool disposed meanwhile
+            if kept:
+                self._idle = connection
         if not kept:
             connection.close()
 
