@@ -136,5 +136,25 @@ def test_another_games_round_is_skipped_before_any_unit_of_work(service) -> None
     assert asyncio.run(handle(other)) is False  # not applied: no tracking row (the reconciler never asks for one)
     with service.reading() as uow:
         assert uow.tracking.processed_among("commission", [other.event_id]) == set() and uow.rounds.get("r9") is None
-    assert asyncio.run(handle(settled("r9", 10_000, 0))) is True  # its end is looked up: no war-p2p round, nothing moves
+    assert asyncio.run(handle(settled("r9", 10_000, 0))) is False  # its end too: its RoundOpened said another game
+    voided = event("r9", "RoundVoided", {"reason": "test", "refunds": {"ante": 10_000}}, 6)
+    assert asyncio.run(handle(voided)) is False
+    with service.reading() as uow:
+        assert uow.tracking.processed_among("commission", [other.event_id]) == set()
     assert status(service, "alice").points == 0
+
+
+def test_a_rounds_end_whose_opening_was_not_seen_here_is_looked_up(service) -> None:  # noqa: ANN001
+    """Another game's round opened before a restart (or on a partition another process read), or forgotten
+    (the memory of other games' rounds is bounded): its end goes through a unit of work, which finds no
+    war-p2p round and moves nothing; a war-p2p round's end is never skipped."""
+    commission = Commission(service, FakeWallet(), remembered_rounds=1)
+    handle = round_events_subscriber(commission, service)
+    assert asyncio.run(handle(settled("r8", 10_000, 0))) is True  # never seen opened: looked up
+    for round_id in ("r9", "r10"):  # r10's opening pushes r9 out of the memory
+        asyncio.run(handle(event(round_id, "RoundOpened", {"game": "casino-war", "player_id": "alice", "currency": "USD"}, 1)))
+    assert asyncio.run(handle(settled("r9", 10_000, 0))) is True  # forgotten: looked up
+    assert asyncio.run(handle(settled("r10", 10_000, 0))) is False  # remembered: skipped
+    asyncio.run(handle(opened("r11", "alice", None)))
+    assert asyncio.run(handle(settled("r11", 10_000, 0))) is True
+    assert status(service, "alice").points == 100

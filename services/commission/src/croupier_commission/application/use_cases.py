@@ -9,6 +9,8 @@ back exactly what its settlement moved (the deltas are kept per round). The subs
 
 from __future__ import annotations
 
+from cachetools import FIFOCache
+
 from croupier_platform.events import EventEnvelope
 
 from ..domain.rounds import DealerStatus, P2pRound, Settlement, settle, void
@@ -17,6 +19,9 @@ from .ports import CommissionUnitOfWork, UnitOfWorkFactory, Wallet
 CONSUMER = "commission"
 HANDLED = ("RoundOpened", "RoundSettled", "RoundVoided")
 WAR_P2P = "war-p2p"
+# Rounds of other games remembered as such (a round id each, a few MB): 20 s of rounds at a thousand a
+# second, while a round's end follows its opening within seconds.
+REMEMBERED_ROUNDS = 20_000
 
 
 def commission_due(envelope: EventEnvelope) -> int | None:
@@ -27,17 +32,31 @@ def commission_due(envelope: EventEnvelope) -> int | None:
     return int(envelope.payload.get("commission") or 0)
 
 
-def concerns(envelope: EventEnvelope) -> bool:
-    """Whether the event may move anything here, from the envelope alone: a RoundOpened of another
-    game is skipped before any unit of work (the reconciler never asks about one either); a round's
-    end is looked up, its game being known from its RoundOpened only."""
-    return envelope.event_type != "RoundOpened" or envelope.payload.get("game") == WAR_P2P
+def _opens_war_p2p(envelope: EventEnvelope) -> bool:
+    return envelope.payload.get("game") == WAR_P2P
 
 
 class Commission:
-    def __init__(self, uow_factory: UnitOfWorkFactory, wallet: Wallet) -> None:
+    def __init__(self, uow_factory: UnitOfWorkFactory, wallet: Wallet, remembered_rounds: int = REMEMBERED_ROUNDS) -> None:
         self._uow = uow_factory
         self._wallet = wallet
+        # Rounds seen opened at another game: their end is skipped like their RoundOpened. Bounded; a round
+        # not remembered (forgotten, opened before a restart or on a partition this process did not read)
+        # is looked up in a unit of work as before.
+        self._other_games: FIFOCache[str, bool] = FIFOCache(maxsize=remembered_rounds)
+
+    def concerns(self, envelope: EventEnvelope) -> bool:
+        """Whether the event may move anything here, from the envelope alone: a RoundOpened of another game
+        is skipped before any unit of work (the reconciler never asks about one either), and so is the end
+        (RoundSettled, RoundVoided) of a round whose RoundOpened was skipped so (a round's events come in
+        order on its partition); any other round's end is looked up, its game being known from its
+        RoundOpened only."""
+        if envelope.event_type == "RoundOpened":
+            if _opens_war_p2p(envelope):
+                return True
+            self._other_games[envelope.stream_id] = True
+            return False
+        return envelope.stream_id not in self._other_games
 
     async def charge_commission(self, envelope: EventEnvelope) -> None:
         """Before a player-dealer's settlement is recorded, the wallet charges its commission (idempotent
@@ -50,7 +69,7 @@ class Commission:
         """Called inside the subscriber's unit of work, after its tracking row."""
         payload = envelope.payload
         if envelope.event_type == "RoundOpened":
-            if concerns(envelope):
+            if _opens_war_p2p(envelope):
                 uow.rounds.add(
                     P2pRound(
                         round_id=envelope.stream_id, player_id=payload["player_id"], dealer_id=payload.get("dealer_player_id"),

@@ -9,12 +9,12 @@ from croupier_platform.bus import ROUND_EVENTS
 from croupier_platform.subscriber import Subscriber
 
 from ..application.ports import CommissionUnitOfWork, UnitOfWorkFactory
-from ..application.use_cases import CONSUMER, HANDLED, Commission, concerns
+from ..application.use_cases import CONSUMER, HANDLED, Commission
 
 
 def round_events_subscriber(commission: Commission, uow_factory: UnitOfWorkFactory) -> Subscriber[CommissionUnitOfWork]:
     """The bus's handler, also what ApplyRoundEvent runs (the reconciler's re-drive)."""
     return Subscriber(
         ROUND_EVENTS, CONSUMER, HANDLED, uow_factory, commission.apply_round_event, before=commission.charge_commission,
-        concerns=concerns,
+        concerns=commission.concerns,
     )
