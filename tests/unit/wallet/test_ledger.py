@@ -328,3 +328,40 @@ def test_a_new_stake_does_not_look_its_id_up_and_a_retry_still_gets_its_original
     with raises_reason("IDEMPOTENCY_KEY_REUSED", TransferIdReused):
         wallet.app.reserve_stakes("s1", "alice", "r1", 50, "PLAY", {"ante": 50})
     assert balance(wallet) == (0, 100, 100) and wallet.check().ok
+
+
+def test_a_stake_opens_its_round_by_inserting_it_and_reads_its_limits_with_the_locked_account(wallet):
+    """A round's first stake sends one read (the player's account, locked, with the limits it is checked
+    against) and opens the round with its INSERT (no read of the round before); a stake on a round the wallet
+    holds reads the round after the insert that did nothing. The limits still hold either way."""
+    from sqlalchemy import event
+
+    from croupier_wallet.domain.limits import LimitExceeded
+
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    sent: list[str] = []
+
+    def note(_conn, _cursor, statement, *_args) -> None:
+        sent.append(" ".join(statement.split()))
+
+    event.listen(wallet.engine, "before_cursor_execute", note)
+    try:
+        wallet.app.reserve_stakes("s1", "alice", "r1", 100, "PLAY", {"ante": 100})
+        reads = [s for s in sent if s.startswith("SELECT")]
+        assert len(reads) == 1 and "FROM wallet_accounts LEFT OUTER JOIN wallet_limits" in reads[0], reads
+        assert sum(s.startswith("INSERT INTO wallet_rounds") for s in sent) == 1
+        sent.clear()
+        wallet.app.reserve_stakes("s2", "alice", "r1", 100, "PLAY", {"raise": 100})  # the round is there: read, locked
+        reads = [s for s in sent if s.startswith("SELECT")]
+        assert len(reads) == 2 and "FROM wallet_rounds" in reads[0] and "FROM wallet_accounts LEFT OUTER JOIN wallet_limits" in reads[1]
+    finally:
+        event.remove(wallet.engine, "before_cursor_execute", note)
+    wallet.app.limits.set_limits("alice", "PLAY", {"max_stake": 150, "daily_wager": 1_000}, None, by="alice", at_once=False)
+    with raises_reason("LIMIT_EXCEEDED", LimitExceeded):
+        wallet.app.reserve_stakes("s3", "alice", "r3", 200, "PLAY", {"ante": 200})
+    wallet.app.reserve_stakes("s4", "alice", "r2", 150, "PLAY", {"ante": 150})
+    with wallet.engine.connect() as conn:
+        from croupier_wallet.adapters.sql_schema import rounds_table
+
+        assert conn.execute(rounds_table.select().where(rounds_table.c.round_id == "r3")).first() is None  # refused: not opened
+    assert balance(wallet) == (650, 350, 1_000) and wallet.check().ok

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection, Row, String, and_, bindparam, case, func, select
@@ -12,19 +12,34 @@ from croupier_platform.prepared import Prepared
 from croupier_platform.runtime import iso
 
 from croupier_wallet.domain.ledger import Kind, Status, player_account
+from croupier_wallet.application.ports import StakeLimits
 from croupier_wallet.domain.limits import AMOUNT_LIMITS, CurrencyLimits, DailyUsage, Pending, Setting
 from croupier_wallet.domain.rounds import RoundStatus
 
 from .sql_schema import limits_table, rounds_table, self_exclusions_table, transfers_table
 
 
+def stake_limits_columns() -> list:
+    """The columns of a stake's limits read beside another row's (labelled l_* and x_*): one row per limit set
+    in the currency, or one row of NULLs, each carrying the self-exclusion's columns (stake_limits_of reads them)."""
+    return [*(c.label(f"l_{c.name}") for c in limits_table.c), *(c.label(f"x_{c.name}") for c in self_exclusions_table.c)]
+
+
+def stake_limits_joined(from_, player_id, currency):  # noqa: ANN001, ANN201 - SQLAlchemy clauses
+    """`from_` LEFT JOINed to the limits of `player_id` in `currency` and to their self-exclusion."""
+    l, x = limits_table, self_exclusions_table
+    return from_.outerjoin(l, and_(l.c.player_id == player_id, l.c.currency == currency)).outerjoin(x, x.c.player_id == player_id)
+
+
+def stake_limits_of(rows: Sequence[Row], currency: str) -> StakeLimits:
+    """The limits and self-exclusion of rows with stake_limits_columns (at least one row)."""
+    limits = next(iter(_currency_limits((row for row in rows if row.l_limit_name is not None), prefix="l_")), CurrencyLimits(currency))
+    return limits, _exclusion(rows[0], prefix="x_") if rows[0].x_player_id is not None else Setting()
+
+
 def _stake_limits_query():  # noqa: ANN202
     player = select(bindparam("b_player", type_=String).label("player_id")).subquery()
-    l, x = limits_table, self_exclusions_table
-    return select(*l.c, *(c.label(f"x_{c.name}") for c in x.c)).select_from(
-        player.outerjoin(l, and_(l.c.player_id == player.c.player_id, l.c.currency == bindparam("b_currency")))
-        .outerjoin(x, x.c.player_id == player.c.player_id)
-    )  # fmt: skip
+    return select(*stake_limits_columns()).select_from(stake_limits_joined(player, player.c.player_id, bindparam("b_currency")))
 
 
 _STAKE_LIMITS = Prepared(_stake_limits_query())  # built once, run on the driver: a stake only binds its values
@@ -59,12 +74,10 @@ class SqlLimitsRepository:
             }  # fmt: skip
             self._upsert(limits_table, row, ["player_id", "currency", "limit_name"])
 
-    def stake_limits(self, player_id: str, currency: str) -> tuple[CurrencyLimits, Setting[datetime]]:
-        """The currency's limits and the self-exclusion in one read (a stake's check): one row per limit
-        set, or one row of NULLs, each carrying the exclusion's columns."""
-        rows = _STAKE_LIMITS.execute(self._c, {"b_player": player_id, "b_currency": currency}).all()
-        limits = next(iter(_currency_limits(row for row in rows if row.limit_name is not None)), CurrencyLimits(currency))
-        return limits, _exclusion(rows[0], prefix="x_") if rows[0].x_player_id is not None else Setting()
+    def stake_limits(self, player_id: str, currency: str) -> StakeLimits:
+        """limits() and self_exclusion() in one read: what a stake is checked against (read with the staker's
+        account where it can be: SqlLedgerRepository.stake_account_for_update)."""
+        return stake_limits_of(_STAKE_LIMITS.execute(self._c, {"b_player": player_id, "b_currency": currency}).all(), currency)
 
     # ------------------------------------------------------------------ self-exclusion
 
@@ -119,14 +132,17 @@ class SqlLimitsRepository:
         self._c.execute(statement.on_conflict_do_update(index_elements=keys, set_={k: v for k, v in row.items() if k not in keys}))
 
 
-def _currency_limits(rows: Iterable[Row]) -> list[CurrencyLimits]:
+def _currency_limits(rows: Iterable[Row], prefix: str = "") -> list[CurrencyLimits]:
+    """`prefix`: of the limits' columns in rows joined with others."""
     by_currency: dict[str, CurrencyLimits] = {}
     for row in rows:
-        if row.limit_name not in AMOUNT_LIMITS:
+        column = row._mapping
+        name, currency = column[f"{prefix}limit_name"], column[f"{prefix}currency"]
+        if name not in AMOUNT_LIMITS:
             continue
-        pending = Pending(row.pending_amount, _instant(row.pending_effective_at)) if row.pending else None
-        limits = by_currency.get(row.currency) or CurrencyLimits(row.currency)
-        by_currency[row.currency] = limits.with_setting(row.limit_name, Setting(row.amount, pending))
+        pending = Pending(column[f"{prefix}pending_amount"], _instant(column[f"{prefix}pending_effective_at"])) if column[f"{prefix}pending"] else None
+        limits = by_currency.get(currency) or CurrencyLimits(currency)
+        by_currency[currency] = limits.with_setting(name, Setting(column[f"{prefix}amount"], pending))
     return [by_currency[c] for c in sorted(by_currency)]
 
 

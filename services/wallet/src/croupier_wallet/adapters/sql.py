@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Engine, Integer, Row, String, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Integer, Row, String, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
@@ -15,11 +15,11 @@ from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 from croupier_platform.prepared import Prepared
 
-from croupier_wallet.application.ports import AccountKey, StaleAccount, TransferIdTaken
+from croupier_wallet.application.ports import AccountKey, StakeLimits, StaleAccount, TransferIdTaken
 from croupier_wallet.domain.ledger import Account, Kind, Status, Transfer, TransferRequest, entries_of, player_account
 from croupier_wallet.domain.rounds import Round, RoundStatus
 
-from .limits import SqlLimitsRepository
+from .limits import SqlLimitsRepository, stake_limits_columns, stake_limits_joined, stake_limits_of
 from .reports import SqlLedgerReports
 from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
@@ -47,6 +47,14 @@ _SAVE_ACCOUNT = Prepared(
         ledger_hash=func.coalesce(bindparam("b_ledger_hash", type_=String), _a.ledger_hash),
     )  # fmt: skip
 )
+# A stake's lock of its player's account, with the limits it is checked against (adapters/limits.py) read in
+# the same statement; only the account's row is locked.
+_LOCK_STAKER = Prepared(
+    select(accounts_table, _STREAM_VERSION, *stake_limits_columns())
+    .select_from(stake_limits_joined(accounts_table, bindparam("b_player", type_=String), _a.currency))
+    .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"))
+    .with_for_update(of=accounts_table)
+)
 _TRANSFER = Prepared(select(transfers_table).where(_t.transfer_id == bindparam("b_transfer")))
 _SET_STATUS = Prepared(
     update(transfers_table)
@@ -55,7 +63,6 @@ _SET_STATUS = Prepared(
 )
 _ROUND = Prepared(select(rounds_table).where(_r.round_id == bindparam("b_round")))
 _ROUND_FOR_UPDATE = Prepared(_ROUND.statement.with_for_update())
-_ADD_ROUND = Prepared(insert(rounds_table))
 _SAVE_ROUND = Prepared(
     update(rounds_table)
     .where(_r.round_id == bindparam("b_round"), _r.version == bindparam("b_version"))
@@ -80,6 +87,13 @@ def _add_to_accounts(connection: Connection, rows: list[dict]) -> None:
     """System accounts' deltas, one upsert a row, sent together: the rows are applied (and locked) in
     the caller's order, which is the lock order."""
     _account_deltas(connection.dialect.name).execute(connection, rows)
+
+
+@functools.cache
+def _open_round(dialect: str) -> Prepared:
+    """A stake's round, inserted unless the wallet holds it: the row comes back when inserted (and is
+    locked by the insert), none when it was there. Built once per dialect."""
+    return Prepared(dialect_insert(dialect, rounds_table).on_conflict_do_nothing(index_elements=[_r.round_id]).returning(*rounds_table.c))
 
 
 @functools.cache
@@ -134,6 +148,17 @@ class SqlLedgerRepository:
             found.update(self._lock_accounts(missing))
         self._locked.update(found)
         return found | held
+
+    def stake_account_for_update(self, player_id: str, currency: str) -> tuple[Account, StakeLimits]:
+        key = (player_account(player_id), currency)
+        if key not in self._locked:
+            rows = _LOCK_STAKER.execute(self._c, {"b_player": player_id, "b_account": key[0], "b_currency": currency}).all()
+            if rows:  # the usual case: one statement
+                self._note_ledger_head(rows[0])
+                self._locked[key] = _account(rows[0])
+                return self._locked[key], stake_limits_of(rows, currency)
+        account = self.accounts_for_update([key])[key]  # held already, or new (created at zero)
+        return account, SqlLimitsRepository(self._c).stake_limits(player_id, currency)
 
     def _lock_accounts(self, ordered: list[AccountKey]) -> dict[AccountKey, Account]:
         if len(ordered) == 1:  # the usual case: one player's account
@@ -299,6 +324,19 @@ class SqlLedgerRepository:
             self._locked_rounds[round_id] = round_
         return round_
 
+    def open_round_for_update(self, round_: Round) -> Round:
+        # A new round (a round's first stake, the usual case) is one INSERT; one the wallet holds, the insert
+        # that did nothing and the locking read.
+        if round_.round_id not in self._locked_rounds:
+            row = _open_round(self._c.dialect.name).execute(self._c, _new_round_row(round_)).first()
+            if row is not None:
+                self._locked_rounds[round_.round_id] = _round_from(row)
+                return self._locked_rounds[round_.round_id]
+        held = self.round_for_update(round_.round_id)
+        if held is None:  # not inserted, yet not there: only a bug could do that
+            raise StaleAccount(f"round {round_.round_id} was neither inserted nor found; try again")
+        return held
+
     def rounds_for_update(self, round_ids: Iterable[str]) -> dict[str, Round]:
         round_ids = list(round_ids)
         wanted = sorted({r for r in round_ids if r} - self._locked_rounds.keys())
@@ -322,13 +360,6 @@ class SqlLedgerRepository:
     def save_round(self, round_: Round) -> None:
         self._locked_rounds.pop(round_.round_id, None)  # locked by the write; read again if asked (rare)
         self._round_transfers.pop(round_.round_id, None)
-        if round_.version == 0:
-            _ADD_ROUND.execute(self._c, {
-                "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,
-                "opened_at": round_.opened_at or None, "player_id": round_.player_id, "currency": round_.currency,
-                "status": round_.status.value,
-            })  # fmt: skip
-            return
         result = _SAVE_ROUND.execute(self._c, {
             "b_round": round_.round_id, "b_version": round_.version, "b_player": round_.player_id,
             "b_currency": round_.currency, "b_status": round_.status.value,
@@ -339,6 +370,14 @@ class SqlLedgerRepository:
 
 def _insert_ignoring_duplicates(connection: Connection):
     return dialect_insert(connection.dialect.name, accounts_table).on_conflict_do_nothing()
+
+
+def _new_round_row(round_: Round) -> dict:
+    return {
+        "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,
+        "opened_at": round_.opened_at or None, "player_id": round_.player_id, "currency": round_.currency,
+        "status": round_.status.value,
+    }  # fmt: skip
 
 
 def _round_from(row: Row) -> Round:

@@ -33,7 +33,7 @@ from croupier_wallet.domain import ledger
 from croupier_wallet.domain.errors import TransferIdReused
 from croupier_wallet.domain.ledger import Account, Status, Transfer, TransferRequest, is_player_account, player_account
 
-from .ports import AccountKey, WalletUnitOfWork
+from .ports import AccountKey, StakeLimits, WalletUnitOfWork
 
 LEDGER_STREAM_TYPE = "ledger"
 LEDGER_SCHEMA_VERSION = 1
@@ -74,6 +74,15 @@ class LedgerSession:
         """Lock these accounts now, together (in key order): a use case that touches several players locks
         them all before it changes any, so two units never lock the same two in opposite orders."""
         self._load(list(keys))
+
+    def lock_staker(self, player_id: str, currency: str) -> StakeLimits:
+        """Lock the player's account (as `account` does) and return the limits their stakes in the currency
+        are checked against, read with it."""
+        key = (player_account(player_id), currency)
+        account, limits = self._uow.ledger.stake_account_for_update(player_id, currency)
+        if key not in self._accounts:  # else the session's own (maybe changed) copy stands
+            self._accounts[key] = self._read[key] = account
+        return limits
 
     def available(self, player_id: str, currency: str) -> int:
         return self.account(player_account(player_id), currency).available

@@ -28,7 +28,7 @@ from croupier_wallet.domain.limits import (
     utc_day,
 )
 
-from .ports import UnitOfWorkFactory, WalletUnitOfWork
+from .ports import StakeLimits, UnitOfWorkFactory, WalletUnitOfWork
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,11 @@ class LimitsView:
     cooling_off_seconds: int
 
 
-def enforce_limits(uow: WalletUnitOfWork, player_id: str, currency: str, amount: int, now: datetime) -> None:
-    """Refuse a reservation that breaks a limit (SelfExcluded, LimitExceeded). The caller holds the
-    player's account locked, so the day's usage read here cannot change before its debit commits."""
-    limits, exclusion = uow.limits.stake_limits(player_id, currency)
+def enforce_limits(uow: WalletUnitOfWork, player_id: str, currency: str, amount: int, now: datetime, stake_limits: StakeLimits) -> None:
+    """Refuse a reservation that breaks a limit (SelfExcluded, LimitExceeded): `stake_limits`, read with the
+    player's account (LedgerSession.lock_staker). The caller holds that account locked, so the day's usage
+    read here cannot change before its debit commits."""
+    limits, exclusion = stake_limits
     usage = uow.limits.daily_usage(player_id, currency, *utc_day(now)) if limits.daily else DailyUsage()
     check_stake(amount, currency, limits, exclusion, usage, now)
 

@@ -17,6 +17,7 @@ from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerF
 from croupier_wallet.domain.rounds import Round
 
 AccountKey = tuple[str, str]  # (account id, currency)
+StakeLimits = tuple[CurrencyLimits, Setting[datetime]]  # a currency's limits and the self-exclusion: what a stake is checked against
 
 
 class StaleAccount(Exception):
@@ -32,6 +33,10 @@ class LedgerRepository(Protocol):
     def accounts_for_update(self, keys: Iterable[AccountKey]) -> dict[AccountKey, Account]:
         """The accounts (created at zero when new), locked for the rest of the transaction, in key order.
         An account the unit holds locked already is not read again (it is as the unit last saved it)."""
+
+    def stake_account_for_update(self, player_id: str, currency: str) -> tuple[Account, StakeLimits]:
+        """The player's account as accounts_for_update gives it, and the limits the player's stakes in the
+        currency are checked against, read with it (one statement, where the account exists and is not held)."""
 
     def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
         """Write back accounts read by accounts_for_update; raises StaleAccount on a lost update. A player
@@ -65,6 +70,10 @@ class LedgerRepository(Protocol):
     def round_for_update(self, round_id: str) -> Round | None:
         """The round, locked for the rest of the transaction (stakes and settlement serialize on it)."""
 
+    def open_round_for_update(self, round_: Round) -> Round:
+        """The round locked for the rest of the transaction: `round_` inserted (version 1) when the wallet
+        holds no round of its id, else the round it holds, as stored (a stake checks it fits)."""
+
     def rounds_for_update(self, round_ids: Iterable[str]) -> dict[str, Round]:
         """The rounds of these ids that the wallet holds, locked in round id order (one statement)."""
 
@@ -73,7 +82,7 @@ class LedgerRepository(Protocol):
         round_transfers then answers until the unit writes a transfer."""
 
     def save_round(self, round_: Round) -> None:
-        """Insert (version 0) or update a round; raises StaleAccount on a lost update."""
+        """Update a round (opened by open_round_for_update); raises StaleAccount on a lost update."""
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
         """Oldest first."""
@@ -96,9 +105,6 @@ class LimitsRepository(Protocol):
         """Every currency the player has limits in, by currency."""
 
     def limits(self, player_id: str, currency: str) -> CurrencyLimits: ...
-
-    def stake_limits(self, player_id: str, currency: str) -> tuple[CurrencyLimits, Setting[datetime]]:
-        """limits() and self_exclusion() in one read: what a stake is checked against."""
 
     def save_limits(self, player_id: str, limits: CurrencyLimits, names: Iterable[str], updated_at: str, by: str) -> None:
         """Write the named settings of `limits`."""

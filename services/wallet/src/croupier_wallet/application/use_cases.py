@@ -209,12 +209,11 @@ class WalletApp:
             with self._uow() as uow:
                 # The id is not looked up first (a read a stake): a retry is told apart once refused (below).
                 session = LedgerSession(uow, iso(now))
-                round_ = uow.ledger.round_for_update(round_id)
+                # Opened by its first stake (inserted, so locked), else the round the wallet holds, locked.
+                round_ = uow.ledger.open_round_for_update(Round(round_id, player_id, currency, game=game, table_id=table_id, opened_at=iso(now)))
                 check_stake_fits(round_, player_id, currency)
-                session.account(player_account(player_id), currency)  # locked: concurrent stakes take turns here
-                enforce_limits(uow, player_id, currency, amount, now)
-                if round_ is None:
-                    uow.ledger.save_round(Round(round_id, player_id, currency, game=game, table_id=table_id, opened_at=iso(now)))
+                limits = session.lock_staker(player_id, currency)  # locked: concurrent stakes take turns here
+                enforce_limits(uow, player_id, currency, amount, now, limits)
                 found = session.create(
                     request, pending=True, details=json.dumps(dict(bets), sort_keys=True), known_new=True,
                     expires_at=iso(now + self._reservation_timeout),
@@ -259,9 +258,10 @@ class WalletApp:
                 check_stake_fits(round_, round_.player_id, currency)
                 if dealer_id == round_.player_id:
                     raise InvalidTransfer(f"player {dealer_id!r} cannot deal their own round {round_id!r}")
-                available = session.available(dealer_id, currency)  # locked: the dealer's stakes take turns too
+                limits = session.lock_staker(dealer_id, currency)  # locked: the dealer's stakes take turns too
+                available = session.available(dealer_id, currency)
                 # The dealer's own limits hold for what the dealer puts at risk (self-exclusion included).
-                enforce_limits(uow, dealer_id, currency, cover + commission_hold, now)
+                enforce_limits(uow, dealer_id, currency, cover + commission_hold, now, limits)
                 if available < cover + commission_hold:
                     raise InsufficientFunds(available, cover + commission_hold, currency, "the dealer's cover and commission")
                 expires_at = iso(now + self._reservation_timeout)
