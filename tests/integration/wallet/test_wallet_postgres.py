@@ -27,6 +27,7 @@ from tests.unit.wallet.helpers import Wallet, fixed_clock, settled
 from tests.unit.wallet.test_ledger import *  # noqa: F403 - the SQLite suite, each test run here on PostgreSQL
 from tests.unit.wallet.test_ledger_heads import *  # noqa: F403 - and the ledger stream heads' suite
 from tests.unit.wallet.test_settlement_batches import *  # noqa: F403 - and settlements applied in batches
+from tests.unit.wallet.test_account_writes import *  # noqa: F403 - and a unit's accounts written in one statement
 
 pytestmark = pytest.mark.integration
 

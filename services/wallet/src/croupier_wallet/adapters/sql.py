@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Engine, Integer, Row, String, bindparam, func, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Row, String, and_, bindparam, case, func, null, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
@@ -16,7 +16,9 @@ from croupier_platform.tracking import Tracking
 from croupier_platform.prepared import Prepared
 
 from croupier_wallet.application.ports import AccountKey, StakeLimits, StaleAccount, TransferIdTaken
-from croupier_wallet.domain.ledger import Account, Kind, Status, Transfer, TransferRequest, entries_of, player_account
+from croupier_wallet.domain.ledger import (
+    PLAYER_PREFIX, Account, Kind, Status, Transfer, TransferRequest, entries_of, is_player_account, player_account,
+)
 from croupier_wallet.domain.rounds import Round, RoundStatus
 
 from .limits import SqlLimitsRepository, stake_limits_columns, stake_limits_joined, stake_limits_of
@@ -36,16 +38,6 @@ _LOCK_ACCOUNT = Prepared(
     select(accounts_table, _STREAM_VERSION)
     .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"))
     .with_for_update()  # compiled away on SQLite, whose BEGIN IMMEDIATE already holds the write lock
-)
-_SAVE_ACCOUNT = Prepared(
-    update(accounts_table)
-    .where(_a.account_id == bindparam("b_account"), _a.currency == bindparam("b_currency"), _a.version == bindparam("b_version"))
-    .values(
-        balance=bindparam("b_balance"), pending_debits=bindparam("b_pending_debits"),
-        pending_credits=bindparam("b_pending_credits"), version=bindparam("b_version") + 1,
-        ledger_version=func.coalesce(bindparam("b_ledger_version", type_=Integer), _a.ledger_version),
-        ledger_hash=func.coalesce(bindparam("b_ledger_hash", type_=String), _a.ledger_hash),
-    )  # fmt: skip
 )
 # A stake's lock of its player's account, with the limits it is checked against (adapters/limits.py) read in
 # the same statement; only the account's row is locked.
@@ -83,12 +75,6 @@ _LOCK_ROUNDS = select(rounds_table).where(_r.round_id.in_(bindparam("b_rounds", 
 _ROUNDS_TRANSFERS = select(transfers_table).where(_t.round_id.in_(bindparam("b_rounds", expanding=True))).order_by(_t.seq)
 
 
-def _add_to_accounts(connection: Connection, rows: list[dict]) -> None:
-    """System accounts' deltas, one upsert a row, sent together: the rows are applied (and locked) in
-    the caller's order, which is the lock order."""
-    _account_deltas(connection.dialect.name).execute(connection, rows)
-
-
 @functools.cache
 def _open_round(dialect: str) -> Prepared:
     """A stake's round, inserted unless the wallet holds it: the row comes back when inserted (and is
@@ -98,15 +84,21 @@ def _open_round(dialect: str) -> Prepared:
 
 @functools.cache
 def _account_deltas(dialect: str) -> Prepared:
-    """Built once per dialect: a VALUES list of the rows would be compiled afresh on every call."""
+    """Built once per dialect (a VALUES list of the rows would be compiled afresh on every call): each row's
+    deltas added to the stored row, a system row created when new. A player's row proposes the version after
+    the one its unit locked: stored at any other, the write fails (its version would be NULL: NOT NULL), on
+    every driver's path (an executemany's row count is not told on all)."""
     new = dialect_insert(dialect, accounts_table)
+    changed_behind_lock = and_(_a.account_id.startswith(PLAYER_PREFIX), _a.version != new.excluded.version - 1)
     return Prepared(new.on_conflict_do_update(
         index_elements=[_a.account_id, _a.currency],
         set_={
             "balance": _a.balance + new.excluded.balance,
             "pending_debits": _a.pending_debits + new.excluded.pending_debits,
             "pending_credits": _a.pending_credits + new.excluded.pending_credits,
-            "version": _a.version + 1,
+            "version": case((changed_behind_lock, null()), else_=_a.version + 1),
+            "ledger_version": func.coalesce(new.excluded.ledger_version, _a.ledger_version),
+            "ledger_hash": func.coalesce(new.excluded.ledger_hash, _a.ledger_hash),
         },
     ))
 
@@ -117,8 +109,10 @@ class SqlLedgerRepository:
         # By player account id, from rows locked or written in this unit: a later transfer of the player in
         # the unit (the next settlement of a batch) appends without reading the stream.
         self._ledger_heads: dict[str, tuple[int, str]] = {}
-        # System accounts' deltas, added up over the unit and written as its last statement (write_deferred).
-        self._system_deltas: dict[AccountKey, Account] = {}
+        # Every account's deltas, added up over the unit and written as its last statement (write_deferred),
+        # with the heads of the player streams appended to meanwhile.
+        self._deferred: dict[AccountKey, Account] = {}
+        self._deferred_heads: dict[str, tuple[int, str]] = {}
         # Rows this unit holds locked, as it last read or wrote them: locking one again reads nothing (a
         # batch locks all its rounds and accounts up front, then each settlement asks for its own).
         self._locked: dict[AccountKey, Account] = {}
@@ -183,43 +177,44 @@ class SqlLedgerRepository:
     def ledger_head(self, account_id: str) -> tuple[int, str] | None:
         return self._ledger_heads.get(account_id)
 
-    def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
-        for account in accounts:
-            head = (ledger_heads or {}).get(account.id)
-            result = _SAVE_ACCOUNT.execute(self._c, {
-                "b_account": account.id, "b_currency": account.currency, "b_version": account.version,
-                "b_balance": account.balance, "b_pending_debits": account.pending_debits,
-                "b_pending_credits": account.pending_credits,
-                "b_ledger_version": head[0] if head else None, "b_ledger_hash": head[1] if head else None,
-            })  # fmt: skip
-            if result.rowcount != 1:
-                raise StaleAccount(f"account {account.id} ({account.currency}) changed meanwhile; try again")
-            self._locked[account.key] = replace(account, version=account.version + 1)
-            if head is not None:
-                self._ledger_heads[account.id] = head
-
-    def add_to_accounts(self, deltas: Iterable[Account]) -> None:
-        # Deferred to the end of the unit, so a unit that settles a batch of rounds locks the hot rows
-        # (table, house) once, last, after every player row it needs: a player row locked after them could
-        # deadlock with a stake, which locks its player row first and these last.
+    def add_to_accounts(self, deltas: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
+        # Deferred to the end of the unit, so a unit that settles a batch of rounds writes each account once,
+        # and locks the hot rows (table, house) once, last, after every player row it needs: a player row
+        # locked after them could deadlock with a stake, which locks its player row first and these last.
         for delta in deltas:
-            if (summed := self._system_deltas.get(delta.key)) is not None:
-                delta = replace(
-                    summed, balance=summed.balance + delta.balance, pending_debits=summed.pending_debits + delta.pending_debits,
-                    pending_credits=summed.pending_credits + delta.pending_credits,
-                )  # fmt: skip
-            self._system_deltas[delta.key] = delta
+            if is_player_account(delta.id):  # locked by this unit (a KeyError here: changed without its lock, a bug)
+                self._locked[delta.key] = _plus(self._locked[delta.key], delta)
+            summed = self._deferred.get(delta.key)
+            self._deferred[delta.key] = delta if summed is None else _plus(summed, delta)
+        for account_id, head in (ledger_heads or {}).items():
+            self._ledger_heads[account_id] = self._deferred_heads[account_id] = head
 
     def write_deferred(self) -> None:
-        """The system accounts' deltas of the unit, sent together: the unit's last write."""
-        rows = [
-            {"account_id": d.id, "currency": d.currency, "balance": d.balance, "pending_debits": d.pending_debits,
-             "pending_credits": d.pending_credits, "version": 1}
-            for d in sorted(self._system_deltas.values(), key=lambda d: d.key)  # one lock order for every transaction
-        ]  # fmt: skip
-        self._system_deltas.clear()
-        if rows:
-            _add_to_accounts(self._c, rows)
+        """Every account's deltas of the unit in one statement, the unit's last write: the player rows (locked
+        already, written only at the version locked), then the system rows in key order (the one lock order
+        for every transaction). Raises StaleAccount when a player's row changed meanwhile (nothing is kept)."""
+        rows = []
+        for delta in sorted(self._deferred.values(), key=lambda d: (not is_player_account(d.id), d.key)):
+            version, head = 1, None  # a new system row's
+            if is_player_account(delta.id):
+                held = self._locked[delta.key]
+                version, head = held.version + 1, self._deferred_heads.get(delta.id)
+                self._locked[delta.key] = replace(held, version=version)
+            rows.append({
+                "account_id": delta.id, "currency": delta.currency, "balance": delta.balance,
+                "pending_debits": delta.pending_debits, "pending_credits": delta.pending_credits, "version": version,
+                "ledger_version": head[0] if head else None, "ledger_hash": head[1] if head else None,
+            })  # fmt: skip
+        self._deferred.clear()
+        self._deferred_heads.clear()
+        if not rows:
+            return
+        try:
+            _account_deltas(self._c.dialect.name).execute(self._c, rows)
+        except IntegrityError as error:  # the transaction is spent (PostgreSQL): the unit of work rolls back
+            if "version" in str(error.orig):  # NOT NULL (version): see _account_deltas
+                raise StaleAccount("a player's account changed meanwhile (it should have been locked); try again") from error
+            raise
 
     def player_accounts(self, player_id: str) -> list[Account]:
         query = (
@@ -384,6 +379,13 @@ def _round_from(row: Row) -> Round:
     return Round(
         row.round_id, row.player_id, row.currency, RoundStatus(row.status), row.version, row.game or "",
         row.table_id or "", row.opened_at or "",
+    )  # fmt: skip
+
+
+def _plus(account: Account, delta: Account) -> Account:
+    return replace(
+        account, balance=account.balance + delta.balance, pending_debits=account.pending_debits + delta.pending_debits,
+        pending_credits=account.pending_credits + delta.pending_credits,
     )  # fmt: skip
 
 

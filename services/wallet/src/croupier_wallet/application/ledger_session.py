@@ -5,8 +5,9 @@ change, appended to the player's ledger stream when the session is flushed.
 System accounts (table, house, world) never need a balance check, and every stake and settlement
 touches them: locking their rows for the whole transaction would serialise every round of the
 casino. They are not read at all; the session keeps only what it changes on them (a delta from
-zero) and adds those deltas in one statement as the last write before the commit, so their rows
-stay the exact fold of the entries but are held only for the commit itself.
+zero). What changed on every account (players' included, their rows locked since read) is added in
+one statement as the unit's last write before the commit, so the system rows stay the exact fold of
+the entries but are held only for the commit itself.
 
 Ledger events (stream_type "ledger", stream_id "player:<player id>", so one player's money
 events stay in order on LEDGER_EVENTS; every transfer belongs to exactly one player). One event per
@@ -25,7 +26,6 @@ records the same facts as one a change did, with one seal, one outbox row and on
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from croupier_platform.eventstore import NewEvent
 
@@ -145,9 +145,9 @@ class LedgerSession:
         """Write the new transfers and entries, the changed accounts, and append the collected events
         (at the end of the use case).
 
-        Player accounts were locked when read and are saved under the versions read (a lost update
-        raises StaleAccount); system accounts get their deltas added last, so their hot rows are
-        locked only from that statement to the commit."""
+        Player accounts were locked when read; what changed on every account is handed to the repository,
+        which writes it as the unit's last statement, under the versions read (a lost update raises
+        StaleAccount), so the hot system rows are locked only from that statement to the commit."""
         self._uow.ledger.add_transfers(list(self._created.values()))
         self._uow.ledger.add_entries(self._posted, self._now)
         self._created.clear()
@@ -167,18 +167,12 @@ class LedgerSession:
             appended = self._uow.events.append(stream_id, version, new_events, stream_type=LEDGER_STREAM_TYPE, head_hash=head_hash)
             last = appended[-1]
             heads[stream_id] = (last.version, last.hash)
-        # A player's rows locked here, changed or with new events (their head), saved under the versions read.
-        players = [
-            key for key, account in self._accounts.items()
-            if is_player_account(key[0]) and (account != self._read[key] or key[0] in heads)
-        ]  # fmt: skip
-        systems = sorted(key for key, account in self._accounts.items() if not is_player_account(key[0]) and account != self._read[key])
-        self._uow.ledger.save_accounts([replace(self._accounts[key], version=self._read[key].version) for key in players], heads)
-        for key in players:
-            self._accounts[key] = self._read[key] = replace(self._accounts[key], version=self._read[key].version + 1)
-        self._uow.ledger.add_to_accounts([self._accounts[key] for key in systems])
-        for key in systems:
-            self._accounts[key] = self._read[key] = Account(*key)
+        # What changed on each account since it was read (or last flushed), and the player rows with new events
+        # (their head): written by the repository at the end of the unit, every account in one statement.
+        changed = [key for key, account in self._accounts.items() if account != self._read[key] or key[0] in heads]
+        self._uow.ledger.add_to_accounts([_minus(self._accounts[key], self._read[key]) for key in changed], heads)
+        for key in changed:
+            self._read[key] = self._accounts[key]
 
     # ------------------------------------------------------------------ internals
 
@@ -244,3 +238,12 @@ class LedgerSession:
             event_type=event_type, schema_version=LEDGER_SCHEMA_VERSION, payload=payload, occurred_at=self._now,
             causation_id=self._causation_id, correlation_id=payload["round_id"],
         )  # fmt: skip
+
+
+def _minus(account: Account, before: Account) -> Account:
+    """The change from `before` to `account`, as an Account of deltas (a system account's is its whole state:
+    the session keeps only what it changed on one, from zero)."""
+    return Account(
+        account.id, account.currency, account.balance - before.balance, account.pending_debits - before.pending_debits,
+        account.pending_credits - before.pending_credits,
+    )  # fmt: skip

@@ -38,19 +38,19 @@ class LedgerRepository(Protocol):
         """The player's account as accounts_for_update gives it, and the limits the player's stakes in the
         currency are checked against, read with it (one statement, where the account exists and is not held)."""
 
-    def save_accounts(self, accounts: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
-        """Write back accounts read by accounts_for_update; raises StaleAccount on a lost update. A player
-        account named in `ledger_heads` records its player's ledger stream head (version, hash)."""
 
     def ledger_head(self, account_id: str) -> tuple[int, str] | None:
         """The head (version, hash) of the ledger stream of a player account locked in this unit (its id is
         the stream's id), as its row records it; None where the row does not know it or the stream has gone
         past it (then the stream is read)."""
 
-    def add_to_accounts(self, deltas: Iterable[Account]) -> None:
-        """Add each Account's balance and pending amounts to the stored row (created when new), without
-        reading it first: for system accounts, which need no balance check. Written at the end of the unit
-        of work, the deltas of all its calls summed, in key order: nothing reads these rows in the unit."""
+    def add_to_accounts(self, deltas: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
+        """Add each Account's balance and pending amounts (deltas) to the stored row: a player's, locked by
+        accounts_for_update (then what the unit holds of it includes them), written under the version locked
+        (StaleAccount on a lost update); a system account's created when new and never read. Written at the
+        end of the unit of work, the deltas of all its calls summed, in one statement: player rows, then system
+        rows in key order. A player account named in `ledger_heads` records its player's ledger stream head
+        (version, hash)."""
 
     def transfer(self, transfer_id: str) -> Transfer | None: ...
 
