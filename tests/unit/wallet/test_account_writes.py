@@ -66,3 +66,17 @@ def test_a_players_row_changed_behind_the_units_lock_is_not_overwritten(wallet):
                 update(accounts_table).where(accounts_table.c.account_id == "player:alice").values(version=accounts_table.c.version + 1)
             )
     assert wallet.snapshot() == before and wallet.check().ok  # nothing of the unit kept
+
+
+def test_a_batch_of_more_accounts_than_a_statement_holds_writes_them_all_in_order(wallet):
+    players = [f"p{i:02}" for i in range(20)]  # 20 player rows, the table's and the house's: two statements
+    for player in players:
+        wallet.app.top_up(player, 1_000, "PLAY", f"tx-{player}")
+        wallet.app.reserve_stakes(f"r-{player}-s", player, f"r-{player}", 100, "PLAY", {"ante": 100})
+    batch = [settled(f"r-{player}", {"ante": (100, 200 if i % 2 else 0)}) for i, player in enumerate(players)]
+    with account_writes(wallet) as writes:
+        assert asyncio.run(wallet.consumer.on_batch(batch)) == (20, None)
+    assert len(writes) == 2
+    accounts = wallet.accounts()
+    assert [accounts[(f"player:{p}", "PLAY")] for p in players] == [(900, 0) if i % 2 == 0 else (1_100, 0) for i in range(20)]
+    assert wallet.check().ok

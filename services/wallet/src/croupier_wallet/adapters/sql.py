@@ -82,13 +82,28 @@ def _open_round(dialect: str) -> Prepared:
     return Prepared(dialect_insert(dialect, rounds_table).on_conflict_do_nothing(index_elements=[_r.round_id]).returning(*rounds_table.c))
 
 
+_DELTA_COLUMNS = ("account_id", "currency", "balance", "pending_debits", "pending_credits", "version", "ledger_version", "ledger_hash")
+_DELTA_ROWS = 16  # rows a statement at most: a unit's accounts (a stake's two, a settlement's three) in one
+
+
+def _add_deltas(connection: Connection, rows: list[dict]) -> None:
+    """The rows in as few statements as can be, in their order (the lock order): one VALUES list of each
+    length is built once (an executemany costs psycopg a pipeline, and sqlite3 a statement a row)."""
+    for start in range(0, len(rows), _DELTA_ROWS):
+        chunk = rows[start : start + _DELTA_ROWS]
+        values = {f"r{i}_{column}": row[column] for i, row in enumerate(chunk) for column in _DELTA_COLUMNS}
+        _account_deltas(connection.dialect.name, len(chunk)).execute(connection, values)
+
+
 @functools.cache
-def _account_deltas(dialect: str) -> Prepared:
-    """Built once per dialect (a VALUES list of the rows would be compiled afresh on every call): each row's
-    deltas added to the stored row, a system row created when new. A player's row proposes the version after
-    the one its unit locked: stored at any other, the write fails (its version would be NULL: NOT NULL), on
-    every driver's path (an executemany's row count is not told on all)."""
-    new = dialect_insert(dialect, accounts_table)
+def _account_deltas(dialect: str, rows: int) -> Prepared:
+    """Built once per dialect and number of rows (a VALUES list made per call would be compiled afresh each
+    time): each row's deltas added to the stored row, a system row created when new. A player's row proposes
+    the version after the one its unit locked: stored at any other, the write fails (its version would be
+    NULL: NOT NULL)."""
+    new = dialect_insert(dialect, accounts_table).values(
+        [{column: bindparam(f"r{i}_{column}") for column in _DELTA_COLUMNS} for i in range(rows)]
+    )
     changed_behind_lock = and_(_a.account_id.startswith(PLAYER_PREFIX), _a.version != new.excluded.version - 1)
     return Prepared(new.on_conflict_do_update(
         index_elements=[_a.account_id, _a.currency],
@@ -210,7 +225,7 @@ class SqlLedgerRepository:
         if not rows:
             return
         try:
-            _account_deltas(self._c.dialect.name).execute(self._c, rows)
+            _add_deltas(self._c, rows)
         except IntegrityError as error:  # the transaction is spent (PostgreSQL): the unit of work rolls back
             if "version" in str(error.orig):  # NOT NULL (version): see _account_deltas
                 raise StaleAccount("a player's account changed meanwhile (it should have been locked); try again") from error
