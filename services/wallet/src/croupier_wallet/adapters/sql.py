@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Engine, Row, String, and_, bindparam, case, func, null, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, Row, String, and_, bindparam, case, func, null, or_, select, true, tuple_, union_all, update
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
@@ -87,8 +87,8 @@ _DELTA_ROWS = 16  # rows a statement at most: a unit's accounts (a stake's two, 
 
 
 def _add_deltas(connection: Connection, rows: list[dict]) -> None:
-    """The rows in as few statements as can be, in their order (the lock order): one VALUES list of each
-    length is built once (an executemany costs psycopg a pipeline, and sqlite3 a statement a row)."""
+    """The rows in as few statements as can be, in their order (the lock order): one statement of each
+    number of rows, built once (an executemany costs psycopg a pipeline, and sqlite3 a statement a row)."""
     for start in range(0, len(rows), _DELTA_ROWS):
         chunk = rows[start : start + _DELTA_ROWS]
         values = {f"r{i}_{column}": row[column] for i, row in enumerate(chunk) for column in _DELTA_COLUMNS}
@@ -97,12 +97,17 @@ def _add_deltas(connection: Connection, rows: list[dict]) -> None:
 
 @functools.cache
 def _account_deltas(dialect: str, rows: int) -> Prepared:
-    """Built once per dialect and number of rows (a VALUES list made per call would be compiled afresh each
-    time): each row's deltas added to the stored row, a system row created when new. A player's row proposes
-    the version after the one its unit locked: stored at any other, the write fails (its version would be
-    NULL: NOT NULL)."""
-    new = dialect_insert(dialect, accounts_table).values(
-        [{column: bindparam(f"r{i}_{column}") for column in _DELTA_COLUMNS} for i in range(rows)]
+    """Built once per dialect and number of rows: each row's deltas added to the stored row, a system row
+    created when new. A player's row proposes the version after the one its unit locked: stored at any
+    other, the write fails (its version would be NULL: NOT NULL). The rows are a UNION ALL of one-row
+    SELECTs, taken in their order, rather than a VALUES list, which SQLAlchemy never caches (its own
+    path, when listeners are on, would compile it afresh each call). WHERE true: SQLite's parser needs it
+    before ON CONFLICT."""
+    one_row = lambda i: select(  # noqa: E731
+        *(bindparam(f"r{i}_{column}", type_=accounts_table.c[column].type).label(column) for column in _DELTA_COLUMNS)
+    ).where(true())
+    new = dialect_insert(dialect, accounts_table).from_select(
+        list(_DELTA_COLUMNS), union_all(*(one_row(i) for i in range(rows))) if rows > 1 else one_row(0)
     )
     changed_behind_lock = and_(_a.account_id.startswith(PLAYER_PREFIX), _a.version != new.excluded.version - 1)
     return Prepared(new.on_conflict_do_update(
