@@ -7,7 +7,11 @@ import pytest
 
 from croupier_dealer.adapters.sql import SqlDealerUnitOfWorkFactory
 from croupier_dealer.application.ports import UnitOfWorkFactory
+from croupier_dealer.application.use_cases import Dealer
+from croupier_platform.runtime import utc_now
+from croupier_rules.cards import DECK_SIZE
 from tests.integration.conftest import emptied_engine, migrated_schema
+from tests.unit.dealer.test_known_cuts import ORDER, SHOE_ID, OneShoe, cut_by, statements_of
 from tests.unit.dealer.test_repository_contract import DealerStoreContract
 
 pytestmark = pytest.mark.integration
@@ -23,4 +27,22 @@ class TestPostgres(DealerStoreContract):
     def uow_factory(self, postgres_schema: tuple[str, str]) -> Iterator[UnitOfWorkFactory]:
         engine = emptied_engine(*postgres_schema, "dealer")
         yield SqlDealerUnitOfWorkFactory(engine)
+        engine.dispose()
+
+
+def test_a_deal_from_a_cut_stored_here_is_one_statement(postgres_schema: tuple[str, str]) -> None:
+    """The cursor moved and the deal recorded in one statement (a WITH); the cut not known (another
+    replica's) is the move that reads it, then the insert; the cards are the same either way."""
+    engine = emptied_engine(*postgres_schema, "dealer")
+    try:
+        here = Dealer(SqlDealerUnitOfWorkFactory(engine), OneShoe(), utc_now)
+        other = Dealer(SqlDealerUnitOfWorkFactory(engine), OneShoe(), utc_now)
+        offset = cut_by(here)
+        first, sent = statements_of(engine, lambda: here.deal_cards(SHOE_ID, "r1", 2, 0))
+        assert [s.split()[0] for s in sent] == ["WITH"]
+        second, sent = statements_of(engine, lambda: other.deal_cards(SHOE_ID, "r1", 3, 2))
+        assert [s.split()[0] for s in sent] == ["UPDATE", "INSERT"]
+        assert first.cards + second.cards == tuple(ORDER[(offset + p) % DECK_SIZE] for p in range(5))
+        assert here.deal_cards(SHOE_ID, "r1", 3, 2) == second  # a retry, answered from the deal's row
+    finally:
         engine.dispose()

@@ -85,6 +85,25 @@ class DealerStoreContract(ABC):
         with pytest.raises(Exception), uow_factory() as uow:  # noqa: B017 - SQL: IntegrityError; memory: ValueError
             uow.deals.add(Deal("r1", 0, ("2h",)), AT)
 
+    def test_a_deal_moves_the_cursor_and_is_recorded_only_from_where_the_cursor_stands(self, uow_factory: UnitOfWorkFactory) -> None:
+        deal = Deal("r1", 0, ("Ac", "Td"))
+        with uow_factory() as uow:
+            assert not uow.cuts.deal(deal, AT)  # not cut
+            uow.cuts.add(SHOE, AT)
+            assert uow.cuts.deal(deal, AT)
+        with uow_factory() as uow:
+            assert not uow.cuts.deal(Deal("r1", 0, ("Ac",)), AT)  # the cursor stands at 2: nothing written
+            assert not uow.cuts.deal(Deal("r1", 3, ("Ks",)), AT)
+            assert uow.cuts.deal(Deal("r1", 2, ("2h",)), AT)
+        with pytest.raises(Boom), uow_factory() as uow:
+            assert uow.cuts.deal(Deal("r1", 3, ("Ks",)), AT)
+            raise Boom  # undone with the unit of work
+        with uow_factory.reading() as uow:
+            cut = uow.cuts.get("r1")
+            assert cut is not None and cut.next_position == 3
+            assert uow.deals.starting_at("r1", 0) == deal and uow.deals.starting_at("r1", 2) == Deal("r1", 2, ("2h",))
+            assert uow.deals.starting_at("r1", 3) is None
+
     def test_a_unit_of_work_that_raises_leaves_nothing_behind(self, uow_factory: UnitOfWorkFactory) -> None:
         with pytest.raises(Boom), uow_factory() as uow:
             uow.cuts.add(SHOE, AT)

@@ -22,8 +22,9 @@ class _State:
 
 
 class InMemoryCutRepository:
-    def __init__(self, cuts: dict[str, CutShoe]) -> None:
+    def __init__(self, cuts: dict[str, CutShoe], deals: dict[tuple[str, int], Deal]) -> None:
         self._cuts = cuts
+        self._deals = deals
 
     def get(self, round_id: str, *, for_update: bool = False) -> CutShoe | None:
         del for_update  # one unit of work at a time: nothing to lock
@@ -46,6 +47,12 @@ class InMemoryCutRepository:
             return None
         self._cuts[round_id] = replace(shoe, next_position=to_position)
         return shoe
+
+    def deal(self, deal: Deal, at: datetime) -> bool:
+        if self.claim(deal.round_id, deal.from_position, deal.from_position + deal.count) is None:
+            return False
+        InMemoryDealRepository(self._deals).add(deal, at)
+        return True
 
 
 class InMemoryDealRepository:
@@ -72,4 +79,4 @@ def in_memory_unit_of_work_factory() -> InMemoryUnitOfWorkFactory[_State, InMemo
 
 
 def _unit(state: _State) -> InMemoryDealerUnitOfWork:
-    return InMemoryDealerUnitOfWork(InMemoryCutRepository(state.cuts), InMemoryDealRepository(state.deals))
+    return InMemoryDealerUnitOfWork(InMemoryCutRepository(state.cuts, state.deals), InMemoryDealRepository(state.deals))

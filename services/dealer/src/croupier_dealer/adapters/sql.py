@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, bindparam, insert, select, update
+from sqlalchemy import Connection, Engine, Integer, Row, Text, bindparam, insert, select, update
 
 from croupier_platform.db import insert_new, reading, transaction
 from croupier_platform.runtime import iso
@@ -27,6 +27,17 @@ _ADVANCE = Prepared(update(cuts_table).where(*_AT_CURSOR))
 # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the row as updated. On PostgreSQL a concurrent
 # claim waits for the row and then matches nothing.
 _CLAIM = Prepared(update(cuts_table).where(*_AT_CURSOR).returning(*cuts_table.c))
+# PostgreSQL: a deal's usual path in one statement: the cursor moved in the WITH, the deal inserted from
+# the row it moved (none when the cursor stands elsewhere; a concurrent deal waits for the row, then
+# matches nothing). SQLite has no UPDATE in a WITH: there it is the UPDATE, then the INSERT.
+_MOVED = update(cuts_table).where(*_AT_CURSOR).values(next_position=bindparam("b_to", type_=Integer)).returning(cuts_table.c.round_id).cte("moved")
+_DEAL_AT_CURSOR = Prepared(
+    insert(deals_table).from_select(
+        ["round_id", "from_position", "card_count", "cards", "dealt_at"],
+        select(_MOVED.c.round_id, *(bindparam(name, type_=kind) for name, kind in
+                                    (("b_position", Integer), ("b_count", Integer), ("b_cards", Text), ("b_at", Text)))),
+    ).returning(deals_table.c.from_position)  # what was inserted (SQLAlchemy's path gives no rowcount for it)
+)  # fmt: skip
 _DEAL = Prepared(select(deals_table).where(deals_table.c.round_id == bindparam("round_id"), deals_table.c.from_position == bindparam("from_position")))
 _ADD_DEAL = Prepared(insert(deals_table))
 
@@ -58,6 +69,18 @@ class SqlCutRepository:
         if result.rowcount != 1:
             # Unreachable while the row is locked for the deal; a guard against a lost update all the same.
             raise CursorMoved(f"round {round_id!r}: the cursor moved from {from_position} meanwhile; deal again")
+
+    def deal(self, deal: Deal, at: datetime) -> bool:
+        to_position = deal.from_position + deal.count
+        if self._connection.dialect.name != "postgresql":
+            moved = _ADVANCE.execute(self._connection, {"b_round_id": deal.round_id, "b_from": deal.from_position, "next_position": to_position})
+            if moved.rowcount != 1:
+                return False
+            SqlDealRepository(self._connection).add(deal, at)
+            return True
+        row = {"b_round_id": deal.round_id, "b_from": deal.from_position, "b_to": to_position, "b_position": deal.from_position,
+               "b_count": deal.count, "b_cards": ",".join(deal.cards), "b_at": iso(at)}  # fmt: skip
+        return _DEAL_AT_CURSOR.execute(self._connection, row).first() is not None
 
     def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
         # The row as updated, its cursor put back to where it stood.

@@ -32,7 +32,12 @@ class CutRepository(Protocol):
     def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
         """Move the cursor from `from_position` to `to_position` and return the cut as it stood before
         (locked until the unit of work ends); None, nothing moved, when the round is not cut or its
-        cursor stands elsewhere. A deal's usual path in one statement: no read before the move."""
+        cursor stands elsewhere. A deal's path when the cut is not known: no read before the move."""
+
+    def deal(self, deal: Deal, at: datetime) -> bool:
+        """Move the round's cursor from the deal's first position past its last and record the deal, in
+        one statement where the store allows (PostgreSQL); False, nothing written, when the round is not
+        cut or its cursor stands elsewhere. A deal's usual path, its cards taken from the known cut."""
 
 
 class DealRepository(Protocol):

@@ -18,14 +18,16 @@ from ..domain.dealing import (
     validate_shoe_id,
 )
 from ..domain.errors import RoundNotCut
-from .ports import CutAlreadyStored, ShoeOrders, UnitOfWorkFactory
+from .known_cuts import KnownCuts
+from .ports import CutAlreadyStored, DealerUnitOfWork, ShoeOrders, UnitOfWorkFactory
 
 
 class Dealer:
-    def __init__(self, uow_factory: UnitOfWorkFactory, shoe_orders: ShoeOrders, clock: Clock) -> None:
+    def __init__(self, uow_factory: UnitOfWorkFactory, shoe_orders: ShoeOrders, clock: Clock, known: KnownCuts | None = None) -> None:
         self._uow = uow_factory
         self._shoe_orders = shoe_orders
         self._clock = clock
+        self._known = known if known is not None else KnownCuts()
 
     async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> CutShoe:
         """Bind the shoe to the round with the cut; a retry with the same seed returns the same cut."""
@@ -39,31 +41,41 @@ class Dealer:
         return await asyncio.to_thread(self._store_cut, cut(round_id, shoe_id, commitment, cut_seed, cards))
 
     def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> Deal:
-        """The next `count` cards of the round, the cursor advanced in the same transaction."""
+        """The next `count` cards of the round, the cursor advanced in the same transaction (the database's
+        cursor: a known cut gives the cards, never the position)."""
         validate_shoe_id(shoe_id)
         validate_round_id(round_id)
         validate_deal(count, expected_position)
+        known = self._known.get(round_id)
         with self._uow() as uow:
-            # The usual deal: the cursor stands where the caller expects it; moved and read at once.
-            shoe = uow.cuts.claim(round_id, expected_position, expected_position + count)
-            if shoe is not None:
-                shoe.ensure_shoe(shoe_id)  # a refusal (raised) undoes the move with the unit of work
-                outcome = next_deal(shoe, count, expected_position, None)
-                uow.deals.add(outcome.deal, self._clock())
-                return outcome.deal
-            # Not cut, or the cursor is elsewhere: a retry after a lost reply (the earlier deal again) or a refusal.
-            shoe = uow.cuts.get(round_id, for_update=True)
-            if shoe is None:
-                raise RoundNotCut(round_id)
-            shoe.ensure_shoe(shoe_id)
-            earlier = None
-            if expected_position < shoe.next_position:
-                earlier = uow.deals.starting_at(round_id, expected_position)
-            outcome = next_deal(shoe, count, expected_position, earlier)
-            if not outcome.replay:  # the cursor reached `expected_position` since the claim (PostgreSQL)
-                uow.deals.add(outcome.deal, self._clock())
-                uow.cuts.advance(round_id, shoe.next_position, outcome.next_position)
-            return outcome.deal
+            if known is not None and known.shoe_id == shoe_id and expected_position + count <= known.size:
+                # The usual deal, the cut known: its cards from the cut, the cursor moved and the deal recorded at once.
+                deal = Deal(round_id, expected_position, known.cards_from(expected_position, count))
+                return deal if uow.cuts.deal(deal, self._clock()) else self._deal_elsewhere(uow, shoe_id, round_id, count, expected_position)
+            # The usual deal, the cut not known here: the cursor moved and the cut read at once.
+            claimed = uow.cuts.claim(round_id, expected_position, expected_position + count)
+            if claimed is None:
+                return self._deal_elsewhere(uow, shoe_id, round_id, count, expected_position)
+            claimed.ensure_shoe(shoe_id)  # a refusal (raised) undoes the move with the unit of work
+            deal = next_deal(claimed, count, expected_position, None).deal
+            uow.deals.add(deal, self._clock())
+        self._known.keep(claimed)  # committed
+        return deal
+
+    def _deal_elsewhere(self, uow: DealerUnitOfWork, shoe_id: str, round_id: str, count: int, expected_position: int) -> Deal:
+        """Not cut, or the cursor is elsewhere: a retry after a lost reply (the earlier deal again) or a refusal."""
+        shoe = uow.cuts.get(round_id, for_update=True)
+        if shoe is None:
+            raise RoundNotCut(round_id)
+        shoe.ensure_shoe(shoe_id)
+        earlier = None
+        if expected_position < shoe.next_position:
+            earlier = uow.deals.starting_at(round_id, expected_position)
+        outcome = next_deal(shoe, count, expected_position, earlier)
+        if not outcome.replay:  # the cursor reached `expected_position` since the claim (PostgreSQL)
+            uow.deals.add(outcome.deal, self._clock())
+            uow.cuts.advance(round_id, shoe.next_position, outcome.next_position)
+        return outcome.deal
 
     def _get_cut(self, round_id: str) -> CutShoe | None:
         with self._uow.reading() as uow:
@@ -73,10 +85,12 @@ class Dealer:
         try:
             with self._uow() as uow:
                 uow.cuts.add(new, self._clock())
-                return new
+            self._known.keep(new)  # committed
+            return new
         except CutAlreadyStored:
             existing = self._get_cut(new.round_id)
             assert existing is not None  # a cut is never deleted
         # A retry, or a concurrent CutShoe of the same round that won: same seed is the same cut, another is refused.
         existing.ensure_same_cut(new.shoe_id, new.commitment, new.cut_seed)
+        self._known.keep(existing)
         return existing

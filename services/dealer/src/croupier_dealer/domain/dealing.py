@@ -98,6 +98,9 @@ class CutShoe:
     def card_at(self, position: int) -> str:
         return self.cards[(self.offset + position) % self.size]
 
+    def cards_from(self, position: int, count: int) -> tuple[str, ...]:
+        return tuple(self.card_at(p) for p in range(position, position + count))
+
     def ensure_same_cut(self, shoe_id: str, commitment: str, cut_seed: str) -> None:
         """A repeated CutShoe is a retry only if it names the same shoe, commitment and seed."""
         if shoe_id != self.shoe_id:
@@ -143,8 +146,7 @@ def next_deal(shoe: CutShoe, count: int, expected_position: int, earlier: Deal |
             raise ShoeExhausted(
                 f"the shoe has {shoe.remaining} card(s) left of {shoe.size}; {count} asked for"
             )
-        cards = tuple(shoe.card_at(p) for p in range(expected_position, expected_position + count))
-        return DealOutcome(Deal(shoe.round_id, expected_position, cards), replay=False)
+        return DealOutcome(Deal(shoe.round_id, expected_position, shoe.cards_from(expected_position, count)), replay=False)
     if expected_position > shoe.next_position:
         raise PositionMismatch(
             f"expected position {expected_position} is ahead of the shoe: the next card is position "
