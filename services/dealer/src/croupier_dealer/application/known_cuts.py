@@ -10,16 +10,15 @@ whole cut, shoe text and all, then an insert. A cut is kept only once committed;
 
 from __future__ import annotations
 
-import sys
 import threading
-from dataclasses import replace
 
 from cachetools import FIFOCache
 
 from ..domain.dealing import CutShoe
 
-# A round is dealt within seconds of its cut: a few rounds of every seat of a busy table.
-DEFAULT_SIZE = 1_024
+# A round is dealt within seconds of its cut: a few rounds of every seat of the busy tables (a six-deck
+# cut holds ~20 KB of card strings: ~10 MB at most).
+DEFAULT_SIZE = 512
 
 
 class KnownCuts:
@@ -32,7 +31,6 @@ class KnownCuts:
             return self._cuts.get(round_id)
 
     def keep(self, cut: CutShoe) -> None:
-        """A committed cut (its cursor is not kept: the database's is the one)."""
-        kept = replace(cut, cards=tuple(map(sys.intern, cut.cards)), next_position=0)  # one string per card name
+        """A committed cut (its cursor, as of then, is never read from here: the database's is the one)."""
         with self._lock:
-            self._cuts[cut.round_id] = kept
+            self._cuts[cut.round_id] = cut
