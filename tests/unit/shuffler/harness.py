@@ -74,7 +74,7 @@ class Harness:
 
 
 @asynccontextmanager
-async def running(tmp_path: Path, shuffler_settings: ShufflerSettings | None = None) -> AsyncIterator[Harness]:
+async def running(tmp_path: Path) -> AsyncIterator[Harness]:
     authority = TokenAuthority(SECRET)
     now = int(time.time())
     tokens = {
@@ -99,7 +99,7 @@ async def running(tmp_path: Path, shuffler_settings: ShufflerSettings | None = N
     port = server.add_insecure_port("127.0.0.1:0")
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     channels["shuffler"] = channel
-    modules = [bootstrap_shuffler(context("shuffler"), shuffler_settings or ShufflerSettings(relay_poll_interval_s=0.05)), bootstrap_dealer(context("dealer"))]
+    modules = [bootstrap_shuffler(context("shuffler"), ShufflerSettings(relay_poll_interval_s=0.05)), bootstrap_dealer(context("dealer"))]
     for module in modules:
         module.register(server)
         module.subscribe(bus)

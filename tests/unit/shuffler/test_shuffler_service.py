@@ -8,9 +8,7 @@ import grpc
 import pytest
 
 from croupier.internal.v1.internal_pb2 import GetShoeOrderRequest, NewShoeRequest, RevealShoeRequest, RevealShoesRequest
-from croupier_platform.relay import OutboxRelay
 from croupier_rules import fairness
-from croupier_shuffler.config import ShufflerSettings
 
 from .harness import run, running, status_of
 
@@ -132,36 +130,6 @@ def test_the_shoe_is_revealed_to_players_once_the_round_is_settled(tmp_path):
             assert await h.shuffler.RevealShoe(reveal, metadata=h.as_("player")) == public
             await asyncio.sleep(0.3)  # several relay polls: time for a duplicate to show up
             assert len(h.reveals) == 1
-
-    run(scenario)
-
-
-def test_the_reveals_of_a_window_go_out_in_one_relay_pass_and_every_one_goes_out(tmp_path, monkeypatch):
-    """The reveals' commits wake the relay once per `relay_delay_s` window (a pass each before), and
-    the wakes alone publish them all: the poll is set far beyond the test."""
-    woken_passes = []
-    relay_committed = OutboxRelay.relay_committed
-
-    async def counted(self):
-        published = await relay_committed(self)
-        woken_passes.append(published)
-        return published
-
-    monkeypatch.setattr(OutboxRelay, "relay_committed", counted)
-    rounds = [f"r{i}" for i in range(6)]
-
-    async def scenario():
-        settings = ShufflerSettings(relay_poll_interval_s=60, relay_delay_s=1.0)
-        async with running(tmp_path, settings) as h:
-            shoes = {}
-            for round_id in rounds:
-                shoes[round_id] = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id=round_id), metadata=h.as_("service"))
-            for round_id in rounds:
-                await h.publish_round_event(round_id, "RoundSettled")
-            reveals = await h.wait_for_reveals(len(rounds), timeout_s=10)
-            assert sorted(event.payload["round_id"] for event in reveals) == rounds
-            assert {event.payload["commitment"] for event in reveals} == {shoe.commitment for shoe in shoes.values()}
-            assert len(woken_passes) <= 2 and sum(woken_passes) == len(rounds)  # six commits, one pass (two if split)
 
     run(scenario)
 

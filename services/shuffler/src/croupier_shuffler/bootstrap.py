@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import uuid
 
@@ -12,7 +11,7 @@ from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.relay import GatheredWakes, OutboxRelay, RelayLoop
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
@@ -30,7 +29,7 @@ class ShufflerModule:
 
     name = "shuffler"
 
-    def __init__(self, ctx: ServiceContext, settings: ShufflerSettings) -> None:
+    def __init__(self, ctx: ServiceContext, relay_poll_interval_s: float) -> None:
         self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["ShufflerService"].full_name]
         self._engine = ctx.engine()
         create_schema(self._engine)
@@ -44,12 +43,10 @@ class ShufflerModule:
             token_bytes=secrets.token_bytes,
             new_id=lambda: str(uuid.uuid4()),
         )
-        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), settings.relay_poll_interval_s, name="shuffler-outbox-relay")
-        self._relay_delay_s = settings.relay_delay_s
-        self._wakes: GatheredWakes | None = None  # the relay's wakes, gathered over relay_delay_s once started
+        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay")
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
-        self._subscriber = consumers.round_events_subscriber(self.shuffler, self._uow_factory, on_commit=self._committed)
+        self._subscriber = consumers.round_events_subscriber(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
         self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -58,22 +55,14 @@ class ShufflerModule:
     def subscribe(self, bus: Bus) -> None:
         self._subscriber.subscribe(bus)
 
-    def _committed(self) -> None:
-        """A reveal committed: its ShoeRevealed goes out with the others of the window (config.RELAY_DELAY_S)."""
-        (self._wakes or self._relay.wake)()
-
     async def start(self) -> None:
         self._relay.start()
-        self._wakes = GatheredWakes(asyncio.get_running_loop(), self._relay.wake, self._relay_delay_s)
 
     async def stop(self) -> None:
-        if self._wakes is not None:
-            self._wakes.cancel()
-            self._wakes = None
         await self._relay.stop()
         self._engine.dispose()
 
 
 def bootstrap(ctx: ServiceContext, settings: ShufflerSettings | None = None) -> ShufflerModule:
     """The one signature of every service's bootstrap; `settings` None: ShufflerSettings from the environment."""
-    return ShufflerModule(ctx, settings or ShufflerSettings())
+    return ShufflerModule(ctx, (settings or ShufflerSettings()).relay_poll_interval_s)
