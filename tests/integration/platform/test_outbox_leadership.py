@@ -292,3 +292,70 @@ def test_marks_not_written_when_the_leader_dies_mean_duplicates_from_the_next_ne
     assert asyncio.run(second.relay_pending()) == 0  # and its own marks rode that read
     assert replicas.store.outbox.pending(10) == []
     assert [e for who, e in published if who == "b"] == replicas.appended
+
+
+def _started_pair(replicas: Replicas, engines: dict[str, Engine], poll_s: float, gather_s: float) -> dict[str, RelayLoop]:
+    return {
+        name: RelayLoop(OutboxRelay(SqlEventStore(engine).outbox, Log(name, replicas.log)), poll_s, name=name, gather_s=gather_s)
+        for name, engine in engines.items()
+    }
+
+
+def test_a_commit_by_the_replica_that_does_not_lead_wakes_the_leader_without_waiting_for_its_poll(
+    replicas: Replicas, engines: dict[str, Engine]
+) -> None:
+    """NOTIFY at the commit (a trigger on the outbox), LISTEN on the leader's side: with a poll of a minute,
+    only the notification can bring the other replica's rows out within the test's wait."""
+
+    async def scenario() -> None:
+        loops = _started_pair(replicas, engines, poll_s=60.0, gather_s=0.0)
+        for loop in loops.values():
+            loop.start()
+        await eventually(lambda: sum(loop.leading for loop in loops.values()) == 1)
+        [leader] = [loop for loop in loops.values() if loop.leading]
+        [follower] = [name for name, loop in loops.items() if not loop.leading]
+        await eventually(lambda: leader.counts.passes == 2)  # its start's, and the one its LISTEN told
+        replicas.store = SqlEventStore(engines[follower])  # the follower writes; nobody calls wake
+        for rounds in (3, 2):
+            await asyncio.to_thread(replicas.append, rounds)
+            await eventually(replicas.all_published)
+        for loop in loops.values():
+            await loop.stop()
+        assert [e for _, e in replicas.log] == replicas.appended  # once each, in order
+        assert loops[follower].counts.passes == 0 and leader.counts.polls_skipped == 0
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+
+
+def test_the_other_replicas_commits_told_in_one_window_wake_the_leader_once(
+    replicas: Replicas, engines: dict[str, Engine]
+) -> None:
+    """Ten commits of the follower, each a NOTIFY, within the leader's gathering window: one pass publishes
+    them all (a wake each was the cost of the first LISTEN/NOTIFY, reverted). A leader's own commits are
+    not told (its process wakes it), though counted."""
+
+    async def scenario() -> None:
+        loops = _started_pair(replicas, engines, poll_s=60.0, gather_s=3.0)
+        for loop in loops.values():
+            loop.start()
+        await eventually(lambda: sum(loop.leading for loop in loops.values()) == 1)
+        [leader_name] = [name for name, loop in loops.items() if loop.leading]
+        [follower] = [name for name in loops if name != leader_name]
+        leader = loops[leader_name]
+        await eventually(lambda: leader.counts.passes == 2)  # its start's, and the one its LISTEN told
+        notifications = leader._notifications
+        assert notifications is not None and notifications.listening
+        written = notifications.written
+        replicas.store = SqlEventStore(engines[leader_name])  # the leader's own commit: counted, not told
+        await asyncio.to_thread(replicas.append, 1)
+        await eventually(lambda: notifications.written == written + 1)
+        replicas.store = SqlEventStore(engines[follower])
+        await asyncio.to_thread(replicas.append, 10)  # ten units of work, ten NOTIFYs
+        await eventually(replicas.all_published)
+        assert notifications.written == written + 11
+        assert leader.counts.passes == 3 and leader.counts.publishes == 1
+        for loop in loops.values():
+            await loop.stop()
+        assert [e for _, e in replicas.log] == replicas.appended
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=60))

@@ -3,7 +3,7 @@ and leadership (a loop that does not lead publishes nothing)."""
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from croupier_platform.db import create_schema, make_engine
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import InMemoryEventStore, SqlEventStore
 from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership, outbox_lock_key
+from croupier_platform.outbox import CommitNotifications, Outbox, OutboxMessage
 from croupier_platform.relay import OutboxRelay, RelayLoop
 from tests.unit.platform.test_outbox_contract import append_events, new_event
 
@@ -481,3 +482,155 @@ def test_sqlite_and_in_memory_leads_are_known_without_io(tmp_path: Path) -> None
         assert AlwaysLeader().held()
     finally:
         engine.dispose()
+
+
+class ToldNotifications(CommitNotifications):
+    """Commits told by hand, as PostgreSQL's NOTIFY tells another replica's (`tell`) or this process's
+    own (`own_commit`: counted, not told)."""
+
+    def __init__(self) -> None:
+        self.told: Callable[[], None] | None = None
+        self.starts = 0
+        self.written = 0
+        self.refuse = False  # the server cannot be listened to
+
+    @property
+    def listening(self) -> bool:
+        return self.told is not None
+
+    async def start(self, told: Callable[[], None]) -> None:
+        self.starts += 1
+        if self.refuse:
+            raise ConnectionError("no LISTEN")
+        self.told = told
+        self.written += 1
+        told()
+
+    async def stop(self) -> None:
+        self.told = None
+
+    def tell(self) -> None:
+        self.written += 1
+        assert self.told is not None
+        self.told()
+
+    def own_commit(self) -> None:
+        self.written += 1
+
+
+class SharedOutbox(Outbox):
+    """The in-memory outbox as one that other processes write too: no hand-off, commits told."""
+
+    def __init__(self, inner: Outbox, notifications: CommitNotifications) -> None:
+        self._inner = inner
+        self._notifications = notifications
+        self.reads = 0
+
+    def pending(self, limit: int) -> list[OutboxMessage]:
+        self.reads += 1
+        return self._inner.pending(limit)
+
+    def mark_published(self, ids: Sequence[int]) -> None:
+        self._inner.mark_published(ids)
+
+    def notifications(self) -> CommitNotifications | None:
+        return self._notifications
+
+
+def shared_loop(h: Harness, notifications: ToldNotifications, poll_s: float = LONG_S, **kwargs: object) -> tuple[RelayLoop, SharedOutbox]:
+    outbox = SharedOutbox(h.store.outbox, notifications)
+    return RelayLoop(OutboxRelay(outbox, h.bus), poll_s, **kwargs), outbox  # type: ignore[arg-type]
+
+
+def test_many_commits_told_in_a_window_wake_one_pass_that_publishes_them_all() -> None:
+    """Another replica's commits go through the loop's gathering, as its own process's do (`committed`):
+    however many are told in the window, one pass (the revert of the first LISTEN/NOTIFY woke one each)."""
+
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        loop, outbox = shared_loop(h, notifications, gather_s=0.2)
+        loop.start()
+        await eventually(lambda: loop.leading and notifications.listening)
+        await eventually(lambda: loop.counts.passes == 2)  # the start's, and the one the LISTEN told
+        appended = []
+        for number in range(10):  # ten commits of another replica, each told from the listener
+            appended += append_events(h.store, f"round-{number}", 1)
+            notifications.tell()
+            loop.committed()  # and as many of this process's own, through the same window
+        await eventually(lambda: len(h.received) == 10)
+        assert h.received == appended
+        assert loop.counts.passes == 3 and loop.counts.publishes == 1
+        await loop.stop()
+        assert not notifications.listening
+
+    run(scenario)
+
+
+def test_while_commits_are_told_the_poll_reads_only_after_one_was() -> None:
+    """The safety poll's read is left out while nothing was written since the last read; a commit that
+    woke nothing (this process's own, not told) is still counted, and the next poll reads it."""
+
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        loop, outbox = shared_loop(h, notifications, poll_s=0.01)
+        loop.start()
+        await eventually(lambda: loop.counts.polls_skipped >= 5)
+        reads = outbox.reads
+        await eventually(lambda: loop.counts.polls_skipped >= 15)
+        assert outbox.reads == reads  # ten polls, no read
+        appended = append_events(h.store, "round-1", 2)
+        notifications.own_commit()  # written by this process, whose wake was not asked for
+        await eventually(lambda: len(h.received) == 2)
+        assert h.received == appended and outbox.reads == reads + 1
+        await loop.stop()
+
+    run(scenario)
+
+
+def test_while_commits_cannot_be_told_the_poll_reads_every_time() -> None:
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        loop, outbox = shared_loop(h, notifications, poll_s=0.01)
+        loop.start()
+        await eventually(lambda: loop.counts.polls_skipped >= 2)
+        notifications.refuse = True
+        await notifications.stop()  # the connection was lost, and the next LISTEN fails
+        await eventually(lambda: notifications.starts == 2)
+        reads, skipped = outbox.reads, loop.counts.polls_skipped
+        await eventually(lambda: outbox.reads >= reads + 3)
+        assert loop.counts.polls_skipped == skipped and notifications.starts == 2  # tried again only later
+        await loop.stop()
+
+    run(scenario)
+
+
+def test_the_poll_reads_after_the_safety_interval_even_when_nothing_was_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("croupier_platform.relay.SAFETY_READ_S", 0.0)
+
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        loop, outbox = shared_loop(h, notifications, poll_s=0.01)
+        loop.start()
+        await eventually(lambda: outbox.reads >= 5)
+        assert loop.counts.polls_skipped == 0
+        await loop.stop()
+
+    run(scenario)
+
+
+def test_only_the_leader_listens_and_it_stops_when_it_loses_the_lead() -> None:
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        leadership = SwitchLeadership(available=False)
+        outbox = SharedOutbox(h.store.outbox, notifications)
+        loop = RelayLoop(OutboxRelay(outbox, h.bus), 0.01, leadership=leadership)
+        loop.start()
+        await eventually(lambda: leadership.acquires >= 3)
+        assert notifications.starts == 0 and outbox.reads == 0
+        leadership.available = True
+        await eventually(lambda: notifications.listening)
+        leadership.available = False
+        await eventually(lambda: not notifications.listening)
+        await loop.stop()
+
+    run(scenario)

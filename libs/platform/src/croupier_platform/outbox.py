@@ -2,6 +2,8 @@
 `relay`). In memory and in SQL; a shared SQL outbox is relayed by the holder of its `Leadership`.
 """
 
+import asyncio
+import hashlib
 import json
 import logging
 import sys
@@ -13,12 +15,12 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import BigInteger, Connection, Engine, Row, all_, any_, bindparam, func, select, update
+from sqlalchemy import BigInteger, Connection, Engine, Row, all_, any_, bindparam, event, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from croupier_platform.db import PerEngine, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope
-from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership
+from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership, outbox_lock_key
 
 
 class OutboxMessage(NamedTuple):
@@ -61,6 +63,9 @@ class DeferredMarks:
     def deferred(self) -> list[int]:
         with self._lock:
             return sorted(self._ids)
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
 
     def take(self) -> list[int]:
         """The deferred marks, now the caller's to write (or to give back with `defer`)."""
@@ -192,6 +197,10 @@ class Outbox(ABC):
     def flush_marks(self) -> None:
         """Write the marks deferred so far (a relay's stop); `pending` does it first too."""
 
+    def marks_deferred(self) -> bool:
+        """Whether published rows wait for their marks to be written (by the next `pending` or `flush_marks`)."""
+        return False
+
     def backlog(self) -> OutboxBacklog:
         """What waits to be relayed (the metrics' outbox backlog and relay lag); a store overrides it with a cheap query."""
         rows = self.pending(sys.maxsize)
@@ -205,6 +214,11 @@ class Outbox(ABC):
     @property
     def handoff(self) -> OutboxHandoff | None:
         """Where the store hands its committed rows to the relay; None: the relay reads them (a shared outbox)."""
+        return None
+
+    def notifications(self) -> "CommitNotifications | None":
+        """Where the commits of the other processes writing this outbox are told, for its relay (a shared
+        outbox); None: this process is its one writer, whose commits wake the relay in process."""
         return None
 
 
@@ -221,6 +235,9 @@ class SqlOutbox(Outbox):
 
     def leadership(self) -> "Leadership":
         return OutboxLeadership(self._engine)
+
+    def notifications(self) -> "CommitNotifications | None":
+        return PostgresCommitNotifications(self._engine) if self._engine.dialect.name == "postgresql" else None
 
     @property
     def handoff(self) -> OutboxHandoff | None:
@@ -261,6 +278,9 @@ class SqlOutbox(Outbox):
         if envelope is None:
             return OutboxBacklog(rows, None)
         return OutboxBacklog(rows, datetime.fromisoformat(json.loads(envelope)["occurred_at"]))
+
+    def marks_deferred(self) -> bool:
+        return bool(self._marks)
 
     def mark_published(self, ids: Sequence[int]) -> None:
         """Deferred: on SQLite to ride the next unit of work of the file (the event store's `carry_marks`),
@@ -313,6 +333,146 @@ _MARK_AND_READ = (
 def write_marks(connection: Connection, ids: Sequence[int]) -> None:
     """Mark rows published, in the connection's transaction: one UPDATE for them all."""
     connection.execute(_MARK_PUBLISHED, {"ids": list(ids)})
+
+
+class CommitNotifications(ABC):
+    """Tells a relay of the commits that wrote its outbox. `told()` is called (on the event loop) after
+    commits of OTHER processes: the relay's own process wakes it itself, and a second wake for the same
+    commit would be a pass that finds nothing. `written` counts every commit told, this process's too,
+    so a relay's safety poll can leave the outbox unread when nothing was written since its last read."""
+
+    written = 0
+
+    @property
+    @abstractmethod
+    def listening(self) -> bool:
+        """Whether commits are being told now (else the relay reads at every poll, as without)."""
+
+    @abstractmethod
+    async def start(self, told: Callable[[], None]) -> None:
+        """Listen, on the running loop; `told()` once when listening (what committed before is not told)."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop listening (idempotent)."""
+
+
+def notify_channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel of a schema's outbox: within PostgreSQL's 63 bytes whatever the schema's name
+    (the trigger below names it the same way, from TG_TABLE_SCHEMA)."""
+    return "outbox_" + hashlib.md5(schema.encode()).hexdigest()
+
+
+# A NOTIFY per statement that inserts outbox rows, delivered when (and only if) its transaction commits;
+# PostgreSQL folds a transaction's identical notifications into one. Not a statement of the writer's.
+_NOTIFY_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "PERFORM pg_notify('outbox_' || md5(TG_TABLE_SCHEMA), ''); RETURN NULL; END $$"
+)
+_NOTIFY_TRIGGER = "CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()"
+_HAS_NOTIFY_TRIGGER = "SELECT 1 FROM pg_trigger WHERE tgname = 'outbox_notify' AND tgrelid = 'outbox'::regclass"
+
+
+def _own_backends_of(engine: Engine) -> set[int]:
+    """The server processes (PIDs) of the engine's connections, learnt as each is checked out of its pool:
+    a notification from one of them is of this process's own commit."""
+    backends: set[int] = set()
+
+    def checked_out(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if (pid := record.info.get("backend_pid")) is None:
+            pid = record.info["backend_pid"] = dbapi_connection.info.backend_pid
+            backends.add(pid)
+
+    def closed(dbapi_connection: Any, record: Any) -> None:
+        backends.discard(record.info.pop("backend_pid", None))
+
+    event.listen(engine, "checkout", checked_out)
+    event.listen(engine, "close", closed)
+    return backends
+
+
+_own_backends: PerEngine[set[int]] = PerEngine(_own_backends_of)
+
+
+class PostgresCommitNotifications(CommitNotifications):
+    """A shared PostgreSQL outbox: a trigger NOTIFYs at every commit that wrote outbox rows (any replica),
+    and a connection of its own LISTENs, read on the event loop when its socket has data (no thread, no
+    polling). The trigger is made by the first listener of a schema (idempotent, under an advisory lock:
+    replicas start together). A lost connection ends the listening; the relay listens again later and its
+    poll reads the outbox meanwhile."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._own = _own_backends.of(engine)
+        self._pooled: Any = None  # the pool's connection, detached
+        self._driver: Any = None
+        self._fd = -1
+        self._told: Callable[[], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.written = 0
+
+    @property
+    def listening(self) -> bool:
+        return self._pooled is not None
+
+    async def start(self, told: Callable[[], None]) -> None:
+        if self._pooled is not None:
+            return
+        self._pooled, self._driver = await asyncio.to_thread(self._listen)
+        self._told = told
+        self._loop, self._fd = asyncio.get_running_loop(), self._driver.fileno()
+        self._loop.add_reader(self._fd, self._readable)
+        self.written += 1  # what committed before the LISTEN was not told
+        told()
+
+    def _listen(self) -> tuple[Any, Any]:
+        """A connection of the pool's, detached from it (it listens until closed), LISTENing on the channel."""
+        pooled = self._engine.raw_connection()
+        driver = pooled.driver_connection  # (a detached connection no longer names it)
+        pooled.detach()
+        try:
+            schema = driver.execute("SELECT current_schema()").fetchone()[0]
+            driver.execute("SELECT pg_advisory_xact_lock(%s)", (outbox_lock_key(schema, "notify"),))
+            if driver.execute(_HAS_NOTIFY_TRIGGER).fetchone() is None:
+                driver.execute(_NOTIFY_FUNCTION)
+                driver.execute(_NOTIFY_TRIGGER)
+            driver.commit()
+            driver.autocommit = True
+            driver.execute(f'LISTEN "{notify_channel(schema)}"')
+        except BaseException:
+            pooled.close()
+            raise
+        return pooled, driver
+
+    def _readable(self) -> None:
+        pgconn = self._driver.pgconn
+        foreign = False
+        try:
+            pgconn.consume_input()
+            while (notice := pgconn.notifies()) is not None:
+                self.written += 1
+                foreign = foreign or notice.be_pid not in self._own
+        except Exception:  # noqa: BLE001 - the relay's poll still finds the rows; it listens again later
+            logger.warning("outbox notifications lost; the relay reads at each poll until it listens again", exc_info=True)
+            self._close()
+            return
+        if foreign and self._told is not None:
+            self._told()
+
+    async def stop(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        pooled, self._pooled = self._pooled, None
+        if pooled is None:
+            return
+        if self._loop is not None:
+            self._loop.remove_reader(self._fd)
+        self._driver = self._told = None
+        try:
+            pooled.close()  # detached: closed, not returned
+        except Exception:  # noqa: BLE001
+            logger.debug("could not close the outbox notifications' connection", exc_info=True)
 
 
 class InMemoryOutbox(Outbox):

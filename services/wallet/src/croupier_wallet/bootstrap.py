@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 import grpc
@@ -11,7 +10,7 @@ from sqlalchemy import Engine
 from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.relay import GatheredWakes, OutboxRelay, RelayLoop
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
@@ -43,10 +42,10 @@ class WalletModule:
         self.app = app
         self._consumer = consumer
         self._uow_factory = uow_factory
-        self._relay_delay_s = relay_delay_s
-        self._wakes: GatheredWakes | None = None
+        # Commits gathered for `relay_delay_s` (this replica's and, told by PostgreSQL, the others'): one pass for them all.
         self._relay = RelayLoop(
-            OutboxRelay(store.outbox, bus), RELAY_POLL_INTERVAL_S, RELAY_MAX_BACKOFF_S, name="wallet-outbox-relay"
+            OutboxRelay(store.outbox, bus), RELAY_POLL_INTERVAL_S, RELAY_MAX_BACKOFF_S, name="wallet-outbox-relay",
+            gather_s=relay_delay_s,
         )
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -59,14 +58,11 @@ class WalletModule:
     async def start(self) -> None:
         self._relay.start()
         if self._uow_factory is not None:
-            self._wakes = GatheredWakes(asyncio.get_running_loop(), self._relay.wake, self._relay_delay_s)
-            self._uow_factory.on_commit = self._wakes
+            self._uow_factory.on_commit = self._relay.committed
 
     async def stop(self) -> None:
         if self._uow_factory is not None:
             self._uow_factory.on_commit = None
-        if self._wakes is not None:
-            self._wakes.cancel()
         await self._relay.stop(drain=True)  # what committed before the stop still goes out
         self.engine.dispose()
 
