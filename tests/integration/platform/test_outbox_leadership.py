@@ -343,7 +343,7 @@ def test_the_other_replicas_commits_told_in_one_window_wake_the_leader_once(
         [follower] = [name for name in loops if name != leader_name]
         leader = loops[leader_name]
         await eventually(lambda: leader.counts.passes == 2)  # its start's, and the one its LISTEN told
-        notifications = leader._notifications
+        notifications = leader.notifications
         assert notifications is not None and notifications.listening
         written = notifications.written
         replicas.store = SqlEventStore(engines[leader_name])  # the leader's own commit: counted, not told

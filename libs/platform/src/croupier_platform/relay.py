@@ -229,6 +229,11 @@ class RelayLoop(LeaderLoop):
     def counts(self) -> RelayCounts:
         return self._relay.counts
 
+    @property
+    def notifications(self) -> CommitNotifications | None:
+        """Where other processes' commits are told to this loop (None: its process is the outbox's one writer)."""
+        return self._notifications
+
     def start(self) -> None:
         if self._gathered is None:
             self._gathered = GatheredWakes(asyncio.get_running_loop(), self.wake, self._gather_s)
@@ -261,12 +266,11 @@ class RelayLoop(LeaderLoop):
                 await self._stop_listening()  # commits are the leader's to hear
                 return None
             await self._listen()
-            notifications = self._notifications
             if poll and self._nothing_told_since_read():
                 self._relay.counts.polls_skipped += 1
                 return 0
             self._relay.counts.passes += 1
-            written = notifications.written if notifications is not None else None
+            written = self._notifications.written if self._notifications is not None else None
             sent = await (self._relay.relay_pending() if read else self._relay.relay_committed())
             # Only after it succeeded: a failed pass may leave rows that nothing will tell again.
             self._read_written, self._read_at = written, asyncio.get_running_loop().time()
