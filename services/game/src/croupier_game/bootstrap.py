@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import grpc
 
@@ -10,7 +9,7 @@ from croupier_platform.bus import Bus
 from croupier_platform.db import create_schema
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.leadership import OutboxLeadership
-from croupier_platform.relay import GatheredWakes, OutboxRelay, RelayLoop
+from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive
@@ -52,9 +51,10 @@ class GameModule:
         create_schema(self._engine)
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)
-        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay")
-        self._relay_delay_s = relay_delay_s
-        self._relay_wakes: GatheredWakes | None = None  # from start on, when the relay gathers commits
+        # Commits gathered for `relay_delay_s` (this replica's and, told by PostgreSQL, the others'): one pass for them all.
+        self._relay = RelayLoop(
+            OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay", gather_s=relay_delay_s
+        )
         shuffler = GrpcShuffler(shuffler_channel, ctx.service_token, ctx.call_timeouts)
         stakes = GrpcStakes(wallet_channel, ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
@@ -104,24 +104,19 @@ class GameModule:
     def _wake_log_readers(self) -> None:
         """A commit to the game's log: the outbox relay publishes it (with the window's other commits), the
         watchers' feed reads it."""
-        (self._relay_wakes or self._relay.wake)()
+        self._relay.committed()
         self.feed.wake()
 
     async def start(self) -> None:
         self.feed.start()
         self.presence.start()
         self._relay.start()
-        if self._relay_delay_s > 0:
-            self._relay_wakes = GatheredWakes(asyncio.get_running_loop(), self._relay.wake, self._relay_delay_s)
         self.keeper.start()
         self.reconciler.start()
 
     async def stop(self) -> None:
         await self.reconciler.stop()
         await self.keeper.stop()  # first: what it appends is then relayed
-        wakes, self._relay_wakes = self._relay_wakes, None
-        if wakes is not None:
-            wakes.cancel()
         await self._relay.stop()
         await self.presence.stop()
         await self.feed.stop()
