@@ -1,4 +1,4 @@
-"""A relay woken through GatheredWakes (the wallet's) is woken once for the commits of a window, never left unwoken."""
+"""A relay woken through GatheredWakes (RelayLoop's gathering: the game's and the wallet's commits) is woken once for the commits of a window, never left unwoken."""
 
 from __future__ import annotations
 
