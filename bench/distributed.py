@@ -107,22 +107,44 @@ def _context_switches(pid: int) -> int:
     return total
 
 
-def _postgres_pids(database: str | None = None) -> list[int]:
-    """Every postgres process; with `database`, only the server's own processes (postmaster, WAL writer,
-    checkpointer, ...) and the backends connected to that database, not other stacks' backends."""
-    pids = []
+def _postgres_pids(database: str | None = None, postmaster: int | None = None) -> dict[int, str]:
+    """Every postgres process and its kind (`backend`, `walwriter`, `checkpointer`, `autovacuum worker`, ...);
+    with `database`, only the server's own processes (postmaster, WAL writer, checkpointer, ...) and the
+    backends connected to that database, not other stacks' backends; with `postmaster`, only that
+    cluster's processes (another cluster on the box, e.g. the shared one beside a private one, left out)."""
+    pids = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 if (entry / "comm").read_text().strip() != "postgres":
                     continue
-                if database is not None and _postgres_backend_of_other_database(
-                        (entry / "cmdline").read_bytes().decode(errors="replace"), database):
+                pid = int(entry.name)
+                if postmaster is not None and pid != postmaster and _parent_pid(pid) != postmaster:
                     continue
-                pids.append(int(entry.name))
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                if database is not None and _postgres_backend_of_other_database(cmdline, database):
+                    continue
+                pids[pid] = _postgres_kind(cmdline)
             except OSError:
                 pass
     return pids
+
+
+def _parent_pid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _postgres_kind(cmdline: str) -> str:
+    """`postgres: walwriter` -> walwriter; `postgres: USER DB HOST(PORT) STATE` -> backend; the postmaster
+    (its command line is the binary's path) -> postmaster."""
+    words = cmdline.replace("\0", " ").split()
+    if not words or words[0] != "postgres:":
+        return "postmaster"
+    if len(words) >= 4 and "(" in words[3]:
+        return "backend"
+    if words[1] == "autovacuum" and len(words) > 2 and words[2] == "worker":
+        return "autovacuum worker"
+    return " ".join(w for w in words[1:3] if w.isalpha())
 
 
 def _postgres_backend_of_other_database(cmdline: str, database: str) -> bool:
@@ -155,9 +177,10 @@ def _machine_ticks() -> tuple[int, int]:
 class CpuMeter:
     """CPU time of the services, of every postgres process and of the Kafka broker over a window, in ms."""
 
-    def __init__(self, pids: dict[str, list[int]], database: str | None = None) -> None:
+    def __init__(self, pids: dict[str, list[int]], database: str | None = None, postmaster: int | None = None) -> None:
         self.pids = {**pids, "kafka": _kafka_pids()}
         self.database = database  # count only this database's backends (and the server's own processes)
+        self.postmaster = postmaster  # count only that cluster's processes
 
     def sample(self) -> dict:
         services = {name: sum(_cpu_ticks(p) for p in procs) for name, procs in self.pids.items()}
@@ -166,9 +189,10 @@ class CpuMeter:
         replicas = {f"{name}#{i}": _cpu_ticks(p) for name, procs in self.pids.items() if len(procs) > 1
                     for i, p in enumerate(procs)}
         wakes = {name: sum(_context_switches(p) for p in procs) for name, procs in self.pids.items() if name != "kafka"}
-        postgres = _postgres_pids(self.database)
+        postgres = _postgres_pids(self.database, self.postmaster)
         return {"services": services, "replicas": replicas, "wakes": wakes,
                 "postgres": {p: _cpu_ticks(p) for p in postgres},
+                "postgres_kinds": postgres,
                 "postgres_ended": {p: _cpu_ticks(p, children=True) - _cpu_ticks(p) for p in postgres},
                 "machine": _machine_ticks()}
 
@@ -177,6 +201,17 @@ class CpuMeter:
         """CPU ms of each replica of a service that runs several, over the window."""
         tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
         return {name: (t - before["replicas"][name]) * tick_ms for name, t in after["replicas"].items()}
+
+    @staticmethod
+    def postgres_by_kind(before: dict, after: dict) -> dict[str, float]:
+        """CPU ms of the postgres processes over the window by kind (backends, WAL writer, checkpointer,
+        autovacuum, ...): where the server's share goes beside its statements."""
+        tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+        out: dict[str, float] = {}
+        for p, t in after["postgres"].items():
+            kind = after["postgres_kinds"][p]
+            out[kind] = out.get(kind, 0.0) + (t - before["postgres"].get(p, 0)) * tick_ms
+        return out
 
     @staticmethod
     def wakes(before: dict, after: dict) -> dict[str, int]:
@@ -211,15 +246,17 @@ class TableCounts:
 
     def sample(self) -> dict:
         rows = self.connection.execute(
-            "SELECT schemaname, relname, coalesce(seq_scan, 0) + coalesce(idx_scan, 0), n_tup_ins, n_tup_upd"
+            "SELECT schemaname, relname, coalesce(seq_scan, 0) + coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_hot_upd"
             " FROM pg_stat_user_tables").fetchall()
         commits, rollbacks = self.connection.execute(
             "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()").fetchone()
         schemas: dict[str, tuple[int, int, int]] = {}
-        for schema, _table, scans, inserted, updated in rows:
+        for schema, _table, scans, inserted, updated, _hot in rows:
             was = schemas.get(schema, (0, 0, 0))
             schemas[schema] = (was[0] + scans, was[1] + inserted, was[2] + updated)
-        return {"schemas": schemas, "table_scans": {f"{schema}.{table}": scans for schema, table, scans, _, _ in rows},
+        return {"schemas": schemas, "table_scans": {f"{schema}.{table}": scans for schema, table, scans, *_ in rows},
+                # updates that wrote no index entry (heap-only tuples) against all, per table
+                "table_updates": {f"{schema}.{table}": (updated, hot) for schema, table, _, _, updated, hot in rows},
                 "commits": commits, "rollbacks": rollbacks}
 
     @staticmethod
@@ -231,12 +268,69 @@ class TableCounts:
                            "rows_updated": round((updated - was[2]) / rounds, 1)}
         scans = {table: round((n - before["table_scans"].get(table, 0)) / rounds, 2) for table, n in after["table_scans"].items()}
         out["table_scans"] = {table: n for table, n in sorted(scans.items(), key=lambda item: -item[1]) if n}
+        updates = {table: ((n - before["table_updates"].get(table, (0, 0))[0]) / rounds,
+                           (hot - before["table_updates"].get(table, (0, 0))[1]) / rounds)
+                   for table, (n, hot) in after["table_updates"].items()}
+        out["table_updates_hot"] = {table: f"{n:.2f} ({hot:.2f} HOT)" for table, (n, hot) in updates.items() if n}
         out["commits"] = round((after["commits"] - before["commits"]) / rounds, 1)
         out["rollbacks"] = round((after["rollbacks"] - before["rollbacks"]) / rounds, 2)
         return out
 
     def close(self) -> None:
         self.connection.close()
+
+
+class StatementStats:
+    """pg_stat_statements over a window, per statement of the stack's database: calls, planning and
+    execution time (ms, wall clock inside the server), plans, rows, WAL records, shared blocks dirtied, a round.
+    Needs the server started with the library loaded (infra/postgres/postgres.sh with PG_STATEMENTS=1);
+    without it, `available` is False and nothing is read."""
+
+    COLUMNS = ("calls", "plans", "total_plan_time", "total_exec_time", "rows", "shared_blks_hit",
+               "shared_blks_read", "shared_blks_dirtied", "wal_records", "wal_bytes")
+
+    def __init__(self, database_url: str) -> None:
+        import psycopg
+
+        self.connection = psycopg.connect(database_url, autocommit=True)
+        loaded = self.connection.execute("SELECT current_setting('shared_preload_libraries')").fetchone()[0]
+        self.available = "pg_stat_statements" in loaded
+        if self.available:
+            self.connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+
+    def sample(self) -> dict:
+        if not self.available:
+            return {}
+        rows = self.connection.execute(
+            "SELECT queryid, toplevel, query, " + ", ".join(self.COLUMNS) + " FROM pg_stat_statements"
+            " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())").fetchall()
+        return {(row[0], row[1]): (row[2], row[3:]) for row in rows}
+
+    @classmethod
+    def per_round(cls, before: dict, after: dict, rounds: int) -> list[dict]:
+        """The window's statements a round, most execution time first."""
+        out = []
+        for key, (query, values) in after.items():
+            was = before.get(key, (query, (0,) * len(values)))[1]
+            delta = [float(v) - float(w) for v, w in zip(values, was)]
+            if delta[0] <= 0:
+                continue
+            row = {"query": " ".join(query.split()), "toplevel": key[1]}
+            row.update({name: round(d / rounds, 4) for name, d in zip(cls.COLUMNS, delta)})
+            row["mean_exec_ms"] = round(delta[3] / delta[0], 4)
+            out.append(row)
+        return sorted(out, key=lambda row: -(row["total_exec_time"] + row["total_plan_time"]))
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def postmaster_of(database_url: str) -> int:
+    """The pid of the postmaster serving `database_url` (a backend's parent)."""
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        return _parent_pid(connection.execute("SELECT pg_backend_pid()").fetchone()[0])
 
 
 def idle_cpu(meter: CpuMeter, seconds: float, settle_s: float = 5.0) -> dict[str, float]:
@@ -427,7 +521,7 @@ class Player:
 
 async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
                     meter: CpuMeter | None = None, lag: LagSampler | None = None, rounds_n: int | None = None,
-                    tables: TableCounts | None = None) -> dict:
+                    tables: TableCounts | None = None, statements: StatementStats | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
     window of `seconds` (or, with `rounds_n`, until that many rounds completed) counts the rounds and
     commands that complete inside it."""
@@ -473,6 +567,7 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             started, wall_started = time.monotonic(), time.time()
             cpu_before = meter.sample() if meter else None
             tables_before = await asyncio.to_thread(tables.sample) if tables else None
+            statements_before = await asyncio.to_thread(statements.sample) if statements else None
             if rounds_n is None:
                 await asyncio.sleep(seconds)
             else:  # a count of rounds: CPU per round from a fixed amount of work, whatever the box's speed
@@ -485,6 +580,7 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             ended, wall_ended = time.monotonic(), time.time()
             cpu_after = meter.sample() if meter else None
             tables_after = await asyncio.to_thread(tables.sample) if tables else None
+            statements_after = await asyncio.to_thread(statements.sample) if statements else None
         finally:
             for task in tasks:
                 task.cancel()
@@ -519,9 +615,13 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             if cpu_after["replicas"]:
                 level["cpu_ms_per_round_by_replica"] = {
                     name: round(ms / rounds, 1) for name, ms in CpuMeter.per_replica(cpu_before, cpu_after).items()}
+            level["postgres_cpu_ms_per_round_by_kind"] = {
+                kind: round(ms / rounds, 2) for kind, ms in sorted(CpuMeter.postgres_by_kind(cpu_before, cpu_after).items())}
             level["wakes_per_round"] = {name: round(n / rounds, 1) for name, n in CpuMeter.wakes(cpu_before, cpu_after).items()}
         if tables and rounds:
             level["postgres_per_round"] = TableCounts.per_round(tables_before, tables_after, rounds)
+        if statements and statements.available and rounds:
+            level["statements_per_round"] = StatementStats.per_round(statements_before, statements_after, rounds)
         for name in COMMANDS:
             these = [ms for command, ms in window if command == name]
             level[name] = {"n": len(these), "p50_ms": percentile(these, 50),
@@ -596,8 +696,10 @@ def print_table(levels: list[dict]) -> None:
             print(f"  {level['players']} players: voluntary context switches (wakes) per round "
                   + ", ".join(f"{k} {v}" for k, v in level["wakes_per_round"].items()))
         if "postgres_per_round" in level:
-            counts = {k: v for k, v in level["postgres_per_round"].items() if k != "table_scans"}
+            counts = {k: v for k, v in level["postgres_per_round"].items() if k not in ("table_scans", "table_updates_hot")}
             print(f"  {level['players']} players: PostgreSQL per round {json.dumps(counts)}")
+            print(f"  {level['players']} players: updates a round (HOT: no index entry written) "
+                  f"{json.dumps(level['postgres_per_round']['table_updates_hot'])}")
     for level in levels:
         if "settle_lag_p99_ms" in level:
             print(f"  {level['players']} players: settlement lag p50 {fmt(level['settle_lag_p50_ms'])} ms, "
@@ -609,6 +711,25 @@ def print_table(levels: list[dict]) -> None:
     for level in levels:
         for kind in level["error_kinds"]:
             print(f"  error at {level['players']} players: {kind}")
+
+
+def print_statements(levels: list[dict], path: str, top: int = 30) -> None:
+    Path(path).write_text(json.dumps({str(level["players"]): level.get("statements_per_round") for level in levels}, indent=1))
+    for level in levels:
+        rows = level.get("statements_per_round")
+        if rows is None:
+            print(f"  {level['players']} players: no pg_stat_statements (start PostgreSQL with PG_STATEMENTS=1)")
+            continue
+        calls = sum(row["calls"] for row in rows if row["toplevel"])
+        execute = sum(row["total_exec_time"] for row in rows if row["toplevel"])
+        plan = sum(row["total_plan_time"] for row in rows if row["toplevel"])
+        print(f"  {level['players']} players: statements a round {calls:.1f}, execution {execute:.3f} ms, planning "
+              f"{plan:.3f} ms (server wall time); postgres CPU by kind {level.get('postgres_cpu_ms_per_round_by_kind')}")
+        print(f"  {'calls':>6} {'exec ms':>8} {'mean ms':>8} {'plans':>6} {'plan ms':>8} {'rows':>6} {'wal':>5}  statement")
+        for row in rows[:top]:
+            print(f"  {row['calls']:>6.2f} {row['total_exec_time']:>8.3f} {row['mean_exec_ms']:>8.3f} {row['plans']:>6.2f}"
+                  f" {row['total_plan_time']:>8.3f} {row['rows']:>6.2f} {row['wal_records']:>5.1f}  "
+                  f"{'' if row['toplevel'] else '(nested) '}{row['query'][:150]}")
 
 
 def main() -> int:
@@ -625,6 +746,9 @@ def main() -> int:
                         help="seconds to wait after printing the service pids (attach a profiler)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="each level's window is this many rounds (not --seconds): CPU per round from a fixed amount of work")
+    parser.add_argument("--statements", default="",
+                        help="write each level's pg_stat_statements figures a round to this JSON file and print the "
+                             "top ones (the server needs the library: infra/postgres/postgres.sh with PG_STATEMENTS=1)")
     parser.add_argument("--keep-logs", default="", help="copy the services' logs to this directory at the end")
     parser.add_argument("--idle-seconds", type=float, default=0.0,
                         help="first measure the stack's CPU while idle (no rounds, no lag sampling) over this many seconds")
@@ -645,7 +769,8 @@ def main() -> int:
             print("service pids: " + json.dumps(pids), flush=True)
             if args.pause_before:
                 time.sleep(args.pause_before)
-            idle = idle_cpu(CpuMeter(pids, stack.database), args.idle_seconds) if args.idle_seconds else None
+            postmaster = postmaster_of(create_database_url(stack))
+            idle = idle_cpu(CpuMeter(pids, stack.database, postmaster), args.idle_seconds) if args.idle_seconds else None
             if idle:
                 print("idle: CPU ms per second " + ", ".join(f"{k} {v}" for k, v in idle.items()), flush=True)
             lag = LagSampler(stack.env["KAFKA_BOOTSTRAP_SERVERS"], stack.env["KAFKA_TOPIC_PREFIX"],
@@ -654,11 +779,14 @@ def main() -> int:
             levels = []
             for n in levels_n:
                 tables = TableCounts(create_database_url(stack))
+                statements = StatementStats(create_database_url(stack)) if args.statements else None
                 try:
-                    level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database), lag,
-                                                  rounds_n=args.rounds, tables=tables))
+                    level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database, postmaster),
+                                                  lag, rounds_n=args.rounds, tables=tables, statements=statements))
                 finally:
                     tables.close()
+                    if statements:
+                        statements.close()
                 levels.append(level)
                 print(f"{n} players: {level['rounds_per_s']} rounds/s (warm-up {level['warmup_s']} s), p50 {level['p50_ms']} ms, "
                       f"p99 {level['p99_ms']} ms", flush=True)
@@ -677,6 +805,8 @@ def main() -> int:
 
     print()
     print_table(levels)
+    if args.statements:
+        print_statements(levels, args.statements)
     if baseline:
         print(f"pgbench: {baseline['tps']} tps (one-row INSERT transactions, {baseline['clients']} clients, "
               f"{baseline['seconds']} s, avg latency {baseline['latency_avg_ms']} ms)")
@@ -693,7 +823,8 @@ def main() -> int:
         "lag_zero_after_s": top.get("lag_zero_after_s"),
         "pgbench_tps": tps,
         "rounds_per_s_over_pgbench_tps": round(top["rounds_per_s"] / tps, 5) if tps else None,
-        "distributed_levels": {str(level["players"]): level for level in levels},
+        "distributed_levels": {str(level["players"]): {k: v for k, v in level.items() if k != "statements_per_round"}
+                               for level in levels},
     }
     if idle:
         summary["idle_cpu_ms_per_s"] = idle

@@ -15,6 +15,9 @@
 #   CROUPIER_STATE     state dir (default /tmp/croupier-infra); cluster in $CROUPIER_STATE/postgres
 #   PG_PORT            TCP port on 127.0.0.1 (default 15432)
 #   PG_START_TIMEOUT   seconds to wait for readiness (default 60)
+#   PG_STATEMENTS      1: load pg_stat_statements (per-statement calls, planning and execution time, rows)
+#                      and time the planner too; for measuring (bench/pg_statements.py), off by default.
+#                      Takes effect at the cluster's next start.
 set -euo pipefail
 
 STATE_ROOT="${CROUPIER_STATE:-/tmp/croupier-infra}"
@@ -95,6 +98,15 @@ shared_buffers = 128MB
 log_min_messages = warning
 log_line_prefix = '%m [%p] '
 EOF
+  if [[ "${PG_STATEMENTS:-0}" == 1 ]]; then
+    cat >>"$DATA/croupier.conf" <<EOF
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
+pg_stat_statements.track_planning = on
+pg_stat_statements.max = 5000
+track_functions = all
+EOF
+  fi
   [[ $EUID -ne 0 ]] || chown postgres: "$DATA/croupier.conf"
 }
 
