@@ -1,0 +1,100 @@
+"""`insert_rows` on PostgreSQL: a unit's rows (events, outbox rows, ledger transfers and entries) go
+to the server as one statement, in their order, values unchanged.
+
+Counted by a statement-level trigger on the outbox (as the outbox's NOTIFY trigger fires): an
+executemany, though psycopg pipelines it into one round trip, runs one statement a row.
+"""
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import IntegrityError
+
+from croupier_platform.db import events_table, insert_rows, outbox_table
+from croupier_platform.migrate import schema_engine
+from tests.integration.conftest import migrated_schema
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def postgres_schema() -> Iterator[tuple[str, str]]:
+    yield from migrated_schema("game", "test_row_inserts")
+
+
+@pytest.fixture
+def engine(postgres_schema: tuple[str, str]) -> Iterator[Engine]:
+    url, schema = postgres_schema
+    engine = schema_engine(url, schema)
+    with engine.begin() as connection:
+        connection.execute(text("TRUNCATE events, outbox RESTART IDENTITY"))
+        connection.execute(text("DROP TABLE IF EXISTS outbox_statements"))
+        connection.execute(text("CREATE TABLE outbox_statements (n integer NOT NULL)"))
+        connection.execute(text("INSERT INTO outbox_statements VALUES (0)"))
+        connection.execute(text(
+            f'CREATE OR REPLACE FUNCTION "{schema}".count_outbox_statement() RETURNS trigger LANGUAGE plpgsql AS'
+            f' $$ BEGIN UPDATE "{schema}".outbox_statements SET n = n + 1; RETURN NULL; END $$'))
+        connection.execute(text("DROP TRIGGER IF EXISTS count_outbox_statement ON outbox"))
+        connection.execute(text(
+            "CREATE TRIGGER count_outbox_statement AFTER INSERT ON outbox"
+            f' FOR EACH STATEMENT EXECUTE FUNCTION "{schema}".count_outbox_statement()'))
+    yield engine
+    engine.dispose()
+
+
+def _outbox_rows(n: int) -> list[dict]:
+    return [{"topic": f"topic-{i % 2}", "key": f"key-{n - i}", "envelope": f'{{"n": {i}}}'} for i in range(n)]
+
+
+def _event_rows(n: int) -> list[dict]:
+    return [
+        dict(stream_id="round-1", stream_type="round", version=i + 1, event_id=f"event-{i}", event_type="CardDealt",
+             schema_version=1, occurred_at=f"2026-12-02T10:00:0{i}.000000+00:00",
+             causation_id=None if i % 2 else f"cause-{i}", correlation_id=None, trace_context="",
+             payload=f'{{"card": "{i}", "text": "é\\"\\\\, {{}}"}}', prev_hash=f"{i:064d}", hash=f"{i + 1:064d}")
+        for i in range(n)
+    ]
+
+
+def test_a_units_rows_go_to_the_server_as_one_statement(engine: Engine) -> None:
+    with engine.begin() as connection:
+        insert_rows(connection, outbox_table, _outbox_rows(7))
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT n FROM outbox_statements")).scalar_one() == 1
+        assert connection.execute(text("SELECT count(*) FROM outbox")).scalar_one() == 7
+
+
+def test_the_rows_keep_their_order_and_their_values(engine: Engine) -> None:
+    outbox, events = _outbox_rows(5), _event_rows(4)
+    with engine.begin() as connection:
+        insert_rows(connection, outbox_table, outbox)
+        insert_rows(connection, events_table, events)
+    with engine.begin() as connection:
+        read = connection.execute(text("SELECT id, topic, key, envelope, published_at FROM outbox ORDER BY id")).all()
+        assert [row.id for row in read] == [1, 2, 3, 4, 5]  # the serial key follows the rows' order
+        assert [dict(topic=r.topic, key=r.key, envelope=r.envelope) for r in read] == outbox
+        assert all(row.published_at is None for row in read)
+        columns = list(events[0])
+        stored = connection.execute(
+            text(f"SELECT position, txid, {', '.join(columns)} FROM events ORDER BY position")).all()
+        assert [row.position for row in stored] == [1, 2, 3, 4]
+        assert [{c: getattr(row, c) for c in columns} for row in stored] == events
+        assert all(row.txid is not None for row in stored)  # the migration's server default, per row
+
+
+def test_rows_of_different_columns_are_inserted_too(engine: Engine) -> None:
+    rows = [{"topic": "t", "key": "a", "envelope": "{}"}, {"topic": "t", "key": "b", "envelope": "{}", "published_at": None}]
+    with engine.begin() as connection:
+        insert_rows(connection, outbox_table, rows)
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT key FROM outbox ORDER BY id")).scalars().all() == ["a", "b"]
+
+
+def test_a_duplicate_in_the_rows_fails_the_statement_naming_its_constraint(engine: Engine) -> None:
+    events = _event_rows(3)
+    events[2]["event_id"] = events[0]["event_id"]
+    with pytest.raises(IntegrityError, match="uq_events_event_id"), engine.begin() as connection:
+        insert_rows(connection, events_table, events)
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT count(*) FROM events")).scalar_one() == 0
