@@ -123,9 +123,15 @@ def make_engine(url: str | URL, **options: Any) -> Engine:
 def reading(engine: Engine) -> Iterator[Connection]:
     """A connection for reads only. On SQLite its transaction is a WAL snapshot that takes no lock,
     so it neither waits for the writer nor holds it up; a write through it is a bug (and may fail
-    with "database is locked"). On PostgreSQL an ordinary connection."""
+    with "database is locked"). On PostgreSQL a connection in autocommit: each statement is its own
+    transaction, with no BEGIN and no COMMIT or ROLLBACK, two round trips fewer a read (psycopg sends
+    BEGIN as a round trip of its own). What a reader sees is unchanged: at READ COMMITTED every
+    statement of a transaction takes a snapshot of its own anyway; a reader takes no lock."""
     with engine.connect() as connection:
-        yield connection.execution_options(**{READ_ONLY_OPTION: True})
+        if connection.dialect.name == "postgresql":
+            yield connection.execution_options(isolation_level="AUTOCOMMIT", **{READ_ONLY_OPTION: True})
+        else:
+            yield connection.execution_options(**{READ_ONLY_OPTION: True})
 
 
 def transaction(engine: Engine) -> Any:

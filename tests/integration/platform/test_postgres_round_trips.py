@@ -1,8 +1,9 @@
-"""`insert_rows` on PostgreSQL: a unit's rows (events, outbox rows, ledger transfers and entries) go
-to the server as one statement, in their order, values unchanged.
+"""What the platform sends PostgreSQL, counted: `insert_rows` sends a unit's rows (events, outbox rows,
+ledger transfers and entries) as one statement, in their order, values unchanged; a read (`reading`)
+opens no transaction (no BEGIN, no COMMIT: two round trips).
 
-Counted by a statement-level trigger on the outbox (as the outbox's NOTIFY trigger fires): an
-executemany, though psycopg pipelines it into one round trip, runs one statement a row.
+Statements counted by a statement-level trigger on the outbox (as the outbox's NOTIFY trigger fires):
+an executemany, though psycopg pipelines it into one round trip, runs one statement a row.
 """
 
 from collections.abc import Iterator
@@ -11,7 +12,9 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
-from croupier_platform.db import events_table, insert_rows, outbox_table
+from psycopg.pq import TransactionStatus
+
+from croupier_platform.db import events_table, insert_rows, outbox_table, reading
 from croupier_platform.migrate import schema_engine
 from tests.integration.conftest import migrated_schema
 
@@ -20,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def postgres_schema() -> Iterator[tuple[str, str]]:
-    yield from migrated_schema("game", "test_row_inserts")
+    yield from migrated_schema("game", "test_round_trips")
 
 
 @pytest.fixture
@@ -98,3 +101,27 @@ def test_a_duplicate_in_the_rows_fails_the_statement_naming_its_constraint(engin
         insert_rows(connection, events_table, events)
     with engine.begin() as connection:
         assert connection.execute(text("SELECT count(*) FROM events")).scalar_one() == 0
+
+
+def test_a_read_opens_no_transaction(engine: Engine) -> None:
+    with engine.begin() as connection:
+        insert_rows(connection, outbox_table, _outbox_rows(2))
+    with reading(engine) as connection:
+        assert connection.execute(text("SELECT count(*) FROM outbox")).scalar_one() == 2
+        assert connection.execute(text("SELECT max(id) FROM outbox")).scalar_one() == 2
+        assert connection.connection.driver_connection.info.transaction_status == TransactionStatus.IDLE
+    with reading(engine) as connection, connection.begin():  # the event store's and the dealer's readers
+        assert connection.execute(text("SELECT count(*) FROM outbox")).scalar_one() == 2
+        assert connection.connection.driver_connection.info.transaction_status == TransactionStatus.IDLE
+
+
+def test_a_unit_of_work_after_a_read_on_the_same_connection_is_a_transaction(engine: Engine) -> None:
+    """The pool hands the read's connection to the next unit of work: back out of autocommit."""
+    with reading(engine) as connection:
+        connection.execute(text("SELECT 1"))
+    with engine.begin() as connection:
+        insert_rows(connection, outbox_table, _outbox_rows(1))
+        assert connection.connection.driver_connection.info.transaction_status == TransactionStatus.INTRANS
+        connection.rollback()
+    with reading(engine) as connection:
+        assert connection.execute(text("SELECT count(*) FROM outbox")).scalar_one() == 0
