@@ -26,29 +26,21 @@ import os
 import secrets
 import statistics
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import text
 
-from croupier_platform.db import make_engine, tracking_table
-from croupier_platform.eventstore import NewEvent, SqlEventStore
-from croupier_platform.migrate import database_url_for, migrate, schema_engine  # noqa: F401
-from croupier_platform.prepared import Prepared
+from croupier_platform.db import make_engine
+from croupier_platform.eventstore import SqlEventStore
+from croupier_platform.migrate import database_url_for, migrate, schema_engine
 
-OCCURRED_AT = "2026-12-02T07:00:00.000000+00:00"
-_ONE_TRACKING = Prepared(select(tracking_table.c.event_id).where(tracking_table.c.consumer == bindparam("b_consumer")).limit(1))
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def events(count: int) -> list[NewEvent]:
-    return [
-        NewEvent(event_type="BenchHappened", schema_version=1, payload={"n": n, "amount_minor": 500, "currency": "EUR"},
-                 occurred_at=OCCURRED_AT)
-        for n in range(count)
-    ]
+sys.path.insert(0, str(ROOT / "bench"))
+from unit_of_work import _ONE_TRACKING, events  # noqa: E402 - the SQLite bench's events and statement, run as a script
 
 
 def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
@@ -84,6 +76,7 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=1000, help="units of work a batch")
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL"))
+    parser.add_argument("--kinds", default="append5,append1,read,empty", help="which kinds to run, comma-separated")
     options = parser.parse_args()
     url = options.database_url
     if not url:
@@ -101,7 +94,7 @@ def main() -> None:
             if statements:
                 connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public"))
             connection.commit()
-        work = kinds(store)
+        work = {name: run for name, run in kinds(store).items() if name in options.kinds.split(",")}
         for run in work.values():  # warm: statements compiled and prepared, caches filled
             for _ in range(50):
                 run()
