@@ -304,3 +304,34 @@ class TestSqliteOutbox(OutboxContract):
 
         assert store.outbox.pending(10) == [second]
         assert self.unmarked(sqlite_engine) == [second.id]
+
+    def test_a_read_while_a_unit_carries_the_marks_does_not_find_those_rows_pending(
+        self, store: EventStore, sqlite_engine: Engine
+    ) -> None:
+        """A unit of work takes the deferred marks and writes them in its transaction; until it commits, a
+        read's snapshot still shows those rows unpublished. The read must leave them out, or the relay's poll
+        publishes them again (the duplicate ShoeRevealed seen with the shuffler's wakes gathered)."""
+        append_events(store, "round-1", 2)
+        relay = OutboxRelay(store.outbox, publisher := RecordingPublisher())
+        assert asyncio.run(relay.relay_committed()) == 2  # published; the marks wait for the next unit
+        carried, release = threading.Event(), threading.Event()
+
+        def pause_after_the_marks(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+            if statement.startswith("UPDATE outbox"):
+                carried.set()
+                release.wait(10)
+
+        event.listen(sqlite_engine, "after_cursor_execute", pause_after_the_marks)
+        writer = threading.Thread(target=append_events, args=(store, "round-2", 1))
+        writer.start()
+        try:
+            assert carried.wait(10), "the unit did not carry the marks"
+            assert [m.envelope.stream_id for m in store.outbox.pending(10)] == []  # round-2's row is not committed yet
+            assert asyncio.run(OutboxRelay(store.outbox, publisher).relay_pending()) == 0  # a poll's read
+        finally:
+            release.set()
+            writer.join()
+        event.remove(sqlite_engine, "after_cursor_execute", pause_after_the_marks)
+        assert [key for _, key, _ in publisher.published] == ["round-1", "round-1"]
+        assert asyncio.run(relay.relay_pending()) == 1  # round-2's
+        assert self.unmarked(sqlite_engine) == [] or store.outbox.pending(10) == []

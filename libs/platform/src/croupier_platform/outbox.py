@@ -49,29 +49,45 @@ HANDOFF_MAX_ROWS = 10_000
 class DeferredMarks:
     """Ids of rows published whose mark is not written yet: it rides a later statement (a unit of work on
     SQLite, the relay's next read on PostgreSQL). A mark lost with the process means its row is published
-    again after a restart: at-least-once, as a crash between a publish and its mark always was."""
+    again after a restart: at-least-once, as a crash between a publish and its mark always was.
+
+    An id leaves the marks only once its mark is committed: `take` hands the deferred ones to a writer,
+    which `settle`s them after its transaction (written, or back to the deferred). Meanwhile they are still
+    `unwritten`: a read whose snapshot began before that commit sees those rows unpublished, and must not
+    take them for pending (see `SqlOutbox.pending`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ids: set[int] = set()
+        self._writing: set[int] = set()  # taken by a writer whose transaction has not ended
 
     def defer(self, ids: Sequence[int]) -> None:
         if ids:
             with self._lock:
                 self._ids.update(ids)
 
-    def deferred(self) -> list[int]:
+    def unwritten(self) -> frozenset[int]:
+        """The ids published whose mark is not committed yet (deferred, or in a transaction under way)."""
         with self._lock:
-            return sorted(self._ids)
+            return frozenset(self._ids | self._writing) if self._ids or self._writing else frozenset()
 
     def __bool__(self) -> bool:
         return bool(self._ids)
 
     def take(self) -> list[int]:
-        """The deferred marks, now the caller's to write (or to give back with `defer`)."""
+        """The deferred marks, now the caller's to write; it must `settle` them once its transaction ended."""
         with self._lock:
             ids, self._ids = sorted(self._ids), set()
+            self._writing.update(ids)
         return ids
+
+    def settle(self, ids: Sequence[int], written: bool) -> None:
+        """The transaction that took `ids` ended: committed (`written`), else they are deferred again."""
+        if ids:
+            with self._lock:
+                self._writing.difference_update(ids)
+                if not written:
+                    self._ids.update(ids)
 
 
 class _Handed:
@@ -132,6 +148,7 @@ class OutboxHandoff:
                         handed = self._put_in_line(rows)  # still the writer: the line stays in id order
                     if carry_marks is not None and (marks := self.marks.take()):
                         marks = self._carry(carry_marks, opened, marks)
+            self.marks.settle(marks, written=True)
             if outer is not None:
                 outer.extend(rows)
             elif handed is not None:
@@ -139,7 +156,7 @@ class OutboxHandoff:
         except BaseException:
             if handed is not None:
                 handed.committed = False
-            self.marks.defer(marks)
+            self.marks.settle(marks, written=False)
             raise
         finally:
             self._local.rows = outer
@@ -149,7 +166,7 @@ class OutboxHandoff:
             carry_marks(opened, marks)
         except Exception:  # noqa: BLE001 - bookkeeping must not fail the unit it rides: the marks wait for the next
             logger.warning("outbox marks not written with a unit of work; kept for the next", exc_info=True)
-            self.marks.defer(marks)
+            self.marks.settle(marks, written=False)
             return ()
         return marks
 
@@ -246,15 +263,14 @@ class SqlOutbox(Outbox):
     def pending(self, limit: int) -> list[OutboxMessage]:
         if self._handoff is None:
             return self._mark_and_read(limit)
+        # Taken before the read's snapshot: rows whose mark a unit of work is writing (it took the marks
+        # and has not committed) are still unpublished in that snapshot, yet published. Left out, or a
+        # poll's read publishes them a second time.
+        published = self._marks.unwritten()
         self.flush_marks()  # or rows published since the last unit of work would be read as pending
-        query = (
-            select(outbox_table.c.id, outbox_table.c.topic, outbox_table.c.key, outbox_table.c.envelope)
-            .where(outbox_table.c.published_at.is_(None))
-            .order_by(outbox_table.c.id)
-            .limit(limit)
-        )
         with reading(self._engine) as connection:
-            return _messages(connection.execute(query).all())
+            rows = connection.execute(_PENDING, {"limit": limit + len(published)}).all()
+        return _messages([row for row in rows if row.id not in published][:limit])
 
     def _mark_and_read(self, limit: int) -> list[OutboxMessage]:
         marks = self._marks.take()
@@ -262,16 +278,17 @@ class SqlOutbox(Outbox):
             with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 rows = connection.execute(_MARK_AND_READ, {"ids": marks, "limit": limit}).all()
         except BaseException:
-            self._marks.defer(marks)  # not written: the next read tries them again
+            self._marks.settle(marks, written=False)  # the next read tries them again
             raise
+        self._marks.settle(marks, written=True)
         return _messages(rows)
 
     def backlog(self) -> OutboxBacklog:
         # Both through the partial index of unpublished rows; only the oldest row's envelope is read.
         # Rows published whose mark is deferred are not waiting.
         unpublished = outbox_table.c.published_at.is_(None)
-        if marks := self._marks.deferred():
-            unpublished = unpublished & outbox_table.c.id.not_in(marks)
+        if marks := self._marks.unwritten():
+            unpublished = unpublished & outbox_table.c.id.not_in(sorted(marks))
         with reading(self._engine) as connection:
             rows, oldest = connection.execute(select(func.count(), func.min(outbox_table.c.id)).where(unpublished)).one()
             envelope = connection.execute(select(outbox_table.c.envelope).where(outbox_table.c.id == oldest)).scalar() if rows else None
@@ -294,13 +311,21 @@ class SqlOutbox(Outbox):
             with transaction(self._engine) as connection:
                 write_marks(connection, marks)
         except BaseException:
-            self._marks.defer(marks)
+            self._marks.settle(marks, written=False)
             raise
+        self._marks.settle(marks, written=True)
 
 
 def _messages(rows: Sequence[Row[Any]]) -> list[OutboxMessage]:
     return [OutboxMessage(row.id, row.topic, row.key, EventEnvelope.model_validate_json(row.envelope)) for row in rows]
 
+
+_PENDING = (
+    select(outbox_table.c.id, outbox_table.c.topic, outbox_table.c.key, outbox_table.c.envelope)
+    .where(outbox_table.c.published_at.is_(None))
+    .order_by(outbox_table.c.id)
+    .limit(bindparam("limit"))
+)
 
 # The database's clock, not the process's: this is bookkeeping, never hashed or replayed. Built once:
 # on SQLite it rides most units of work.
