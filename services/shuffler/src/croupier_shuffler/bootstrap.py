@@ -29,7 +29,7 @@ class ShufflerModule:
 
     name = "shuffler"
 
-    def __init__(self, ctx: ServiceContext, relay_poll_interval_s: float) -> None:
+    def __init__(self, ctx: ServiceContext, relay_poll_interval_s: float, relay_delay_s: float = 0.0) -> None:
         self.service_names = [internal_pb2.DESCRIPTOR.services_by_name["ShufflerService"].full_name]
         self._engine = ctx.engine()
         create_schema(self._engine)
@@ -43,10 +43,13 @@ class ShufflerModule:
             token_bytes=secrets.token_bytes,
             new_id=lambda: str(uuid.uuid4()),
         )
-        self._relay = RelayLoop(OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay")
+        # The reveals committed within `relay_delay_s` (this replica's and, told by PostgreSQL, the others') go out in one pass.
+        self._relay = RelayLoop(
+            OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay", gather_s=relay_delay_s
+        )
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
         # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
-        self._subscriber = consumers.round_events_subscriber(self.shuffler, self._uow_factory, on_commit=self._relay.wake)
+        self._subscriber = consumers.round_events_subscriber(self.shuffler, self._uow_factory, on_commit=self._relay.committed)
         self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -65,4 +68,5 @@ class ShufflerModule:
 
 def bootstrap(ctx: ServiceContext, settings: ShufflerSettings | None = None) -> ShufflerModule:
     """The one signature of every service's bootstrap; `settings` None: ShufflerSettings from the environment."""
-    return ShufflerModule(ctx, (settings or ShufflerSettings()).relay_poll_interval_s)
+    settings = settings or ShufflerSettings()
+    return ShufflerModule(ctx, settings.relay_poll_interval_s, settings.relay_delay_s)
