@@ -35,6 +35,7 @@ count again (the message is still never lost, at worst tried more often).
 """
 
 import asyncio
+import json
 import logging
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -76,6 +77,7 @@ from croupier_platform.deadletters import (
 from croupier_platform.events import EventEnvelope
 from croupier_platform.faults import transient_cause
 from croupier_platform.logs import RateLimitedLog
+from croupier_platform.outbox import OutboxMessage
 
 DEFAULT_PARTITIONS = 4
 KNOWN_TOPICS = (ROUND_EVENTS, LEDGER_EVENTS, SHOE_REVEALS, SEAT_EVENTS)
@@ -110,6 +112,9 @@ PRODUCER_MAX_BATCH_BYTES = 512 * 1024
 GRACEFUL_STOP_S = 15.0
 
 logger = logging.getLogger(__name__)
+
+# A record for the producer: topic, key, value, headers, and the event id (faststream's correlation id).
+_Record = tuple[str, bytes, bytes, dict[str, str], str]
 
 
 def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int = DEFAULT_PARTITIONS) -> list[str]:
@@ -304,6 +309,17 @@ class KafkaBus(Bus):
         await self._send(broker, topic, key.encode(), envelope.model_dump_json().encode(), _headers(envelope), envelope.event_id)
 
     async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
+        return await self._send_all(
+            (topic, key.encode(), envelope.model_dump_json().encode(), _headers(envelope), envelope.event_id)
+            for topic, key, envelope in messages
+        )
+
+    async def publish_stored(self, messages: Sequence[OutboxMessage]) -> tuple[int, BaseException | None]:
+        """Each row's stored JSON as the record's value, as it is (the envelope the store wrote: no parse and
+        no serialisation again); its headers from the envelope in hand, else from the JSON's fields."""
+        return await self._send_all(_stored_record(message) for message in messages)
+
+    async def _send_all(self, records: Iterable[_Record]) -> tuple[int, BaseException | None]:
         """Every record handed to the producer in order (one lock, so no other publish interleaves),
         then their acknowledgements awaited together. The idempotent producer keeps one request in
         flight per partition and the broker refuses a sequence gap, so a record acknowledged after one
@@ -312,10 +328,9 @@ class KafkaBus(Bus):
         pending: list[asyncio.Future[Any]] = []
         try:
             async with self._send_lock:
-                for topic, key, envelope in messages:
+                for topic, key, value, headers, event_id in records:
                     pending.append(await broker.publish(
-                        envelope.model_dump_json().encode(), topic, key=key.encode(), headers=_headers(envelope),
-                        correlation_id=envelope.event_id, no_confirm=True,
+                        value, topic, key=key, headers=headers, correlation_id=event_id, no_confirm=True,
                     ))  # fmt: skip
         except Exception as error:  # noqa: BLE001 - the ones already handed over are still awaited
             failed: BaseException | None = error
@@ -614,14 +629,38 @@ def _envelope(subscription: _Subscription, record: ConsumerRecord, headers: Mapp
 
 
 def _headers(envelope: EventEnvelope) -> dict[str, str]:
+    return _event_headers(envelope.event_id, envelope.event_type, envelope.stream_type, envelope.schema_version, envelope.trace_context)
+
+
+def _event_headers(
+    event_id: str, event_type: str, stream_type: str, schema_version: int, trace_context: Mapping[str, str]
+) -> dict[str, str]:
     return {
         "content-type": "application/json",
-        EVENT_ID_HEADER: envelope.event_id,
-        EVENT_TYPE_HEADER: envelope.event_type,
-        STREAM_TYPE_HEADER: envelope.stream_type,
-        SCHEMA_VERSION_HEADER: str(envelope.schema_version),
-        **_trace_headers(envelope.trace_context),
+        EVENT_ID_HEADER: event_id,
+        EVENT_TYPE_HEADER: event_type,
+        STREAM_TYPE_HEADER: stream_type,
+        SCHEMA_VERSION_HEADER: str(schema_version),
+        **_trace_headers(trace_context),
     }
+
+
+def _stored_record(message: OutboxMessage) -> _Record:
+    """An outbox row as a record: its stored JSON as the value; its headers from the envelope in hand (the
+    hand-off's rows), else from the JSON's fields (json.loads, in C: a read row is not validated again, the
+    store validated it when it sealed it)."""
+    envelope, text = message.parsed(), message.json
+    if text is None:
+        assert envelope is not None
+        text = envelope.model_dump_json()
+    if envelope is not None:
+        headers = _headers(envelope)
+    else:
+        fields = json.loads(text)
+        headers = _event_headers(
+            fields["event_id"], fields["event_type"], fields["stream_type"], fields["schema_version"], fields.get("trace_context") or {}
+        )
+    return message.topic, message.key.encode(), text.encode(), headers, headers[EVENT_ID_HEADER]
 
 
 def _trace_headers(recorded: Mapping[str, str]) -> dict[str, str]:

@@ -23,11 +23,45 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.leadership import AlwaysLeader, Leadership, OutboxLeadership, outbox_lock_key
 
 
-class OutboxMessage(NamedTuple):
+class _OutboxRow(NamedTuple):
     id: int
     topic: str
     key: str
-    envelope: EventEnvelope
+    envelope: EventEnvelope | None = None
+    json: str | None = None
+
+
+class OutboxMessage(_OutboxRow):
+    """An outbox row: its event as the store wrote it (`json`, the row's text, when read back) and/or as an
+    envelope (`parsed()`: what the unit of work that wrote it had in hand, the hand-off's rows). A publisher
+    that sends JSON sends the stored text as it is (`KafkaBus.publish_stored`); `envelope` parses it only when
+    asked (an in-process bus hands envelopes to its handlers)."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[misc]  # the field, parsed on demand
+    def envelope(self) -> EventEnvelope:
+        envelope = self.parsed()
+        if envelope is None:
+            assert self.json is not None, "an outbox message has its envelope, its JSON, or both"
+            envelope = EventEnvelope.model_validate_json(self.json)
+        return envelope
+
+    def parsed(self) -> EventEnvelope | None:
+        """The envelope if it is in hand, without parsing anything."""
+        return tuple.__getitem__(self, 3)  # type: ignore[no-any-return]
+
+    def _same(self) -> tuple[object, ...]:
+        return self.id, self.topic, self.key, self.envelope
+
+    def __eq__(self, other: object) -> bool:  # the same row, whichever form its event is in
+        return isinstance(other, OutboxMessage) and self._same() == other._same()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.topic, self.key))
 
 
 class OutboxBacklog(NamedTuple):
@@ -317,7 +351,8 @@ class SqlOutbox(Outbox):
 
 
 def _messages(rows: Sequence[Row[Any]]) -> list[OutboxMessage]:
-    return [OutboxMessage(row.id, row.topic, row.key, EventEnvelope.model_validate_json(row.envelope)) for row in rows]
+    """The rows with their stored JSON, not parsed (a publisher of JSON sends it as it is)."""
+    return [OutboxMessage(row.id, row.topic, row.key, None, row.envelope) for row in rows]
 
 
 _PENDING = (

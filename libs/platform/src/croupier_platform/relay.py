@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from croupier_platform.bus import Outgoing, Publisher
+from croupier_platform.bus import Publisher
 from croupier_platform.leader_loop import LeaderLoop
 from croupier_platform.leadership import Leadership
 from croupier_platform.outbox import CommitNotifications, Outbox, OutboxMessage
@@ -79,12 +79,13 @@ class OutboxRelay:
         return await self._publish(messages)
 
     async def _publish(self, messages: list[OutboxMessage]) -> int:
-        """The batch goes to the publisher at once (`publish_many`: on Kafka every record in flight
-        together, their acknowledgements awaited together), not one awaited send per row."""
+        """The batch goes to the publisher at once (`publish_stored`: on Kafka every record in flight
+        together, their acknowledgements awaited together, each the row's stored JSON as it is), not one
+        awaited send per row."""
         if not messages:
             return 0
         self.counts.publishes += 1
-        done, error = await self._publisher.publish_many([Outgoing(m.topic, m.key, m.envelope) for m in messages])
+        done, error = await self._publisher.publish_stored(messages)
         if done:
             # On the event loop, not the relay's thread: a mark is bookkeeping in memory until the outbox's
             # next read or unit of work writes it (`Outbox.mark_published`), and the hop there and back
