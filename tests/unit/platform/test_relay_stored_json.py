@@ -1,16 +1,19 @@
-"""The relay publishes an outbox row's stored JSON as it is (issue 11: fewer pydantic parses a round on PostgreSQL)."""
+"""The relay publishes an outbox row's stored JSON as it is, and a Kafka consumer checks a record's event type
+before it decodes anything else of it (issue 11: fewer pydantic parses a round on PostgreSQL)."""
 
 import asyncio
 from collections.abc import Sequence
 
 import pytest
+from aiokafka import ConsumerRecord
 from sqlalchemy import Engine
 
+from croupier_platform import kafka_bus
 from croupier_platform.bus import InProcessBus, Outgoing, Publisher, PrefixedBus
-from croupier_platform.deadletters import EVENT_TYPE_HEADER
+from croupier_platform.deadletters import EVENT_ID_HEADER, EVENT_TYPE_HEADER
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.kafka_bus import _headers, _stored_record
+from croupier_platform.kafka_bus import KafkaBus, _ConsumerState, _headers, _stored_record, _Subscription
 from croupier_platform.outbox import OutboxMessage
 from croupier_platform.relay import OutboxRelay
 from tests.unit.platform.test_outbox_contract import append_events
@@ -108,3 +111,44 @@ def test_rows_equal_whichever_form_their_event_is_in(sqlite_engine: Engine) -> N
     assert read == handed and not read != handed and hash(read) == hash(handed)
     assert read._replace(topic="other") != handed
     assert Outgoing(read.topic, read.key, read.envelope) == Outgoing(handed.topic, handed.key, envelope)
+
+
+def record(event_type: bytes | None, value: bytes = b"not an envelope") -> ConsumerRecord:
+    headers = [(EVENT_ID_HEADER, b"6ac30e1a-8c56-47f2-8f61-8b034024d2da"), ("stream_type", b"round")]
+    if event_type is not None:
+        headers.append((EVENT_TYPE_HEADER, event_type))
+    return ConsumerRecord("croupier.round-events", 0, 5, 0, 0, b"r-1", value, None, 3, len(value), headers)
+
+
+def test_a_record_of_a_type_not_handled_is_passed_by_before_its_headers_are_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[ConsumerRecord] = []
+    original = kafka_bus._decoded_headers
+
+    def counted(r: ConsumerRecord) -> dict[str, str]:
+        decoded.append(r)
+        return original(r)
+
+    monkeypatch.setattr(kafka_bus, "_decoded_headers", counted)
+    handled: list[object] = []
+
+    async def handler(envelope: EventEnvelope) -> None:
+        handled.append(envelope)
+
+    async def batch(envelopes: Sequence[EventEnvelope]) -> tuple[int, BaseException | None]:
+        handled.extend(envelopes)
+        return len(envelopes), None
+
+    subscription = _Subscription("croupier.round-events", "g", handler, frozenset({"RoundSettled"}), batch)
+    bus = KafkaBus("localhost:1", "test")
+    others = [record(b"CardsDealt"), record(b"BetsPlaced"), record(b"RoundOpened")]
+
+    async def scenario() -> None:
+        assert await bus._handle(None, subscription, _ConsumerState(), others[0])  # type: ignore[arg-type]
+        assert await bus._handle_batch(subscription, _ConsumerState(), others) == (0, None)  # none for the handler
+
+    asyncio.run(scenario())
+    assert decoded == [] and handled == []
+    assert subscription.passes_by(record(b"CardsDealt"))
+    assert not subscription.passes_by(record(b"RoundSettled"))
+    assert not subscription.passes_by(record(None))  # no header: the value says
+    assert not _Subscription("t", "g", handler).passes_by(record(b"CardsDealt"))  # every type handled

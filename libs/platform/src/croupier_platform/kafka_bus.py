@@ -163,6 +163,22 @@ class _Subscription:
     handler: Handler
     event_types: frozenset[str] | None = None
     batch: BatchHandler | None = None
+    # The event types as the header carries them (UTF-8): a record's type is checked before anything of it is decoded.
+    event_types_sent: frozenset[bytes] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.event_types is not None:
+            self.event_types_sent = frozenset(t.encode() for t in self.event_types)
+
+    def passes_by(self, record: ConsumerRecord) -> bool:
+        """Whether the record's EVENT_TYPE_HEADER names a type this subscriber does not handle: then nothing
+        else of it is decoded (neither its other headers nor its value)."""
+        if self.event_types_sent is None:
+            return False
+        for name, value in record.headers:
+            if name == EVENT_TYPE_HEADER:
+                return value not in self.event_types_sent
+        return False  # no header to say: the value is decoded (`_envelope`)
 
 
 @dataclass
@@ -460,6 +476,9 @@ class KafkaBus(Bus):
         for record in records:
             if _where(record) in state.failures or wanted == MAX_HANDLER_BATCH:
                 break
+            if subscription.passes_by(record):
+                run.append(({}, None))
+                continue
             headers = _decoded_headers(record)
             try:
                 envelope = _envelope(subscription, record, headers)
@@ -524,6 +543,8 @@ class KafkaBus(Bus):
         """True once the message is handled (or passed by, or dead-lettered); False when it must be
         read again: a transient failure (its count in `state.failures`), a failed dead-letter
         publish, or a stop."""
+        if subscription.passes_by(record):
+            return True  # not a type this subscriber handles: passed by, undecoded
         where = _where(record)
         headers = _decoded_headers(record)
         try:
@@ -617,11 +638,10 @@ def _decoded_headers(record: ConsumerRecord) -> dict[str, str]:
 
 
 def _envelope(subscription: _Subscription, record: ConsumerRecord, headers: Mapping[str, str]) -> EventEnvelope | None:
-    """The record's envelope, or None when it is of a type the subscriber does not handle (then left
-    undecoded where the header names the type); raises ValidationError when it is no envelope."""
+    """The record's envelope, or None when it is of a type the subscriber does not handle (a record whose
+    header names such a type is passed by before this: `_Subscription.passes_by`); raises ValidationError
+    when it is no envelope."""
     wanted = subscription.event_types
-    if wanted is not None and EVENT_TYPE_HEADER in headers and headers[EVENT_TYPE_HEADER] not in wanted:
-        return None
     envelope = EventEnvelope.model_validate_json(record.value or b"")
     if wanted is not None and envelope.event_type not in wanted:
         return None  # no header to say so: decoded, and not a type this subscriber handles
