@@ -45,6 +45,7 @@ class Harness:
     tokens: dict[str, str]
     channel: grpc.aio.Channel  # to both services, for a client of the tests' own
     reveals: list[EventEnvelope] = field(default_factory=list)  # what reached SHOE_REVEALS
+    modules: list[Any] = field(default_factory=list)  # the shuffler's and the dealer's
 
     def as_(self, role: str) -> tuple[tuple[str, str], ...]:
         return (("authorization", f"Bearer {self.tokens[role]}"),)
@@ -74,7 +75,7 @@ class Harness:
 
 
 @asynccontextmanager
-async def running(tmp_path: Path) -> AsyncIterator[Harness]:
+async def running(tmp_path: Path, shuffler_settings: ShufflerSettings | None = None) -> AsyncIterator[Harness]:
     authority = TokenAuthority(SECRET)
     now = int(time.time())
     tokens = {
@@ -99,7 +100,8 @@ async def running(tmp_path: Path) -> AsyncIterator[Harness]:
     port = server.add_insecure_port("127.0.0.1:0")
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     channels["shuffler"] = channel
-    modules = [bootstrap_shuffler(context("shuffler"), ShufflerSettings(relay_poll_interval_s=0.05)), bootstrap_dealer(context("dealer"))]
+    settings = shuffler_settings or ShufflerSettings(relay_poll_interval_s=0.05)
+    modules = [bootstrap_shuffler(context("shuffler"), settings), bootstrap_dealer(context("dealer"))]
     for module in modules:
         module.register(server)
         module.subscribe(bus)
@@ -121,6 +123,7 @@ async def running(tmp_path: Path) -> AsyncIterator[Harness]:
             tokens=tokens,
             channel=channel,
             reveals=reveals,
+            modules=modules,
         )
     finally:
         for module in reversed(modules):
