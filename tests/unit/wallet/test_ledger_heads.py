@@ -82,3 +82,21 @@ def test_a_stream_written_through_the_players_other_currency_is_read_not_trusted
     assert recorded_head(wallet, "PLAY") == (8, events[-1].hash)
     assert recorded_head(wallet, "USD")[0] == 6
     assert wallet.check().ok
+
+
+class _Refused:
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError("a NewEvent validated: the ledger's own events are built trusted (NewEvent.trusted)")
+
+
+def test_the_ledgers_events_are_built_without_validation_and_read_back_as_appended(wallet, monkeypatch):
+    from croupier_platform.eventstore import NewEvent
+
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx")
+    with monkeypatch.context() as patched:
+        patched.setattr(NewEvent, "__pydantic_validator__", _Refused())
+        play(wallet, "r1")
+    events = stream(wallet)
+    assert [e.event_type for e in events][1:] == ["TransferReserved", "TransfersRecorded"]
+    assert verify_chain(events) == [] and wallet.check().ok
+    assert events[-1].payload["round_id"] == "r1" and events[-1].correlation_id == "r1"

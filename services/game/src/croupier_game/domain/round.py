@@ -84,10 +84,9 @@ def table_from_json(game: str, table: dict[str, Any]) -> TableConfig:
 def new_event(
     event_type: str, payload: dict[str, Any], occurred_at: str, round_id: str, causation_id: str | None = None
 ) -> NewEvent:
-    return NewEvent(
-        event_type=event_type, schema_version=SCHEMA_VERSION, payload=payload,
-        occurred_at=occurred_at, correlation_id=round_id, causation_id=causation_id,
-    )  # fmt: skip
+    """`payload`: JSON values only (a model's model_dump(mode="json")); `occurred_at`: the clock's aware
+    isoformat. Not validated again (NewEvent.trusted): the game built both."""
+    return NewEvent.trusted(event_type, SCHEMA_VERSION, payload, occurred_at, correlation_id=round_id, causation_id=causation_id)
 
 
 def rules_event(event: RoundEvent, occurred_at: str, round_id: str, causation_id: str | None = None) -> NewEvent:
