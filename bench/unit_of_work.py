@@ -10,7 +10,10 @@ the median over the batches):
 - `append`: a unit that appends two events to a new stream and writes a tracking row (what a command's
   unit of work does on the platform's side: seal, events INSERT, outbox INSERT RETURNING, tracking);
 - `head`: a unit that reads one stream head and appends one event after it (`append` on a known stream);
-- `empty`: a unit that only runs one prepared SELECT (the cost of the unit itself: writer, BEGIN, COMMIT).
+- `empty`: a unit that only runs one prepared SELECT (the cost of the unit itself: writer, BEGIN, COMMIT);
+- `round`: a Casino War round's events as the game builds (`new_event`, `rules_event`) and appends them,
+  in the units PlaceBets and Deal write: RoundOpened, BetsPlaced, ShoeCommitted to a new stream, then
+  CardsDealt and RoundSettled after the head the first unit wrote (figures a round: two units).
 
 `--profile` prints instead, for one batch of each kind under cProfile, the Python calls a unit (a count:
 the same on a busy box as on a quiet one) and the top entries. Not part of the test
@@ -31,9 +34,11 @@ from collections.abc import Callable
 
 from sqlalchemy import bindparam, select
 
+from croupier_game.domain.round import RoundOpened, ShoeCommitted, new_event, rules_event
 from croupier_platform.db import create_schema, make_engine, tracking_table
 from croupier_platform.eventstore import NewEvent, SqlEventStore
 from croupier_platform.prepared import Prepared
+from croupier_rules.events import BetResult, BetsPlaced, CardsDealt, DealtCard, RoundSettled
 
 OCCURRED_AT = "2026-12-02T07:00:00.000000+00:00"
 _ONE_TRACKING = Prepared(select(tracking_table.c.event_id).where(tracking_table.c.consumer == bindparam("b_consumer")).limit(1))
@@ -45,6 +50,22 @@ def events(count: int) -> list[NewEvent]:
                  occurred_at=OCCURRED_AT)
         for n in range(count)
     ]
+
+
+def opened(round_id: str) -> RoundOpened:
+    table = {"game": "casino-war", "min_bet": 100, "max_bet": 100_000, "decks": 6, "tie_bet": True, "payouts": {"tie": 10}}
+    return RoundOpened(
+        round_id=round_id, table_id="casino-war-play", seat_id=str(uuid.uuid4()), player_id="player-0042", game="casino-war",
+        currency="PLAY", table=table, balance_before=1_000_000, stakes_transaction_id=f"{round_id}:stakes:1",
+        request_fingerprint="9f" * 16,
+    )  # fmt: skip
+
+
+SHOE = ShoeCommitted(shoe_id=str(uuid.uuid4()), commitment="ab" * 32, size=312, cut_seed="c0ffee", cut_offset=41)
+DEALT = CardsDealt(stage="initial", cards=(
+    DealtCard(card="Kh", hand="player", face_up=True, position=41), DealtCard(card="9s", hand="dealer", face_up=True, position=42),
+))  # fmt: skip
+SETTLED = RoundSettled(results={"ante": BetResult(stake=500, returned=1_000, outcome="win")}, hands={"player": "K", "dealer": "9"})
 
 
 def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
@@ -67,7 +88,20 @@ def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
         with store.unit_of_work() as uow:
             _ONE_TRACKING.execute(uow.connection, {"b_consumer": "nobody"}).first()
 
-    return {"append": append, "head": head, "empty": empty}
+    def a_round() -> None:
+        round_id = str(uuid.uuid4())
+        with store.unit_of_work() as uow:  # PlaceBets
+            opening = [
+                new_event("RoundOpened", opened(round_id).model_dump(mode="json"), OCCURRED_AT, round_id),
+                rules_event(BetsPlaced(bets={"ante": 500}), OCCURRED_AT, round_id),
+                new_event("ShoeCommitted", SHOE.model_dump(mode="json"), OCCURRED_AT, round_id),
+            ]
+            head = uow.events.append(round_id, 0, opening, stream_type="round")[-1].hash
+        with store.unit_of_work() as uow:  # Deal
+            dealt = [rules_event(e, OCCURRED_AT, round_id) for e in (DEALT, SETTLED)]
+            uow.events.append(round_id, 3, dealt, stream_type="round", head_hash=head)
+
+    return {"append": append, "head": head, "empty": empty, "round": a_round}
 
 
 def main() -> None:

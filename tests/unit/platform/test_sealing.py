@@ -64,10 +64,14 @@ def test_any_event_seals_as_the_reference_seal_does(
 
 def test_a_bad_head_hash_or_stream_id_is_refused_before_anything_is_written() -> None:
     new = NewEvent(event_type="CardsDealt", schema_version=1, payload={"a": 1}, occurred_at="2024-05-01T12:00:00Z")
-    with pytest.raises(ValidationError, match="prev_hash"):
+    with pytest.raises(ValueError, match="prev_hash"):  # pydantic's ValidationError is a ValueError
         seal_batch("round-1", "round", 1, StreamHead(1, "round", "not a hash"), [new])
-    with pytest.raises(ValidationError, match="stream_id"):
+    with pytest.raises(ValueError, match="prev_hash"):
+        seal_batch("round-1", "round", 1, StreamHead(1, "round", "ab" * 32 + "\n"), [new])
+    with pytest.raises(ValueError, match="stream_id"):
         seal_batch("", "round", 0, None, [new])
+    with pytest.raises(ValueError, match="stream_type"):
+        seal_batch("round-1", "", 0, None, [new])
 
 
 def test_sealing_an_empty_batch_seals_nothing() -> None:

@@ -7,6 +7,7 @@ own writes (tracking rows, service tables) to that transaction, committed once o
 
 import hashlib
 import os
+import re
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -25,7 +26,6 @@ from croupier_platform.events import (
     EventId,
     EventRecord,
     Payload,
-    Sha256Hex,
     Timestamp,
     canonical_json,
     canonical_text,
@@ -246,14 +246,16 @@ class Sealed(NamedTuple):
     json: str
 
 
-class _StreamPlace(BaseModel):
-    """What an envelope's validation checked of where a batch goes: validated once a batch."""
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
-    model_config = ConfigDict(frozen=True)
 
-    stream_id: str = Field(min_length=1)
-    stream_type: str = Field(min_length=1)
-    prev_hash: Sha256Hex
+def _check_place(stream_id: str, stream_type: str, prev_hash: str) -> None:
+    """What an envelope's validation checked of where a batch goes (EventEnvelope's stream_id, stream_type
+    and prev_hash), checked once a batch."""
+    if not stream_id or not stream_type:
+        raise ValueError(f"stream_id and stream_type must not be empty (stream_id {stream_id!r}, stream_type {stream_type!r})")
+    if _SHA256_HEX.fullmatch(prev_hash) is None:
+        raise ValueError(f"prev_hash {prev_hash!r} is not a SHA-256 in lowercase hex")
 
 
 def seal_batch(
@@ -277,7 +279,7 @@ def seal_batch(
     if not new_events:
         return []
     prev_hash = head.hash if head else GENESIS_HASH
-    _StreamPlace(stream_id=stream_id, stream_type=stream_type, prev_hash=prev_hash)
+    _check_place(stream_id, stream_type, prev_hash)
     sealed: list[Sealed] = []
     batch_trace: tuple[dict[str, str], str] | None = None  # the batch is sealed under one span: its context is read once
     for version, new in enumerate(new_events, start=expected_version + 1):
