@@ -1,6 +1,7 @@
 """Events the process builds itself are not validated twice, and their ids cost no system call each:
 the sealed chain is byte for byte what validated events seal to (the stored fixture and any payload),
-the envelopes equal validated ones, and the ids are version-4 UUIDs, unique across a fork."""
+the envelopes equal validated ones, and the ids are version-4 UUIDs, unique across a fork. The canonical
+text is json.dumps' canonical form, made by its C encoder called directly."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from croupier_platform.events import EventEnvelope, unvalidated
+from croupier_platform.events import EventEnvelope, canonical_text, unvalidated
 from croupier_platform.eventstore import NewEvent
 from croupier_platform.eventstore.port import StreamHead, event_row, new_event_id, seal_batch
 
@@ -154,3 +155,28 @@ class _Plain(BaseModel):
 def test_unvalidated_takes_the_values_as_given() -> None:
     # Not a check of anything: the caller vouches for the values (why only the process's own events use it).
     assert unvalidated(_Plain, {"a": "not an int"}).a == "not an int"
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=payloads)
+def test_canonical_text_is_json_dumps_canonical_form_without_the_encoders_python_frames(value: dict[str, JsonValue]) -> None:
+    reference = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    with pytest.MonkeyPatch.context() as patched:  # the C encoder is called directly, not through JSONEncoder
+        patched.setattr(json.JSONEncoder, "iterencode", _Refused().__getattr__)
+        assert canonical_text(value) == reference
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [({"a": float("nan")}, ValueError), ({"a": float("inf")}, ValueError), ({"a": object()}, TypeError), ({1: 1, "a": 2}, TypeError)],
+)
+def test_canonical_text_refuses_what_json_dumps_refuses(value: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        canonical_text(value)
+    with pytest.raises(error):
+        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def test_canonical_text_of_scalars_and_keys_as_json_dumps() -> None:
+    for value in ("é\u2028\x00\"\\/", None, True, 1.5e16, -0.0, 10**40, {2: 1, 1: 0}, {True: 1}, [(1, 2)], {"k": ()}):
+        assert canonical_text(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
