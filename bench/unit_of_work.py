@@ -15,7 +15,8 @@ the median over the batches):
   in the units PlaceBets and Deal write: RoundOpened, BetsPlaced, ShoeCommitted to a new stream, then
   CardsDealt and RoundSettled after the head the first unit wrote (figures a round: two units).
 
-`--profile` prints instead, for one batch of each kind under cProfile, the Python calls a unit (a count:
+`--events` prints instead the CPU µs of a `round`'s five events outside any unit: built as the game builds
+them, and sealed (`seal_batch`, 3 then 2), min of the batches. `--profile` prints instead, for one batch of each kind under cProfile, the Python calls a unit (a count:
 the same on a busy box as on a quiet one) and the top entries. Not part of the test
 suite; run it under the bench lock (`flock -s /tmp/croupier-bench.lock ...`).
 """
@@ -37,6 +38,7 @@ from sqlalchemy import bindparam, select
 from croupier_game.domain.round import RoundOpened, ShoeCommitted, new_event, rules_event
 from croupier_platform.db import create_schema, make_engine, tracking_table
 from croupier_platform.eventstore import NewEvent, SqlEventStore
+from croupier_platform.eventstore.port import StreamHead, seal_batch
 from croupier_platform.prepared import Prepared
 from croupier_rules.events import BetResult, BetsPlaced, CardsDealt, DealtCard, RoundSettled
 
@@ -68,6 +70,34 @@ DEALT = CardsDealt(stage="initial", cards=(
 SETTLED = RoundSettled(results={"ante": BetResult(stake=500, returned=1_000, outcome="win")}, hands={"player": "K", "dealer": "9"})
 
 
+def round_events(round_id: str) -> list[NewEvent]:
+    """A Casino War round's events as the game builds them: PlaceBets' three, then Deal's two."""
+    return [
+        new_event("RoundOpened", opened(round_id).model_dump(mode="json"), OCCURRED_AT, round_id),
+        rules_event(BetsPlaced(bets={"ante": 500}), OCCURRED_AT, round_id),
+        new_event("ShoeCommitted", SHOE.model_dump(mode="json"), OCCURRED_AT, round_id),
+        *(rules_event(e, OCCURRED_AT, round_id) for e in (DEALT, SETTLED)),
+    ]
+
+
+def event_costs(units: int, batches: int) -> None:
+    round_id = str(uuid.uuid4())
+    built = round_events(round_id)
+
+    def seal() -> None:
+        first = seal_batch(round_id, "round", 0, None, built[:3])
+        seal_batch(round_id, "round", 3, StreamHead(3, "round", first[-1].envelope.hash), built[3:])
+
+    for name, run in {"build": lambda: round_events(round_id), "seal": seal}.items():
+        values = []
+        for _ in range(batches):
+            started = time.process_time()
+            for _ in range(units):
+                run()
+            values.append((time.process_time() - started) / units * 1e6)
+        print(f"{name:8s} {min(values):7.1f} µs CPU a round's 5 events (min of {batches} batches)")
+
+
 def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
     known = str(uuid.uuid4())
     with store.unit_of_work() as uow:
@@ -91,15 +121,10 @@ def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
     def a_round() -> None:
         round_id = str(uuid.uuid4())
         with store.unit_of_work() as uow:  # PlaceBets
-            opening = [
-                new_event("RoundOpened", opened(round_id).model_dump(mode="json"), OCCURRED_AT, round_id),
-                rules_event(BetsPlaced(bets={"ante": 500}), OCCURRED_AT, round_id),
-                new_event("ShoeCommitted", SHOE.model_dump(mode="json"), OCCURRED_AT, round_id),
-            ]
-            head = uow.events.append(round_id, 0, opening, stream_type="round")[-1].hash
+            events = round_events(round_id)
+            head = uow.events.append(round_id, 0, events[:3], stream_type="round")[-1].hash
         with store.unit_of_work() as uow:  # Deal
-            dealt = [rules_event(e, OCCURRED_AT, round_id) for e in (DEALT, SETTLED)]
-            uow.events.append(round_id, 3, dealt, stream_type="round", head_hash=head)
+            uow.events.append(round_id, 3, events[3:], stream_type="round", head_hash=head)
 
     return {"append": append, "head": head, "empty": empty, "round": a_round}
 
@@ -109,7 +134,11 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=2000, help="units of work a batch")
     parser.add_argument("--batches", type=int, default=7)
     parser.add_argument("--profile", action="store_true", help="cProfile one batch of each kind")
+    parser.add_argument("--events", action="store_true", help="CPU of a round's events built and sealed, no unit")
     options = parser.parse_args()
+    if options.events:
+        event_costs(options.units, options.batches)
+        return
     directory = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     engine = make_engine(f"sqlite:///{directory}/bench.db")
     create_schema(engine)
