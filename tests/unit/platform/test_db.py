@@ -7,7 +7,7 @@ from sqlalchemy import event, inspect
 
 from croupier_platform.auth import TokenAuthority, Tokens
 from croupier_platform.bus import InProcessBus
-from croupier_platform.db import SQLITE_BUSY_TIMEOUT_MS, create_schema, make_engine
+from croupier_platform.db import SQLITE_BUSY_TIMEOUT_MS, SQLITE_WAL_AUTOCHECKPOINT_PAGES, create_schema, make_engine, transaction
 from croupier_platform.runtime import ServiceContext, utc_now
 from croupier_platform.settings import ProcessSettings, default_database_pool_size
 
@@ -19,12 +19,33 @@ def test_a_sqlite_file_gets_its_directory_wal_foreign_keys_and_a_busy_timeout(tm
     with engine.connect() as connection:
         pragmas = {
             name: connection.exec_driver_sql(f"PRAGMA {name}").scalar()
-            for name in ("journal_mode", "foreign_keys", "busy_timeout")
+            for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous", "wal_autocheckpoint")
         }
     engine.dispose()
 
     assert database.parent.is_dir()
-    assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": SQLITE_BUSY_TIMEOUT_MS}
+    assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": SQLITE_BUSY_TIMEOUT_MS,
+                       "synchronous": 2, "wal_autocheckpoint": SQLITE_WAL_AUTOCHECKPOINT_PAGES}  # 2: FULL, every commit synced
+
+
+def test_commits_past_sqlites_default_thousand_pages_of_wal_are_not_yet_copied_back(tmp_path: Path) -> None:
+    """The WAL is checkpointed (copied into the database) at SQLITE_WAL_AUTOCHECKPOINT_PAGES, not at SQLite's
+    1,000: a WAL that grew past 1,000 pages is still whole, each of its commits synced."""
+    from sqlalchemy import text
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'croupier.db'}")
+    with transaction(engine) as connection:
+        connection.execute(text("CREATE TABLE blobs (b BLOB)"))
+    for _ in range(500):  # ~3 pages a commit (a 5 KB row and its table page), 1,500 in all
+        with transaction(engine) as connection:
+            connection.execute(text("INSERT INTO blobs VALUES (zeroblob(5000))"))
+    raw = engine.raw_connection()  # outside a transaction: a checkpoint cannot run inside one
+    try:
+        _busy, wal_pages, _copied = raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    finally:
+        raw.close()
+    engine.dispose()
+    assert 1_000 < wal_pages < SQLITE_WAL_AUTOCHECKPOINT_PAGES
 
 
 def test_the_schema_has_the_platform_tables(tmp_path: Path) -> None:
