@@ -62,29 +62,48 @@ class FakeShuffler:
 
 
 class FakeDealer:
+    """The real dealer's contract: the round's first deal carries its cut (commitment, seed) and binds it
+    unless the round is bound alike; a deal of a round never cut is refused; a retry of the last deal at
+    its position gets the same cards."""
+
     def __init__(self, shuffler: FakeShuffler) -> None:
         self._shuffler = shuffler
         self._cut: dict[str, list[str]] = {}
+        self._seed: dict[str, tuple[str, str, str]] = {}
         self._position: dict[str, int] = {}
+        self._deals: dict[tuple[str, int], tuple[list[str], list[int]]] = {}
         self.calls = 0
+        self.offsets: dict[str, int] = {}  # the offset each round was cut at
 
-    async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> int:
-        shoe = self._shuffler.shoes[shoe_id]
-        offset = fairness.cut_offset(commitment, cut_seed, len(shoe.cards))
-        self._cut.setdefault(round_id, fairness.cut_shoe(shoe.cards, offset))
-        self._position.setdefault(round_id, 0)
-        return offset
-
-    async def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> tuple[list[str], list[int]]:
+    async def deal_cards(
+        self, shoe_id: str, round_id: str, count: int, expected_position: int, cut: tuple[str, str] | None = None
+    ) -> tuple[list[str], list[int]]:
         self.calls += 1
+        if cut is not None:
+            self._bind(shoe_id, round_id, *cut)
         if round_id not in self._cut:
-            raise NotFound(f"round {round_id} has no cut shoe")
+            raise FailedPrecondition(f"round {round_id} has no cut shoe", reason="ROUND_NOT_CUT")
+        if (earlier := self._deals.get((round_id, expected_position))) is not None and len(earlier[0]) == count:
+            return earlier  # a retry after a lost reply
         position = self._position[round_id]
         if expected_position != position:
             raise Conflict(f"expected position {expected_position}, the shoe is at {position}")
         self._position[round_id] = position + count
         positions = list(range(position, position + count))
-        return [self._cut[round_id][p] for p in positions], positions
+        self._deals[(round_id, position)] = dealt = ([self._cut[round_id][p] for p in positions], positions)
+        return dealt
+
+    def _bind(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> None:
+        if (bound := self._seed.get(round_id)) is not None:
+            if bound != (shoe_id, commitment, cut_seed):
+                raise FailedPrecondition(f"round {round_id} is cut otherwise", reason="SHOE_MISMATCH")
+            return
+        shoe = self._shuffler.shoes[shoe_id]
+        offset = fairness.cut_offset(commitment, cut_seed, len(shoe.cards))
+        self._seed[round_id] = (shoe_id, commitment, cut_seed)
+        self.offsets[round_id] = offset
+        self._cut[round_id] = fairness.cut_shoe(shoe.cards, offset)
+        self._position[round_id] = 0
 
 
 def hold_id(round_id: str) -> str:

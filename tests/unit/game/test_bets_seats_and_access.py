@@ -244,12 +244,12 @@ def test_a_service_failing_after_the_stakes_were_reserved_voids_the_round_and_th
 
     seat = game.seat("casino-war-usd")
     first = game.run(game.seats.seat_status(ALICE, seat)).next_round_id
-    cut = game.dealer.cut_shoe
+    new_shoe = game.shuffler.new_shoe
 
     async def unreachable(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        raise Unavailable("the dealer service is unavailable")
+        raise Unavailable("the shuffler service is unavailable")
 
-    game.dealer.cut_shoe = unreachable  # type: ignore[method-assign]
+    game.shuffler.new_shoe = unreachable  # type: ignore[method-assign]
     with raises_reason("SERVICE_UNAVAILABLE", Unavailable, match="was voided and its stakes are returned"):
         game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     game.pump()
@@ -258,6 +258,51 @@ def test_a_service_failing_after_the_stakes_were_reserved_voids_the_round_and_th
     replay = game.run(game.audit.replay_round(OPERATOR, first))  # a round voided before any shoe audits clean
     assert replay.ok and replay.notes == ["voided before a shoe was committed: no cards to check"], replay.disagreements
     # The seat has a new next round: another bet, of another amount, goes through.
-    game.dealer.cut_shoe = cut  # type: ignore[method-assign]
+    game.shuffler.new_shoe = new_shoe  # type: ignore[method-assign]
     view = game.run(game.play.place_bets(ALICE, seat, {"ante": 1000}, "key-2", ""))
     assert view.round_id != first and view.phase == "dealing"
+
+
+def test_the_opening_asks_the_dealer_nothing_and_the_first_deal_binds_the_cut_it_recorded(game: Game) -> None:
+    """CutShoe folded into the first DealCards: the offset recorded at PlaceBets is fairness.cut_offset's,
+    the dealer is first asked at the deal, with the round's commitment and seed, and cuts at that offset."""
+    from croupier_rules import fairness
+
+    seat = game.seat("casino-war-usd")
+    placed = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", "my seed"))
+    assert game.dealer.calls == 0
+    round_ = game.run(game.book.load(placed.round_id))
+    assert round_.shoe is not None and round_.shoe.cut_seed == "my seed"
+    assert round_.shoe.cut_offset == fairness.cut_offset(round_.shoe.commitment, "my seed", round_.shoe.size)
+    dealt = game.run(game.play.deal(ALICE, placed.round_id))
+    assert game.dealer.offsets == {placed.round_id: round_.shoe.cut_offset}
+    shoe = game.shuffler.shoes[round_.shoe.shoe_id]
+    order = fairness.cut_shoe(shoe.cards, round_.shoe.cut_offset)
+    after = game.run(game.book.load(placed.round_id))
+    assert [c.card for _, e in after.rules_events if hasattr(e, "cards") for c in e.cards] == order[: after.cards_dealt]
+    assert dealt.version > placed.version
+
+
+def test_the_dealer_away_at_the_first_deal_leaves_the_round_dealing_and_a_retry_after_a_lost_reply_deals_the_same_cards(
+    game: Game,
+) -> None:
+    from croupier_platform.errors import Unavailable
+
+    seat = game.seat("casino-war-usd")
+    placed = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", "seed"))
+    deal_cards = game.dealer.deal_cards
+    answers: list[tuple[list[str], list[int]]] = []
+
+    async def reply_lost(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        answers.append(await deal_cards(*args, **kwargs))
+        raise Unavailable("the dealer's reply was lost")
+
+    game.dealer.deal_cards = reply_lost  # type: ignore[method-assign]
+    with raises_reason("SERVICE_UNAVAILABLE", Unavailable):
+        game.run(game.play.deal(ALICE, placed.round_id))
+    assert game.run(game.play.get_round(ALICE, placed.round_id)).phase == "dealing"
+    game.dealer.deal_cards = deal_cards  # type: ignore[method-assign]
+    game.run(game.play.deal(ALICE, placed.round_id))
+    round_ = game.run(game.book.load(placed.round_id))
+    first_cards = next(e.cards for _, e in round_.rules_events if hasattr(e, "cards"))
+    assert [c.card for c in first_cards] == answers[0][0]  # the cut bound once: the retry got the lost reply's cards

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from croupier_platform.runtime import Clock
 
@@ -17,7 +18,7 @@ from ..domain.dealing import (
     validate_round_id,
     validate_shoe_id,
 )
-from ..domain.errors import RoundNotCut
+from ..domain.errors import InvalidDealRequest, RoundNotCut
 from .known_cuts import KnownCuts
 from .ports import CutAlreadyStored, DealerUnitOfWork, ShoeOrders, UnitOfWorkFactory
 
@@ -39,6 +40,42 @@ class Dealer:
         # away; a retry (rare) fetches the order again and finds the stored cut when it inserts.
         cards = await self._shoe_orders.shoe_order(shoe_id)
         return await asyncio.to_thread(self._store_cut, cut(round_id, shoe_id, commitment, cut_seed, cards))
+
+    async def deal(self, shoe_id: str, round_id: str, count: int, expected_position: int, commitment: str = "", cut_seed: str = "") -> Deal:
+        """DealCards. With a `commitment` (the round's first deal carries its cut: CutShoe folded into it),
+        the shoe is bound to the round in the deal's own transaction when the round is not cut yet; a round
+        cut already must have been cut alike (a retry after a lost reply: the same cut, the same cards)."""
+        if not commitment:
+            return await asyncio.to_thread(self.deal_cards, shoe_id, round_id, count, expected_position)
+        validate_shoe_id(shoe_id)
+        validate_round_id(round_id)
+        validate_commitment(commitment)
+        validate_cut_seed(cut_seed)
+        validate_deal(count, expected_position)
+        if expected_position != 0:
+            raise InvalidDealRequest(f"a cut rides the round's first deal (expected_position 0), not {expected_position}")
+        if (known := self._known.get(round_id)) is not None:  # cut here already: a retry, or cut by CutShoe
+            known.ensure_same_cut(shoe_id, commitment, cut_seed)
+            return await asyncio.to_thread(self.deal_cards, shoe_id, round_id, count, expected_position)
+        cards = await self._shoe_orders.shoe_order(shoe_id)
+        return await asyncio.to_thread(self._cut_and_deal, cut(round_id, shoe_id, commitment, cut_seed, cards), count)
+
+    def _cut_and_deal(self, new: CutShoe, count: int) -> Deal:
+        """The cut stored with its cursor past the first deal, and the deal, in one unit of work; the round
+        cut already (a retry after a lost reply, a concurrent first deal, another replica's): that cut,
+        if it is the same, deals as any cut (the earlier deal again when this one was made)."""
+        first = next_deal(new, count, 0, None).deal  # ShoeExhausted before anything is written
+        at = self._clock()
+        try:
+            with self._uow() as uow:
+                uow.cuts.add(replace(new, next_position=count), at)
+                uow.deals.add(first, at)
+            self._known.keep(new)  # committed (a known cut's cursor is never read)
+            return first
+        except CutAlreadyStored:
+            pass
+        self._existing_cut(new)
+        return self.deal_cards(new.shoe_id, new.round_id, count, 0)
 
     def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> Deal:
         """The next `count` cards of the round, the cursor advanced in the same transaction (the database's
@@ -88,9 +125,13 @@ class Dealer:
             self._known.keep(new)  # committed
             return new
         except CutAlreadyStored:
-            existing = self._get_cut(new.round_id)
-            assert existing is not None  # a cut is never deleted
-        # A retry, or a concurrent CutShoe of the same round that won: same seed is the same cut, another is refused.
+            return self._existing_cut(new)
+
+    def _existing_cut(self, new: CutShoe) -> CutShoe:
+        """The round's stored cut, when `new` found it there: a retry, or a concurrent cut of the same round
+        that won; the same shoe, commitment and seed are the same cut, another is refused."""
+        existing = self._get_cut(new.round_id)
+        assert existing is not None  # a cut is never deleted
         existing.ensure_same_cut(new.shoe_id, new.commitment, new.cut_seed)
         self._known.keep(existing)
         return existing

@@ -11,7 +11,7 @@ class RoundNotCut(FailedPrecondition):
     reason = "ROUND_NOT_CUT"
 
     def __init__(self, round_id: str) -> None:
-        super().__init__(f"round {round_id!r} has no shoe yet; CutShoe first")
+        super().__init__(f"round {round_id!r} has no shoe yet; its first DealCards carries the cut (commitment, cut_seed), or CutShoe first")
 
 
 class CutMismatch(FailedPrecondition):

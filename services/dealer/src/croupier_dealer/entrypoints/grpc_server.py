@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
@@ -30,7 +28,7 @@ class DealerServicer(internal_pb2_grpc.DealerServiceServicer):
         self, request: internal_pb2.DealCardsRequest, context: grpc.aio.ServicerContext
     ) -> internal_pb2.DealCardsResponse:
         current_identity().require_service()
-        deal = await asyncio.to_thread(
-            self._dealer.deal_cards, request.shoe_id, request.round_id, request.count, request.expected_position
+        deal = await self._dealer.deal(
+            request.shoe_id, request.round_id, request.count, request.expected_position, request.commitment, request.cut_seed
         )
         return internal_pb2.DealCardsResponse(cards=deal.cards, positions=deal.positions)

@@ -61,13 +61,13 @@ class GrpcDealer(GrpcClient):
     service = "dealer"
     stub_type = internal_pb2_grpc.DealerServiceStub
 
-    async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> int:
-        request = internal_pb2.CutShoeRequest(shoe_id=shoe_id, round_id=round_id, commitment=commitment, cut_seed=cut_seed)
-        return (await self._call("CutShoe", request)).offset
-
-    async def deal_cards(self, shoe_id: str, round_id: str, count: int, expected_position: int) -> tuple[list[str], list[int]]:
+    async def deal_cards(
+        self, shoe_id: str, round_id: str, count: int, expected_position: int, cut: tuple[str, str] | None = None
+    ) -> tuple[list[str], list[int]]:
+        commitment, cut_seed = cut or ("", "")
         request = internal_pb2.DealCardsRequest(
-            shoe_id=shoe_id, round_id=round_id, count=count, expected_position=expected_position
+            shoe_id=shoe_id, round_id=round_id, count=count, expected_position=expected_position, commitment=commitment,
+            cut_seed=cut_seed,
         )
         reply = await self._call("DealCards", request)
         return list(reply.cards), list(reply.positions)

@@ -2,7 +2,8 @@
 
 A round opens in named steps (`PlayUseCases._open_round`; the pure ones in domain/opening.py), each
 of which goes down one layer and comes back: the rules take the bets, the wallet reserves the money,
-the shuffler and the dealer commit and cut the shoe, the store records it all in one transaction.
+the shuffler commits the shoe and the player's seed cuts it (the dealer binds the cut at the first deal),
+the store records it all in one transaction.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
 from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, page_of
 from croupier_platform.runtime import Clock, iso
 from croupier_platform.tracing import round_span
+from croupier_rules import fairness
 from croupier_rules.commands import Deal, Decide
 from croupier_rules.round_decider import PHASE_TEXT
 from croupier_rules.errors import RuleError
@@ -232,13 +234,14 @@ class PlayUseCases:
         return reservation, None
 
     async def _commit_shoe(self, opening: Opening, cut_seed: str) -> tuple[ShoeCommitted | None, ServiceError | None]:
-        """The round's shoe (committed before the bets: the same one again) and the player's cut of it."""
-        round_id = opening.round_id
+        """The round's shoe (committed before the bets: the same one again) and the player's cut of it: the
+        offset is the commitment's and the seed's (fairness.cut_offset), recorded now; the dealer binds the
+        same cut at the round's first deal (`_deal`), so the opening asks the dealer nothing."""
         try:
-            shoe = await self._shuffler.new_shoe(opening.entry.config.decks, round_id)
-            offset = await self._dealer.cut_shoe(shoe.shoe_id, round_id, shoe.commitment, cut_seed)
+            shoe = await self._shuffler.new_shoe(opening.entry.config.decks, opening.round_id)
         except ServiceError as exc:
             return None, exc
+        offset = fairness.cut_offset(shoe.commitment, cut_seed, shoe.size)
         return ShoeCommitted(shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size, cut_seed=cut_seed, cut_offset=offset), None
 
     async def _record_opening(self, opening: Opening, key: str, drafted: OpeningEvents, refused: str | None, at: str) -> _Recorded:
@@ -334,10 +337,13 @@ class PlayUseCases:
         return await retrying(deal_rest, "Decide (dealing)")
 
     async def _deal(self, round_: Round, causation_id: str | None = None) -> Round:
-        """Deal what the round needs now from its committed shoe and append the result."""
-        assert round_.shoe is not None
+        """Deal what the round needs now from its committed shoe and append the result; the first deal
+        carries the round's cut (the dealer binds it then, or finds it bound alike: a retry)."""
+        shoe = round_.shoe
+        assert shoe is not None
         count = round_.decider.cards_needed(round_.state)
-        cards, positions = await self._dealer.deal_cards(round_.shoe.shoe_id, round_.round_id, count, round_.cards_dealt)
+        cut = (shoe.commitment, shoe.cut_seed) if round_.cards_dealt == 0 else None
+        cards, positions = await self._dealer.deal_cards(shoe.shoe_id, round_.round_id, count, round_.cards_dealt, cut)
         decision = round_.decider.decide(round_.state, Deal(cards=tuple(cards), positions=tuple(positions)))
         return await self._book.append(round_, decision, causation_id=causation_id)
 

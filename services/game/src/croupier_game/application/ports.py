@@ -193,11 +193,11 @@ class Shuffler(Protocol):
 
 
 class Dealer(Protocol):
-    async def cut_shoe(self, shoe_id: str, round_id: str, commitment: str, cut_seed: str) -> int: ...
-
     async def deal_cards(
-        self, shoe_id: str, round_id: str, count: int, expected_position: int
-    ) -> tuple[list[str], list[int]]: ...
+        self, shoe_id: str, round_id: str, count: int, expected_position: int, cut: tuple[str, str] | None = None
+    ) -> tuple[list[str], list[int]]:
+        """`cut`: (commitment, cut seed), with the round's first deal: the dealer binds the shoe to the round
+        with it (the offset fairness.cut_offset gives, as the round recorded it) unless it is bound alike."""
 
 
 class Wallet(Protocol):
