@@ -46,3 +46,26 @@ def test_a_deal_from_a_cut_stored_here_is_one_statement(postgres_schema: tuple[s
         assert here.deal_cards(SHOE_ID, "r1", 3, 2) == second  # a retry, answered from the deal's row
     finally:
         engine.dispose()
+
+
+def test_a_first_deal_with_its_cut_is_one_statement(postgres_schema: tuple[str, str]) -> None:
+    """CutShoe folded into the first DealCards: the cut and the deal inserted by one statement (a WITH); a
+    retry elsewhere (the cut not known there) finds the cut, then the deal made."""
+    import asyncio
+
+    from croupier_rules import fairness
+
+    from tests.unit.dealer.test_known_cuts import COMMITMENT
+
+    engine = emptied_engine(*postgres_schema, "dealer")
+    try:
+        here = Dealer(SqlDealerUnitOfWorkFactory(engine), OneShoe(), utc_now)
+        other = Dealer(SqlDealerUnitOfWorkFactory(engine), OneShoe(), utc_now)
+        first, sent = statements_of(engine, lambda: asyncio.run(here.deal(SHOE_ID, "r1", 2, 0, COMMITMENT, "seed")))
+        assert [s.split()[0] for s in sent] == ["WITH"]
+        offset = fairness.cut_offset(COMMITMENT, "seed", DECK_SIZE)
+        assert first.cards == tuple(ORDER[(offset + p) % DECK_SIZE] for p in range(2))
+        assert asyncio.run(other.deal(SHOE_ID, "r1", 2, 0, COMMITMENT, "seed")) == first
+        assert other.deal_cards(SHOE_ID, "r1", 1, 2).cards == (ORDER[(offset + 2) % DECK_SIZE],)
+    finally:
+        engine.dispose()

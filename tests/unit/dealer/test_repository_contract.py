@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -103,6 +104,24 @@ class DealerStoreContract(ABC):
             assert cut is not None and cut.next_position == 3
             assert uow.deals.starting_at("r1", 0) == deal and uow.deals.starting_at("r1", 2) == Deal("r1", 2, ("2h",))
             assert uow.deals.starting_at("r1", 3) is None
+
+    def test_a_cut_added_with_its_first_deal_is_both_or_neither(self, uow_factory: UnitOfWorkFactory) -> None:
+        first = Deal("r1", 0, ("Ac", "Td"))
+        with uow_factory() as uow:
+            uow.cuts.add_dealt(SHOE, first, AT)
+        with pytest.raises(CutAlreadyStored), uow_factory() as uow:
+            uow.cuts.add_dealt(SHOE, Deal("r1", 0, ("Ac",)), AT)  # the round is cut: nothing written
+        with pytest.raises(Boom), uow_factory() as uow:
+            uow.cuts.add_dealt(replace(SHOE, round_id="r2"), Deal("r2", 0, ("Ac",)), AT)
+            raise Boom  # undone with the unit of work
+        with uow_factory.reading() as uow:
+            cut = uow.cuts.get("r1")
+            assert cut is not None and cut == replace(SHOE, next_position=2)
+            assert uow.deals.starting_at("r1", 0) == first
+            assert uow.cuts.get("r2") is None and uow.deals.starting_at("r2", 0) is None
+        with uow_factory() as uow:
+            assert not uow.cuts.deal(Deal("r1", 0, ("Ac",)), AT)  # the cursor stands past the first deal
+            assert uow.cuts.deal(Deal("r1", 2, ("2h",)), AT)
 
     def test_a_unit_of_work_that_raises_leaves_nothing_behind(self, uow_factory: UnitOfWorkFactory) -> None:
         with pytest.raises(Boom), uow_factory() as uow:

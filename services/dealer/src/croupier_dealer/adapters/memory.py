@@ -35,6 +35,10 @@ class InMemoryCutRepository:
             raise CutAlreadyStored(f"round {shoe.round_id!r} is already cut")
         self._cuts[shoe.round_id] = shoe
 
+    def add_dealt(self, shoe: CutShoe, first: Deal, at: datetime) -> None:
+        self.add(replace(shoe, next_position=first.from_position + first.count), at)
+        InMemoryDealRepository(self._deals).add(first, at)
+
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
         shoe = self._cuts.get(round_id)
         if shoe is None or shoe.next_position != from_position:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Integer, Row, Text, bindparam, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from croupier_platform.db import insert_new, reading, transaction
 from croupier_platform.runtime import iso
@@ -38,6 +39,19 @@ _DEAL_AT_CURSOR = Prepared(
                                     (("b_position", Integer), ("b_count", Integer), ("b_cards", Text), ("b_at", Text)))),
     ).returning(deals_table.c.from_position)  # what was inserted (SQLAlchemy's path gives no rowcount for it)
 )  # fmt: skip
+# PostgreSQL: a round's first deal with its cut in one statement: the cut inserted in the WITH (nothing on a
+# conflict: the round is cut already), the deal inserted from the row it inserted (none then).
+_CUT_ADDED = (
+    pg_insert(cuts_table).values({c.name: bindparam(f"c_{c.name}", type_=c.type) for c in cuts_table.c})
+    .on_conflict_do_nothing().returning(cuts_table.c.round_id).cte("added")
+)  # fmt: skip
+_DEAL_WITH_CUT = Prepared(
+    insert(deals_table).from_select(
+        ["round_id", "from_position", "card_count", "cards", "dealt_at"],
+        select(_CUT_ADDED.c.round_id, *(bindparam(name, type_=kind) for name, kind in
+                                        (("b_position", Integer), ("b_count", Integer), ("b_cards", Text), ("b_at", Text)))),
+    ).returning(deals_table.c.from_position)
+)  # fmt: skip
 _DEAL = Prepared(select(deals_table).where(deals_table.c.round_id == bindparam("round_id"), deals_table.c.from_position == bindparam("from_position")))
 _ADD_DEAL = Prepared(insert(deals_table))
 
@@ -51,17 +65,18 @@ class SqlCutRepository:
         return _cut_from_row(row) if row else None
 
     def add(self, shoe: CutShoe, at: datetime) -> None:
-        row = {
-            "round_id": shoe.round_id,
-            "shoe_id": shoe.shoe_id,
-            "commitment": shoe.commitment,
-            "cut_seed": shoe.cut_seed,
-            "cut_offset": shoe.offset,
-            "cards": ",".join(shoe.cards),
-            "next_position": shoe.next_position,
-            "created_at": iso(at),
-        }
-        if not insert_new(self._connection, cuts_table, row):
+        if not insert_new(self._connection, cuts_table, _cut_row(shoe, at)):
+            raise CutAlreadyStored(f"round {shoe.round_id!r} has its cut already")
+
+    def add_dealt(self, shoe: CutShoe, first: Deal, at: datetime) -> None:
+        cut = replace(shoe, next_position=first.from_position + first.count)
+        if self._connection.dialect.name != "postgresql":
+            self.add(cut, at)
+            SqlDealRepository(self._connection).add(first, at)
+            return
+        row = {f"c_{name}": value for name, value in _cut_row(cut, at).items()}
+        row.update(b_position=first.from_position, b_count=first.count, b_cards=",".join(first.cards), b_at=iso(at))
+        if _DEAL_WITH_CUT.execute(self._connection, row).first() is None:
             raise CutAlreadyStored(f"round {shoe.round_id!r} has its cut already")
 
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
@@ -86,6 +101,19 @@ class SqlCutRepository:
         # The row as updated, its cursor put back to where it stood.
         row = _CLAIM.execute(self._connection, {"b_round_id": round_id, "b_from": from_position, "next_position": to_position}).first()
         return replace(_cut_from_row(row), next_position=from_position) if row else None
+
+
+def _cut_row(shoe: CutShoe, at: datetime) -> dict[str, object]:
+    return {
+        "round_id": shoe.round_id,
+        "shoe_id": shoe.shoe_id,
+        "commitment": shoe.commitment,
+        "cut_seed": shoe.cut_seed,
+        "cut_offset": shoe.offset,
+        "cards": ",".join(shoe.cards),
+        "next_position": shoe.next_position,
+        "created_at": iso(at),
+    }
 
 
 def _cut_from_row(row: Row[Any]) -> CutShoe:

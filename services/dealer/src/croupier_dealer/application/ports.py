@@ -26,6 +26,10 @@ class CutRepository(Protocol):
     def add(self, shoe: CutShoe, at: datetime) -> None:
         """Raises CutAlreadyStored when the round is taken."""
 
+    def add_dealt(self, shoe: CutShoe, first: Deal, at: datetime) -> None:
+        """The cut stored with its cursor past its first deal, and that deal recorded, in one statement where
+        the store allows (PostgreSQL); CutAlreadyStored, nothing written, when the round is taken."""
+
     def advance(self, round_id: str, from_position: int, to_position: int) -> None:
         """Move the cursor; CursorMoved if it is no longer at `from_position`."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 from croupier_platform.runtime import Clock
 
@@ -68,8 +67,7 @@ class Dealer:
         at = self._clock()
         try:
             with self._uow() as uow:
-                uow.cuts.add(replace(new, next_position=count), at)
-                uow.deals.add(first, at)
+                uow.cuts.add_dealt(new, first, at)
             self._known.keep(new)  # committed (a known cut's cursor is never read)
             return first
         except CutAlreadyStored:
