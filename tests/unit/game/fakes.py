@@ -56,6 +56,13 @@ class FakeShuffler:
             return None
         return RevealedShoe(shoe_id, shoe.commitment, shoe.salt.hex(), tuple(shoe.cards))
 
+    async def reveal_drawing(self, shoe_id: str, decks: int, round_id: str) -> tuple[RevealedShoe | None, CommittedShoe | None]:
+        revealed = await self.reveal_shoe(shoe_id)
+        return revealed, await self.new_shoe(decks, round_id) if revealed is not None else None
+
+    async def commit_after(self, shoe_id: str | None, decks: int, round_id: str) -> None:
+        await self.new_shoe(decks, round_id)  # now, as GrpcShuffler (KnownShoes draws it with the reveal)
+
     async def reveal_shoes(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
         """The audit's archive: every shoe asked for, whatever its round's state."""
         return {i: RevealedShoe(i, s.commitment, s.salt.hex(), tuple(s.cards)) for i in shoe_ids if (s := self.shoes.get(i))}

@@ -125,9 +125,10 @@ def test_a_read_that_ends_after_a_later_append_does_not_replace_it(game: Game) -
 
 
 def test_a_rounds_shoe_and_its_reveal_are_asked_of_the_shuffler_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """And the seat's next round's shoe is drawn with the reveal of the round before it: one call a round."""
     game = build(InMemoryGameStore(), known_shoes=True)
     asked: list[tuple[str, str]] = []
-    new_shoe, reveal_shoe = game.shuffler.new_shoe, game.shuffler.reveal_shoe
+    new_shoe, reveal_shoe, reveal_drawing = game.shuffler.new_shoe, game.shuffler.reveal_shoe, game.shuffler.reveal_drawing
 
     async def counted_new_shoe(decks: int, round_id: str) -> Any:
         asked.append(("new_shoe", round_id))
@@ -137,22 +138,41 @@ def test_a_rounds_shoe_and_its_reveal_are_asked_of_the_shuffler_once(monkeypatch
         asked.append(("reveal_shoe", shoe_id))
         return await reveal_shoe(shoe_id)
 
+    async def counted_reveal_drawing(shoe_id: str, decks: int, round_id: str) -> Any:
+        asked.append(("reveal_drawing", f"{shoe_id} {round_id}"))
+        monkeypatch.setattr(game.shuffler, "new_shoe", new_shoe)  # one call: its parts are not counted again
+        monkeypatch.setattr(game.shuffler, "reveal_shoe", reveal_shoe)
+        try:
+            return await reveal_drawing(shoe_id, decks, round_id)
+        finally:
+            monkeypatch.setattr(game.shuffler, "new_shoe", counted_new_shoe)
+            monkeypatch.setattr(game.shuffler, "reveal_shoe", counted_reveal_shoe)
+
     monkeypatch.setattr(game.shuffler, "new_shoe", counted_new_shoe)
     monkeypatch.setattr(game.shuffler, "reveal_shoe", counted_reveal_shoe)
+    monkeypatch.setattr(game.shuffler, "reveal_drawing", counted_reveal_drawing)
     seat = game.seat("casino-war-usd")  # draws the first round's shoe ahead
     status = game.run(game.seats.seat_status(ALICE, seat))
     rounds = []
     for n in range(3):
         view = game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, f"k{n}", ""))
+        next_round = game.run(game.seats.seat_status(ALICE, seat)).next_round_id if n == 2 else None
         view = game.run(game.play.deal(ALICE, view.round_id))
         while view.phase == "deciding":
             view = game.run(game.play.decide(ALICE, view.round_id, "raise", ""))
         assert view.revealed_salt and game.run(game.play.get_round(ALICE, view.round_id)).revealed_salt
         rounds.append(view)
     assert rounds[0].commitment == status.next_commitment
-    drawn = [round_id for what, round_id in asked if what == "new_shoe"]
-    assert drawn[:3] == [r.round_id for r in rounds] and len(drawn) == len(set(drawn)) == 4  # and the 4th round's, ahead
-    assert [shoe_id for what, shoe_id in asked if what == "reveal_shoe"] == [r.shoe_id for r in rounds]
+    assert [r.commitment for r in rounds[1:]] == [game.run(new_shoe(6, r.round_id)).commitment for r in rounds[1:]]
+    # The first round's shoe drawn at the seat; the second's and third's with the reveals of the rounds before
+    # them; the fourth's asked by GetSeatStatus while the third was under way, so its reveal is asked alone.
+    assert asked == [
+        ("new_shoe", rounds[0].round_id),
+        ("reveal_drawing", f"{rounds[0].shoe_id} {rounds[1].round_id}"),
+        ("reveal_drawing", f"{rounds[1].shoe_id} {rounds[2].round_id}"),
+        ("new_shoe", next_round),
+        ("reveal_shoe", rounds[2].shoe_id),
+    ]
 
 
 def test_an_opening_voided_at_once_is_built_as_its_stream_folds(

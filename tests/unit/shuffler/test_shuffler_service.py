@@ -227,3 +227,37 @@ def test_what_the_shuffler_remembers_is_answered_without_a_thread_and_the_rest_w
             assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SHOE_MISMATCH")
 
     run(scenario)
+
+
+def test_a_reveal_may_draw_the_next_rounds_shoe_for_a_service_only(tmp_path):
+    """RevealShoeRequest.next: the game asks the seat's next round's shoe with the reveal of the round just
+    over (one call for both); the answer is NewShoe's (the same shoe for the round, its commitment only)."""
+
+    async def scenario():
+        async with running(tmp_path) as h:
+            shoe = await h.shuffler.NewShoe(NewShoeRequest(decks=1, round_id="r1"), metadata=h.as_("service"))
+            await h.publish_round_event("r1", "RoundSettled")
+            following = NewShoeRequest(decks=1, round_id="r2")
+            code, _, reason = await status_of(
+                h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id, next=following), metadata=h.as_("player"))
+            )
+            assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
+            reply = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id, next=following), metadata=h.as_("service"))
+            assert reply.commitment == shoe.commitment and fairness.commitment(bytes.fromhex(reply.salt_hex), reply.cards) == shoe.commitment
+            drawn = await h.shuffler.NewShoe(following, metadata=h.as_("service"))
+            assert reply.HasField("next_shoe") and reply.next_shoe == drawn and drawn.shoe_id != shoe.shoe_id
+            again = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id, next=following), metadata=h.as_("service"))
+            assert again.next_shoe == drawn  # a retry: the same shoe
+            alone = await h.shuffler.RevealShoe(RevealShoeRequest(shoe_id=shoe.shoe_id), metadata=h.as_("player"))
+            assert not alone.HasField("next_shoe") and list(alone.cards) == list(reply.cards)
+            code, _, reason = await status_of(  # the reveal refused: nothing drawn
+                h.shuffler.RevealShoe(
+                    RevealShoeRequest(shoe_id=str(uuid.uuid4()), next=NewShoeRequest(decks=1, round_id="r3")), metadata=h.as_("service")
+                )
+            )
+            assert code == grpc.StatusCode.NOT_FOUND
+            order = await h.shuffler.GetShoeOrder(GetShoeOrderRequest(shoe_id=drawn.shoe_id, with_new_orders=True), metadata=h.as_("service"))
+            assert all(o.shoe_id != drawn.shoe_id for o in order.new_orders) and len(order.cards) == 52  # r3 never drawn
+            assert [o for o in order.new_orders if o.shoe_id not in (shoe.shoe_id, drawn.shoe_id)] == []
+
+    run(scenario)

@@ -48,13 +48,26 @@ class GrpcShuffler(_RoundEventSink):
         return CommittedShoe(shoe_id=reply.shoe_id, commitment=reply.commitment, size=reply.size)
 
     async def reveal_shoe(self, shoe_id: str) -> RevealedShoe | None:
+        return (await self._reveal(internal_pb2.RevealShoeRequest(shoe_id=shoe_id)))[0]
+
+    async def reveal_drawing(self, shoe_id: str, decks: int, round_id: str) -> tuple[RevealedShoe | None, CommittedShoe | None]:
+        return await self._reveal(
+            internal_pb2.RevealShoeRequest(shoe_id=shoe_id, next=internal_pb2.NewShoeRequest(decks=decks, round_id=round_id))
+        )
+
+    async def commit_after(self, shoe_id: str | None, decks: int, round_id: str) -> None:
+        await self.new_shoe(decks, round_id)  # now: the reveals asked of this client do not carry it
+
+    async def _reveal(self, request: internal_pb2.RevealShoeRequest) -> tuple[RevealedShoe | None, CommittedShoe | None]:
         try:
-            reply = await self._raw_call("RevealShoe", internal_pb2.RevealShoeRequest(shoe_id=shoe_id))
+            reply = await self._raw_call("RevealShoe", request)
         except grpc.aio.AioRpcError as error:
             if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND, *UNREACHABLE):
-                return None  # not revealed (yet), or the shuffler is away: the view leaves the fields empty
+                return None, None  # not revealed (yet), or the shuffler is away: the view leaves the fields empty
             raise self._translated(error) from None
-        return RevealedShoe(shoe_id=reply.shoe_id, commitment=reply.commitment, salt_hex=reply.salt_hex, cards=tuple(reply.cards))
+        revealed = RevealedShoe(shoe_id=reply.shoe_id, commitment=reply.commitment, salt_hex=reply.salt_hex, cards=tuple(reply.cards))
+        drawn = reply.next_shoe if reply.HasField("next_shoe") else None
+        return revealed, drawn and CommittedShoe(shoe_id=drawn.shoe_id, commitment=drawn.commitment, size=drawn.size)
 
 
 class GrpcDealer(GrpcClient):

@@ -201,8 +201,9 @@ class PlayUseCases:
         refused = not_covered or (f"the round could not start ({unreachable})" if unreachable else None)
         at = iso(self._clock())
         recorded = await self._record_opening(opening, key, opening.events(reservation.available_before, shoe, at), refused, at)
-        if recorded.seat is not None:
-            await commit_next_shoe(self._shuffler, opening.entry, recorded.seat)
+        if recorded.seat is not None:  # drawn with this round's reveal when it opened (the view of its end asks it)
+            after = shoe.shoe_id if shoe is not None and recorded.refused is None else None
+            await commit_next_shoe(self._shuffler, opening.entry, recorded.seat, after)
         round_id = opening.round_id
         if unreachable is not None:
             raise unreachable.reworded(f"{recorded.refused}; round {round_id} was voided and its stakes are returned: place the bets again")

@@ -191,6 +191,15 @@ class Shuffler(Protocol):
     async def reveal_shoe(self, shoe_id: str) -> RevealedShoe | None:
         """Salt and order; None when the shuffler does not reveal it (yet)."""
 
+    async def reveal_drawing(self, shoe_id: str, decks: int, round_id: str) -> tuple[RevealedShoe | None, CommittedShoe | None]:
+        """reveal_shoe, and round `round_id`'s shoe as new_shoe answers it, in one call; (None, None) when the
+        shuffler does not answer (away, or the shoe not revealed)."""
+
+    async def commit_after(self, shoe_id: str | None, decks: int, round_id: str) -> None:
+        """Round `round_id`'s shoe committed ahead of its bets: with the reveal of `shoe_id` (the round under
+        way at the seat, revealed once over: one call for both) where the caller asks reveals through this
+        object (KnownShoes), else now. Should it not be drawn then, new_shoe draws it (the same shoe)."""
+
 
 class Dealer(Protocol):
     async def deal_cards(

@@ -348,12 +348,14 @@ async def next_shoe(shuffler: Shuffler, entry: TableEntry, seat: Seat) -> Commit
     return await shuffler.new_shoe(entry.config.decks, seat.next_round_id)
 
 
-async def commit_next_shoe(shuffler: Shuffler, entry: TableEntry, seat: Seat) -> None:
-    """Draw the next round's shoe at once, so its commitment is there before the player bets; should
-    the shuffler be away, GetSeatStatus or PlaceBets draws it later (the same shoe either way)."""
+async def commit_next_shoe(shuffler: Shuffler, entry: TableEntry, seat: Seat, after_shoe_id: str | None = None) -> None:
+    """Draw the next round's shoe ahead, so its commitment is there before the player bets: with the reveal
+    of `after_shoe_id` (the round just opened at the seat, whose end asks for its reveal, and the next
+    bets cannot come before its end), else at once. Should the shuffler be away, GetSeatStatus or
+    PlaceBets draws it later (the same shoe either way)."""
     if seat.role != PLAYER or not seat.next_round_id:
         return
     try:
-        await next_shoe(shuffler, entry, seat)
+        await shuffler.commit_after(after_shoe_id, entry.config.decks, seat.next_round_id)
     except ServiceError as exc:
         logger.warning("seat %s: the next round's shoe is not committed yet (%s)", seat.seat_id, exc)

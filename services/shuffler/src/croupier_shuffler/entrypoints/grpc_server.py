@@ -48,6 +48,9 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
         self, request: internal_pb2.NewShoeRequest, context: grpc.aio.ServicerContext
     ) -> internal_pb2.NewShoeResponse:
         current_identity().require_service()
+        return await self._new_shoe(request)
+
+    async def _new_shoe(self, request: internal_pb2.NewShoeRequest) -> internal_pb2.NewShoeResponse:
         shoe = self._shuffler.remembered_shoe(request.decks, request.round_id) or await asyncio.to_thread(
             self._shuffler.new_shoe, request.decks, request.round_id
         )
@@ -68,13 +71,18 @@ class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
     async def RevealShoe(
         self, request: internal_pb2.RevealShoeRequest, context: grpc.aio.ServicerContext
     ) -> internal_pb2.RevealShoeResponse:
-        auditor = current_identity().role in AUDITOR_ROLES
+        identity = current_identity()
+        auditor = identity.role in AUDITOR_ROLES
+        drawing = request.HasField("next")
+        if drawing:
+            identity.require_service()  # NewShoe's own check
         shoe = self._shuffler.remembered_reveal(request.shoe_id, auditor=auditor) or await asyncio.to_thread(
             self._shuffler.reveal, request.shoe_id, auditor=auditor
         )
         return internal_pb2.RevealShoeResponse(
-            shoe_id=shoe.shoe_id, commitment=shoe.commitment, salt_hex=shoe.salt.hex(), cards=shoe.cards
-        )
+            shoe_id=shoe.shoe_id, commitment=shoe.commitment, salt_hex=shoe.salt.hex(), cards=shoe.cards,
+            next_shoe=await self._new_shoe(request.next) if drawing else None,
+        )  # fmt: skip
 
     @handles_errors
     async def RevealShoes(
