@@ -52,7 +52,9 @@ def test_a_players_short_deadline_bounds_the_internal_calls_and_the_default_appl
         # The player's 3 s, not the default's 30 (gRPC carries the deadline as a rounded grpc-timeout header,
         # so the server may see a few milliseconds more than the client asked for).
         assert all(0 < given <= PLAYER_DEADLINE_S * 1.1 for given in bounded), bounded
-        assert all(given == DEFAULT_S for given in unbounded), unbounded
+        # Without one, the default: the game's calls get it whole, the dealer's call to the shuffler (the round's
+        # first deal binds its cut and may need the shoe's order) what is left of the game's call's default.
+        assert unbounded[0] == DEFAULT_S and all(DEFAULT_S - 1 < given <= DEFAULT_S for given in unbounded), unbounded
     finally:
         channel.close()
         thread.stop()
