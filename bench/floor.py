@@ -202,12 +202,13 @@ def main() -> int:
     parser.add_argument("--commits", type=int, default=2000)
     counts = parser.add_argument_group("a round's counts (Casino War, one player; bench/PROFILE.md)")
     counts.add_argument("--calls-in", type=float, default=2.07, help="a player's calls: PlaceBets, Deal, Decide 0.07")
-    counts.add_argument("--calls-internal", type=float, default=5.05,
-                        help="the game's: ReserveStakes, NewShoe, CutShoe, DealCards, RevealShoe")
-    counts.add_argument("--sqlite-statements", type=float, default=67.9, help="BEGIN and COMMIT included")
-    counts.add_argument("--sqlite-commits", type=float, default=9.4)
-    counts.add_argument("--postgres-statements", type=float, default=38.3, help="BEGIN and COMMIT not included")
-    counts.add_argument("--postgres-commits", type=float, default=10.1)
+    counts.add_argument("--calls-internal", type=float, default=3.06,
+                        help="the game's: ReserveStakes 1.06, DealCards 1 (the first binds the cut), RevealShoe 0.92 "
+                             "(it draws the next round's shoe), NewShoe 0.08")
+    counts.add_argument("--sqlite-statements", type=float, default=60.8, help="BEGIN and COMMIT included")
+    counts.add_argument("--sqlite-commits", type=float, default=7.8)
+    counts.add_argument("--postgres-statements", type=float, default=34.8, help="BEGIN and COMMIT not included")
+    counts.add_argument("--postgres-commits", type=float, default=8.7)
     args = parser.parse_args()
     if args.serve_grpc:
         asyncio.run(serve(args.serve_grpc))
