@@ -13,7 +13,9 @@ Measures the bare cost of the three things a round is made of, with nothing of C
   psycopg with prepared statements: a statement's and a commit's CPU, client and backend (the backend's
   from /proc, so the server must be on this machine).
 
-CPU, not time: a commit's fsync wait is not in it. Then the floor of a round is those costs times a
+CPU, not time: a commit's fsync wait is not in it. Each part is measured `--repeats` times (3) and its
+median kept: a busy spell of the machine (another process, the stack of a bench before it shutting down)
+falls on one measurement, not on the figure. Then the floor of a round is those costs times a
 round's counts (calls, statements, commits), the counts passed as options (defaults: the figures of
 tests/e2e/test_sql_budget.py and the services' access logs, bench/PROFILE.md): embedded, the inbound
 calls' server side plus SQLite's statements and commits; distributed, the inbound calls' server side,
@@ -31,6 +33,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -192,6 +195,12 @@ def project_database_url() -> str | None:
     return settings.get("DATABASE_URL")
 
 
+def median_of(repeats: int, measure) -> dict[str, float]:
+    """Each figure's median over `repeats` measurements."""
+    runs = [measure() for _ in range(repeats)]
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
 # -------------------------------------------------------------- the floor of a round
 
 def main() -> int:
@@ -200,6 +209,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--statements", type=int, default=20000)
     parser.add_argument("--commits", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3, help="measurements of each part (the median is kept)")
     counts = parser.add_argument_group("a round's counts (Casino War, one player; bench/PROFILE.md)")
     counts.add_argument("--calls-in", type=float, default=2.07, help="a player's calls: PlaceBets, Deal, Decide 0.07")
     counts.add_argument("--calls-internal", type=float, default=3.06,
@@ -215,8 +225,8 @@ def main() -> int:
         return 0
 
     cores = os.cpu_count() or 1
-    call = grpc_call_us(args.calls)
-    lite = sqlite_us(args.statements, args.commits)
+    call = median_of(args.repeats, lambda: grpc_call_us(args.calls))
+    lite = median_of(args.repeats, lambda: sqlite_us(args.statements, args.commits))
     print(f"grpc.aio unary call: server {call['server']:.0f} µs, client {call['client']:.0f} µs of CPU "
           f"(a message on an open stream: {call['stream_server']:.0f} and {call['stream_client']:.0f} µs)")
     print(f"SQLite (WAL, synchronous=FULL): a statement {lite['statement']:.1f} µs, a commit {lite['commit']:.1f} µs of CPU")
@@ -237,7 +247,7 @@ def main() -> int:
 
     url = os.environ.get("DATABASE_URL") or project_database_url()
     try:
-        pg = postgres_us(url, args.statements // 4, args.commits) if url else None
+        pg = median_of(args.repeats, lambda: postgres_us(url, args.statements // 4, args.commits)) if url else None
     except Exception as exc:  # noqa: BLE001 - no server here: the embedded floor stands alone
         print(f"PostgreSQL not measured: {exc}")
         pg = None
