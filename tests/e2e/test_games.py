@@ -60,6 +60,16 @@ def play_until(player, game: str, bets: dict, decide, stop, rounds: int = MAX_RO
     raise AssertionError(f"no round of {game} met the condition in {rounds} rounds")
 
 
+def every_round(player) -> list:
+    """The player's whole history, page after page (the searches for a tie can play more than a page's 100)."""
+    rounds, token = [], ""
+    while True:
+        page = player.call(player.tables.ListRounds, table_pb2.ListRoundsRequest(page_size=100, page_token=token))
+        rounds.extend(page.rounds)
+        if not (token := page.next_page_token):
+            return rounds
+
+
 def test_every_game_end_to_end_with_balances(casino):
     player = casino.player()
     player.top_up(5_000_000)
@@ -89,7 +99,7 @@ def test_every_game_end_to_end_with_balances(casino):
     dueled = {r.bet: r.outcome for r in views[6].results}
     assert set(dueled) == {"player", "player_war", "dealer", "tie_plus", "combo"} and dueled["dealer"] == "surrender"
     # everything the demo-like session staked and got back shows in the balance once the wallet settles
-    history = player.call(player.tables.ListRounds, table_pb2.ListRoundsRequest(limit=100)).rounds
+    history = every_round(player)
     staked = sum(v.total_staked for v in history)
     returned = sum(v.total_returned for v in history)
     assert player.wait_balance(before - staked + returned) == before - staked + returned
