@@ -38,7 +38,9 @@ def _aware_iso_8601(value: str) -> str:
 
 EventId = Annotated[str, AfterValidator(_canonical_uuid)]
 Timestamp = Annotated[str, AfterValidator(_aware_iso_8601)]
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+# A SHA-256 in lowercase hex (hash, prev_hash); seal_batch checks a batch's head hash with the same pattern.
+SHA256_HEX_PATTERN = r"^[0-9a-f]{64}$"
+Sha256Hex = Annotated[str, Field(pattern=SHA256_HEX_PATTERN)]
 
 
 class _EnvelopeBody(BaseModel):

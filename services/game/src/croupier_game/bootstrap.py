@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import grpc
 
 from croupier_platform.bus import Bus

@@ -22,6 +22,7 @@ from croupier_platform.errors import Refusal, make_refusal, register_refusal_rul
 
 from croupier_platform.events import (
     GENESIS_HASH,
+    SHA256_HEX_PATTERN,
     EventEnvelope,
     EventId,
     EventRecord,
@@ -246,7 +247,7 @@ class Sealed(NamedTuple):
     json: str
 
 
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_SHA256_HEX = re.compile(SHA256_HEX_PATTERN)
 
 
 def _check_place(stream_id: str, stream_type: str, prev_hash: str) -> None:
