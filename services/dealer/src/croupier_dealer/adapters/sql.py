@@ -32,26 +32,32 @@ _CLAIM = Prepared(update(cuts_table).where(*_AT_CURSOR).returning(*cuts_table.c)
 # the row it moved (none when the cursor stands elsewhere; a concurrent deal waits for the row, then
 # matches nothing). SQLite has no UPDATE in a WITH: there it is the UPDATE, then the INSERT.
 _MOVED = update(cuts_table).where(*_AT_CURSOR).values(next_position=bindparam("b_to", type_=Integer)).returning(cuts_table.c.round_id).cte("moved")
-_DEAL_AT_CURSOR = Prepared(
-    insert(deals_table).from_select(
-        ["round_id", "from_position", "card_count", "cards", "dealt_at"],
-        select(_MOVED.c.round_id, *(bindparam(name, type_=kind) for name, kind in
-                                    (("b_position", Integer), ("b_count", Integer), ("b_cards", Text), ("b_at", Text)))),
-    ).returning(deals_table.c.from_position)  # what was inserted (SQLAlchemy's path gives no rowcount for it)
-)  # fmt: skip
 # PostgreSQL: a round's first deal with its cut in one statement: the cut inserted in the WITH (nothing on a
 # conflict: the round is cut already), the deal inserted from the row it inserted (none then).
 _CUT_ADDED = (
     pg_insert(cuts_table).values({c.name: bindparam(f"c_{c.name}", type_=c.type) for c in cuts_table.c})
     .on_conflict_do_nothing().returning(cuts_table.c.round_id).cte("added")
 )  # fmt: skip
-_DEAL_WITH_CUT = Prepared(
-    insert(deals_table).from_select(
-        ["round_id", "from_position", "card_count", "cards", "dealt_at"],
-        select(_CUT_ADDED.c.round_id, *(bindparam(name, type_=kind) for name, kind in
-                                        (("b_position", Integer), ("b_count", Integer), ("b_cards", Text), ("b_at", Text)))),
-    ).returning(deals_table.c.from_position)
-)  # fmt: skip
+
+
+def _deal_from(written: Any) -> Prepared:
+    """A deal inserted from the round id the WITH `written` returned (nothing when it returned none), its
+    values the `_deal_values` parameters; it returns what it inserted (SQLAlchemy's path gives no rowcount)."""
+    return Prepared(
+        insert(deals_table).from_select(
+            ["round_id", "from_position", "card_count", "cards", "dealt_at"],
+            select(written.c.round_id, *(bindparam(name, type_=kind) for name, kind in
+                                         (("b_position", Integer), ("b_count", Integer), ("b_cards", Text), ("b_at", Text)))),
+        ).returning(deals_table.c.from_position)
+    )  # fmt: skip
+
+
+def _deal_values(deal: Deal, at: datetime) -> dict[str, object]:
+    return {"b_position": deal.from_position, "b_count": deal.count, "b_cards": ",".join(deal.cards), "b_at": iso(at)}
+
+
+_DEAL_AT_CURSOR = _deal_from(_MOVED)
+_DEAL_WITH_CUT = _deal_from(_CUT_ADDED)
 _DEAL = Prepared(select(deals_table).where(deals_table.c.round_id == bindparam("round_id"), deals_table.c.from_position == bindparam("from_position")))
 _ADD_DEAL = Prepared(insert(deals_table))
 
@@ -75,7 +81,7 @@ class SqlCutRepository:
             SqlDealRepository(self._connection).add(first, at)
             return
         row = {f"c_{name}": value for name, value in _cut_row(cut, at).items()}
-        row.update(b_position=first.from_position, b_count=first.count, b_cards=",".join(first.cards), b_at=iso(at))
+        row.update(_deal_values(first, at))
         if _DEAL_WITH_CUT.execute(self._connection, row).first() is None:
             raise CutAlreadyStored(f"round {shoe.round_id!r} has its cut already")
 
@@ -93,8 +99,7 @@ class SqlCutRepository:
                 return False
             SqlDealRepository(self._connection).add(deal, at)
             return True
-        row = {"b_round_id": deal.round_id, "b_from": deal.from_position, "b_to": to_position, "b_position": deal.from_position,
-               "b_count": deal.count, "b_cards": ",".join(deal.cards), "b_at": iso(at)}  # fmt: skip
+        row = {"b_round_id": deal.round_id, "b_from": deal.from_position, "b_to": to_position, **_deal_values(deal, at)}
         return _DEAL_AT_CURSOR.execute(self._connection, row).first() is not None
 
     def claim(self, round_id: str, from_position: int, to_position: int) -> CutShoe | None:
