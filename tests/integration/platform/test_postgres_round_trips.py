@@ -1,6 +1,7 @@
 """What the platform sends PostgreSQL, counted: `insert_rows` sends a unit's rows (events, outbox rows,
-ledger transfers and entries) as one statement, in their order, values unchanged; a read (`reading`)
-opens no transaction (no BEGIN, no COMMIT: two round trips).
+ledger transfers and entries) as one statement, in their order, values unchanged; an append's events and
+their outbox rows go together in one statement (`insert_rows_together`); a read (`reading`) opens no
+transaction (no BEGIN, no COMMIT: two round trips).
 
 Statements counted by a statement-level trigger on the outbox (as the outbox's NOTIFY trigger fires):
 an executemany, though psycopg pipelines it into one round trip, runs one statement a row.
@@ -9,14 +10,16 @@ an executemany, though psycopg pipelines it into one round trip, runs one statem
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import IntegrityError
 
 from psycopg.pq import TransactionStatus
 
-from croupier_platform.db import events_table, insert_rows, outbox_table, reading
+from croupier_platform.db import events_table, insert_rows, insert_rows_together, outbox_table, reading
+from croupier_platform.eventstore import ConcurrencyConflict, DuplicateEventId, SqlEventStore
 from croupier_platform.migrate import schema_engine
 from tests.integration.conftest import migrated_schema
+from tests.unit.platform.test_outbox_contract import new_event
 
 pytestmark = pytest.mark.integration
 
@@ -125,3 +128,60 @@ def test_a_unit_of_work_after_a_read_on_the_same_connection_is_a_transaction(eng
         connection.rollback()
     with reading(engine) as connection:
         assert connection.execute(text("SELECT count(*) FROM outbox")).scalar_one() == 0
+
+
+def _statements_sent(engine: Engine) -> list[str]:
+    """The statements the engine's connections send from now on (SQLAlchemy's path: the same statements)."""
+    sent: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: sent.append(statement))
+    return sent
+
+
+def test_an_append_sends_its_events_and_their_outbox_rows_as_one_statement(engine: Engine) -> None:
+    store = SqlEventStore(engine)
+    sent = _statements_sent(engine)
+    for count in (1, 3):
+        sent.clear()
+        with store.unit_of_work() as uow:
+            appended = uow.events.append(f"round-{count}", 0, [new_event(i) for i in range(count)], stream_type="round")
+        assert len(sent) == 1, sent  # a new stream: no head read either
+        assert sent[0].startswith("WITH")
+        with engine.begin() as connection:
+            assert connection.execute(text("SELECT n FROM outbox_statements")).scalar_one() == 1  # one statement, whatever the rows
+            connection.execute(text("UPDATE outbox_statements SET n = 0"))
+        with store.reading() as uow:
+            assert uow.events.read_stream(f"round-{count}") == appended
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT key, envelope FROM outbox ORDER BY id")).all()
+    assert [row.key for row in rows] == ["round-1", "round-3", "round-3", "round-3"]
+    assert all('"stream_id"' in row.envelope for row in rows)
+
+
+def test_events_and_outbox_rows_together_keep_their_order_and_values(engine: Engine) -> None:
+    outbox, events = _outbox_rows(5), _event_rows(4)
+    with engine.begin() as connection:
+        insert_rows_together(connection, events_table, events, outbox_table, outbox)
+    with engine.begin() as connection:
+        read = connection.execute(text("SELECT id, topic, key, envelope FROM outbox ORDER BY id")).all()
+        assert [row.id for row in read] == [1, 2, 3, 4, 5]
+        assert [dict(topic=r.topic, key=r.key, envelope=r.envelope) for r in read] == outbox
+        columns = ", ".join(events[0])
+        stored = connection.execute(text(f"SELECT {columns}, txid FROM events ORDER BY position")).all()
+        assert [{key: row._mapping[key] for key in events[0]} for row in stored] == events
+        assert all(row.txid is not None for row in stored)
+
+
+def test_a_conflicting_append_writes_neither_its_events_nor_its_outbox_rows_and_is_mapped_as_before(engine: Engine) -> None:
+    store = SqlEventStore(engine)
+    with store.unit_of_work() as uow:
+        uow.events.append("round-1", 0, [new_event(1)], stream_type="round")
+    with pytest.raises(ConcurrencyConflict), store.unit_of_work() as uow:
+        uow.events.append("round-1", 0, [new_event(2)], stream_type="round")
+    taken = new_event(3)
+    with store.unit_of_work() as uow:
+        uow.events.append("round-2", 0, [taken], stream_type="round")
+    with pytest.raises(DuplicateEventId), store.unit_of_work() as uow:
+        uow.events.append("round-3", 0, [taken], stream_type="round")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT count(*) FROM events")).scalar_one() == 2
+        assert connection.execute(text("SELECT key FROM outbox ORDER BY id")).scalars().all() == ["round-1", "round-2"]

@@ -400,16 +400,42 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[dict[str, A
     if not rows:
         return
     if len(rows) > 1 and connection.dialect.name == "postgresql":
-        keys = tuple(rows[0])
-        if all(len(row) == len(keys) and all(key in row for key in keys) for row in rows):
-            try:
-                given = json.dumps(rows, ensure_ascii=False, allow_nan=False)
-            except (TypeError, ValueError):
-                pass
-            else:
-                _json_inserts(table, keys).execute(connection, {"given_rows": given})
-                return
+        keys, given = _as_json(rows)
+        if given is not None:
+            _json_inserts(table, keys).execute(connection, {"given_rows": given})
+            return
     _inserts(table).execute(connection, list(rows))
+
+
+def insert_rows_together(connection: Connection, first: Table, first_rows: Sequence[dict[str, Any]], then: Table,
+                         then_rows: Sequence[dict[str, Any]]) -> None:
+    """`first_rows` into `first`, then `then_rows` into `then` (an event store's events, then their outbox
+    rows): on PostgreSQL one statement, one round trip (`WITH … AS (INSERT INTO first …) INSERT INTO then …`,
+    each table's rows as a JSON array as `insert_rows` sends them), where two took two. A failure of
+    either (a UNIQUE violation) fails the statement, raised here as `insert_rows` raises it, naming its
+    constraint; nothing of either is written. Elsewhere (SQLite), or with values JSON cannot carry, two
+    `insert_rows`."""
+    if first_rows and then_rows and connection.dialect.name == "postgresql":
+        first_keys, first_given = _as_json(first_rows)
+        then_keys, then_given = _as_json(then_rows) if first_given is not None else ((), None)
+        if then_given is not None:
+            _json_inserts_together(first, first_keys, then, then_keys).execute(
+                connection, {"first_rows": first_given, "then_rows": then_given})
+            return
+    insert_rows(connection, first, first_rows)
+    insert_rows(connection, then, then_rows)
+
+
+def _as_json(rows: Sequence[dict[str, Any]]) -> tuple[tuple[str, ...], str | None]:
+    """The rows' columns and the rows as one JSON array; None when the rows differ in columns or hold a
+    value JSON cannot carry."""
+    keys = tuple(rows[0])
+    if not all(len(row) == len(keys) and all(key in row for key in keys) for row in rows):
+        return keys, None
+    try:
+        return keys, json.dumps(rows, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return keys, None
 
 
 @functools.cache
@@ -420,17 +446,31 @@ def _inserts(table: Table) -> Prepared:
 @functools.cache
 def _json_inserts(table: Table, keys: tuple[str, ...]) -> Prepared:
     """PostgreSQL: INSERT of `keys`' columns from the rows given as one JSON array of objects."""
+    return Prepared(text(_json_insert_sql(table, keys, "given_rows")))
+
+
+@functools.cache
+def _json_inserts_together(first: Table, first_keys: tuple[str, ...], then: Table, then_keys: tuple[str, ...]) -> Prepared:
+    """PostgreSQL: `first`'s rows inserted by a data-modifying WITH (run to its end, whatever the outer
+    statement reads of it), then `then`'s, in one statement."""
+    return Prepared(text(
+        f"WITH first_inserted AS ({_json_insert_sql(first, first_keys, 'first_rows')}) "
+        + _json_insert_sql(then, then_keys, "then_rows")
+    ))
+
+
+def _json_insert_sql(table: Table, keys: tuple[str, ...], parameter: str) -> str:
     from sqlalchemy.dialects import postgresql
 
     dialect = postgresql.dialect()
     quote = dialect.identifier_preparer.quote
     names = ", ".join(quote(key) for key in keys)
     columns = ", ".join(f"{quote(key)} {table.c[key].type.compile(dialect=dialect)}" for key in keys)
-    return Prepared(text(
+    return (
         f"INSERT INTO {dialect.identifier_preparer.format_table(table)} ({names}) SELECT {names}"
-        f" FROM ROWS FROM (json_to_recordset(CAST(:given_rows AS json)) AS ({columns}))"
+        f" FROM ROWS FROM (json_to_recordset(CAST(:{parameter} AS json)) AS ({columns}))"
         f" WITH ORDINALITY AS given ({names}, given_order) ORDER BY given_order"
-    ))
+    )
 
 
 def create_schema(engine: Engine, metadata: MetaData = platform_metadata) -> None:

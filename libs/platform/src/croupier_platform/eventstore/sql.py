@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from croupier_platform.bus import topic_for_stream
-from croupier_platform.db import events_table, insert_rows, outbox_table, reading, transaction
+from croupier_platform.db import events_table, insert_rows, insert_rows_together, outbox_table, reading, transaction
 from croupier_platform.events import EventEnvelope, EventRecord, envelope_json, hashed_text
 from croupier_platform.outbox import Outbox, OutboxMessage, SqlOutbox, write_marks
 from croupier_platform.prepared import Prepared
@@ -79,20 +79,22 @@ class _SqlEventLog(EventLog):
         if not sealed:
             return []
         envelopes = [s.envelope for s in sealed]
+        event_rows = [s.record._asdict() for s in sealed]
+        outbox_rows = [{"topic": topic, "key": stream_id, "envelope": s.json} for s in sealed]
         try:
             # Concurrent appends are not serialised: the loser of a race for a version meets the
             # UNIQUE (stream_id, version) constraint here, after the head it read went stale. A reused
             # event id meets UNIQUE (event_id) (no read before the insert: one round trip less).
-            insert_rows(self._connection, events_table, [s.record._asdict() for s in sealed])
+            if self._handed is None:  # the events and their outbox rows in one statement (PostgreSQL)
+                insert_rows_together(self._connection, events_table, event_rows, outbox_table, outbox_rows)
+            else:
+                insert_rows(self._connection, events_table, event_rows)
         except IntegrityError as error:
             self._heads.pop(stream_id, None)
             if "event_id" in str(error.orig):
                 raise DuplicateEventId([e.event_id for e in envelopes]) from error
             raise ConcurrencyConflict(stream_id, expected_version, None) from error  # the transaction is spent
-        outbox_rows = [{"topic": topic, "key": stream_id, "envelope": s.json} for s in sealed]
-        if self._handed is None:
-            insert_rows(self._connection, outbox_table, outbox_rows)
-        else:
+        if self._handed is not None:
             # The ids in the rows' order (sort_by_parameter_order), from the one statement built once.
             arguments = outbox_rows if len(outbox_rows) > 1 else outbox_rows[0]
             ids = list(_INSERT_OUTBOX_RETURNING_ID.execute(self._connection, arguments).scalars())
