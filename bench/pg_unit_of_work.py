@@ -15,6 +15,9 @@ figure is the median over the batches):
 - `read`: a reading unit that reads one stream (the store's `reading()`);
 - `empty`: a unit that only runs one prepared SELECT (BEGIN, the statement, COMMIT).
 
+The kinds `append5-apart` and `append1-apart` send an append's events and its outbox rows as two statements
+(as before `insert_rows_together`), for an A/B of the one statement within one run.
+
 Also, per unit, the server's counts when pg_stat_statements is loaded (PG_STATEMENTS=1): statements at top
 level, of them BEGINs and COMMITs (psycopg sends BEGIN as a round trip of its own). Run it under the bench lock (`flock /tmp/croupier-bench.lock ...`).
 """
@@ -34,7 +37,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from croupier_platform.db import make_engine
+from croupier_platform.db import insert_rows, insert_rows_together, make_engine
+from croupier_platform.eventstore import sql as event_store_sql
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.migrate import database_url_for, migrate, schema_engine
 
@@ -48,11 +52,16 @@ def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
     with store.unit_of_work() as uow:
         uow.events.append(known, 0, events(3), stream_type="bench")
 
-    def append(n: int) -> Callable[[], None]:
+    def append(n: int, apart: bool = False) -> Callable[[], None]:
         def run() -> None:
-            with store.unit_of_work() as uow:
-                uow.events.append(str(uuid.uuid4()), 0, events(n), stream_type="bench")
-                uow.tracking.record("bench", str(uuid.uuid4()))
+            if apart:
+                event_store_sql.insert_rows_together = _apart
+            try:
+                with store.unit_of_work() as uow:
+                    uow.events.append(str(uuid.uuid4()), 0, events(n), stream_type="bench")
+                    uow.tracking.record("bench", str(uuid.uuid4()))
+            finally:
+                event_store_sql.insert_rows_together = insert_rows_together
         return run
 
     def read() -> None:
@@ -63,7 +72,16 @@ def kinds(store: SqlEventStore) -> dict[str, Callable[[], None]]:
         with store.unit_of_work() as uow:
             _ONE_TRACKING.execute(uow.connection, {"b_consumer": "nobody"}).first()
 
-    return {"append5": append(5), "append1": append(1), "read": read, "empty": empty}
+    return {
+        "append5": append(5), "append1": append(1), "read": read, "empty": empty,
+        "append5-apart": append(5, apart=True), "append1-apart": append(1, apart=True),
+    }
+
+
+def _apart(connection, first, first_rows, then, then_rows) -> None:
+    """An append's two tables as two statements (as before insert_rows_together)."""
+    insert_rows(connection, first, first_rows)
+    insert_rows(connection, then, then_rows)
 
 
 def backend_ticks(pid: int) -> int:
@@ -106,7 +124,7 @@ def main() -> None:
             for name, run in work.items():
                 if batch == 0:
                     before = _server_counts(engine, statements)
-                started, server = time.process_time(), backend_ticks(backend)
+                    started, server = time.process_time(), backend_ticks(backend)
                 for _ in range(options.units):
                     run()
                 figures[name].append(((time.process_time() - started) / options.units * 1e6,
