@@ -47,7 +47,7 @@ TABLE = "casino-war-play"
 # statement afresh on every call (~20x the executemany's CPU), so the rows are sent as an executemany.
 SQLITE_STATEMENTS_PER_ROUND = 68  # 60.8 measured; a run with more ties and stakes a round reaches more (67.9 before the fifth 2026-12-02 session: the cut bound at the first deal, the next shoe drawn with the reveal; 75.1 before the third, 86.3 before the first; 160 at the start of the 2026-12-01 session: bench/PROFILE.md)
 SQLITE_COMMITS_PER_ROUND = 9  # 7.8 measured (9.4–9.7 before the fifth 2026-12-02 session) (the relay's marks ride the units of work)
-POSTGRES_STATEMENTS_PER_ROUND = 39  # 33.3–34.8 measured (38.3 before the fifth 2026-12-02 session, 45.2 before the third 2026-12-02 session, 49.9 before the second, 96 at the start; SQLAlchemy's count: psycopg's BEGIN is not a statement)
+POSTGRES_STATEMENTS_PER_ROUND = 35  # 30.0 measured (34.1 before the sixth 2026-12-02 session: an append's events and outbox rows in one statement; 38.3 before the fifth 2026-12-02 session, 45.2 before the third 2026-12-02 session, 49.9 before the second, 96 at the start; SQLAlchemy's count: psycopg's BEGIN is not a statement)
 POSTGRES_COMMITS_PER_ROUND = 10  # 8.2–8.7 measured (10.1 before the fifth 2026-12-02 session, 10.6 before the third) (14.1 before the relay's marks rode its reads; 16.4 before the wallet gathered its relay's wakes)
 # Statements SQLAlchemy compiled for the call (a cache miss: a statement whose shape changes per call,
 # such as a VALUES list of as many rows as given), at ~10x a cached statement's cost. 2.0 before the
