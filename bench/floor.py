@@ -217,7 +217,7 @@ def main() -> int:
                              "(it draws the next round's shoe), NewShoe 0.08")
     counts.add_argument("--sqlite-statements", type=float, default=60.8, help="BEGIN and COMMIT included")
     counts.add_argument("--sqlite-commits", type=float, default=7.8)
-    counts.add_argument("--postgres-statements", type=float, default=34.8, help="BEGIN and COMMIT not included")
+    counts.add_argument("--postgres-statements", type=float, default=30.1, help="BEGIN and COMMIT not included")
     counts.add_argument("--postgres-commits", type=float, default=8.7)
     args = parser.parse_args()
     if args.serve_grpc:
