@@ -481,7 +481,7 @@ class KafkaBus(Bus):
                 continue
             headers = _decoded_headers(record)
             try:
-                envelope = _envelope(subscription, record, headers)
+                envelope = _envelope(subscription, record)
             except ValidationError:
                 break  # dead-lettered alone
             run.append((headers, envelope))
@@ -548,7 +548,7 @@ class KafkaBus(Bus):
         where = _where(record)
         headers = _decoded_headers(record)
         try:
-            envelope = _envelope(subscription, record, headers)
+            envelope = _envelope(subscription, record)
         except ValidationError as error:
             logger.error("group %s cannot decode %s/%d@%d", subscription.group, *where, exc_info=True)
             return await self._dead_letter(broker, subscription.group, record, headers, 1, _describe(error))
@@ -637,7 +637,7 @@ def _decoded_headers(record: ConsumerRecord) -> dict[str, str]:
     return {name: value.decode(errors="replace") for name, value in record.headers}
 
 
-def _envelope(subscription: _Subscription, record: ConsumerRecord, headers: Mapping[str, str]) -> EventEnvelope | None:
+def _envelope(subscription: _Subscription, record: ConsumerRecord) -> EventEnvelope | None:
     """The record's envelope, or None when it is of a type the subscriber does not handle (a record whose
     header names such a type is passed by before this: `_Subscription.passes_by`); raises ValidationError
     when it is no envelope."""
