@@ -123,6 +123,18 @@ class DeferredMarks:
                 if not written:
                     self._ids.update(ids)
 
+    @contextmanager
+    def writing(self) -> Iterator[list[int]]:
+        """The deferred marks taken (`take`) for a block that writes them: settled as written when it
+        returns, deferred again when it raises."""
+        ids = self.take()
+        try:
+            yield ids
+        except BaseException:
+            self.settle(ids, written=False)
+            raise
+        self.settle(ids, written=True)
+
 
 class _Handed:
     """One unit of work's rows in the hand-off: None until its commit is known, then whether it committed."""
@@ -307,14 +319,9 @@ class SqlOutbox(Outbox):
         return _messages([row for row in rows if row.id not in published][:limit])
 
     def _mark_and_read(self, limit: int) -> list[OutboxMessage]:
-        marks = self._marks.take()
-        try:
+        with self._marks.writing() as marks:  # a failed read leaves them deferred: the next read tries them again
             with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 rows = connection.execute(_MARK_AND_READ, {"ids": marks, "limit": limit}).all()
-        except BaseException:
-            self._marks.settle(marks, written=False)  # the next read tries them again
-            raise
-        self._marks.settle(marks, written=True)
         return _messages(rows)
 
     def backlog(self) -> OutboxBacklog:
@@ -339,15 +346,10 @@ class SqlOutbox(Outbox):
         self._marks.defer(ids)
 
     def flush_marks(self) -> None:
-        if not (marks := self._marks.take()):
-            return
-        try:
-            with transaction(self._engine) as connection:
-                write_marks(connection, marks)
-        except BaseException:
-            self._marks.settle(marks, written=False)
-            raise
-        self._marks.settle(marks, written=True)
+        with self._marks.writing() as marks:
+            if marks:
+                with transaction(self._engine) as connection:
+                    write_marks(connection, marks)
 
 
 def _messages(rows: Sequence[Row[Any]]) -> list[OutboxMessage]:
