@@ -200,6 +200,9 @@ class SeatUseCases:
             return seat, uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
 
         seat, partner = await self._book.in_transaction(read)
+        # The figures below (balances, dealer points, the dealer's cover) as the seats' last rounds settled them.
+        for last_round_id in (seat.last_round_id, partner.last_round_id if partner else None):
+            await self._book.require_settled(last_round_id)
         entry = self._catalogue.get(seat.table_id)
         next_commitment = (await next_shoe(self._shuffler, entry, seat)).commitment if seat.role == PLAYER else ""
         last = await self._book.load(seat.last_round_id) if seat.last_round_id else None
@@ -211,7 +214,9 @@ class SeatUseCases:
             settlement = last.state.settlement
             player_net = sum(r.net for r in settlement.results.values())
             result = (settlement.dealer_net or 0) if seat.role == DEALER else player_net
-        round_commission = last.state.settlement.commission if last and last.state.settlement else 0
+        round_commission = (last.state.settlement.commission or 0) if last and last.state.settlement else 0
+        if seat.role == DEALER and last is not None and last.state.settlement is not None:
+            last_commission = round_commission  # the round decides it: the seat's own last round, not the last applied
         max_ante = entry.config.whole_chips(entry.config.limits["ante"].max) if "ante" in entry.config.limits else 0
         if seat.role == PLAYER and partner is not None:
             max_ante = min(max_ante, await self._dealers.largest_ante(partner.player_id, entry.config, entry.currency))
@@ -220,7 +225,7 @@ class SeatUseCases:
             opponent_nickname=partner.nickname if partner else ("" if seat.role == DEALER else "house"),
             opponent_seat_id=partner.seat_id if partner else "",
             last_round_id=seat.last_round_id or "", last_round_phase=last.state.phase if last else "",
-            last_round_result=result, last_round_commission=round_commission or 0,
+            last_round_result=result, last_round_commission=round_commission,
             dealer_points=points, commission_paid_last_round=last_commission if seat.role == DEALER else 0,
             currency=entry.currency, balance=await self._wallet.available_balance(actor.subject, entry.currency),
             max_ante=max_ante, auto_confirm=seat.auto_confirm,
