@@ -174,12 +174,13 @@ def start_embedded(tmp_path: Path, **options) -> Casino:
                   store_args=("--data", str(tmp_path / "data")))
 
 
-def start_distributed(tmp_path: Path) -> Casino:
+def start_distributed(tmp_path: Path, **options) -> Casino:
+    """The five services as processes on the infrastructure's Kafka and PostgreSQL; `options` go to ServiceProcesses.start."""
     from croupier_platform.auth import TokenAuthority
 
     from croupier_cli.localstack import ServiceProcesses
 
-    processes = ServiceProcesses.start(tmp_path)
+    processes = ServiceProcesses.start(tmp_path, **options)
     game, wallet = processes.target("game"), processes.target("wallet")
     return Casino("distributed", TokenAuthority(processes.secret), ready_channel(game), ready_channel(wallet),
                   game, wallet, stop=processes.stop, processes=processes,
