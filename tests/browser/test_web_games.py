@@ -45,7 +45,7 @@ def test_a_round_of_every_game_is_played_settled_and_verified_in_the_page(open_t
     lines = {results.nth(i).get_attribute("data-bet") for i in range(results.count())}
     assert set(bets) <= lines, "a settlement line per bet placed (and per raise, call or war bet)"
     staked = sum(sum(chips) for chips in bets.values())
-    net = sum(int(float(cell.replace("−", "-").replace("+", "")) * 100) for cell in page.locator("#settlement td:nth-child(4)").all_text_contents())
+    net = sum(int(minor) for minor in page.eval_on_selector_all("#settlement td:nth-child(4)", "cells => cells.map(c => c.dataset.minor)"))
     assert table.wait_balance(before + net) == before + net, f"the balance moved by the settlement's net ({net}, staked at least {staked})"
     assert table.error() == ""
     assert table.errors == []
