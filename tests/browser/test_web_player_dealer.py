@@ -57,7 +57,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     second = player.page.get_attribute("#history li >> nth=0", "data-round")
     assert dealer.page.locator(f"#live [data-round='{second}']").count() == 0, "the round was played while the dealer was away"
     dealer.page.evaluate("window.croupier.watch.resume()")  # ... and comes back: it resumes from its last position
-    dealer.page.wait_for_selector(f"#live [data-round='{second}'][data-event='RoundSettled']")
+    dealer.page.wait_for_selector(f"#live [data-round='{second}'][data-event='RoundSettled']", state="attached")  # the live log sits folded
     versions = [int(v) for v in dealer.page.eval_on_selector_all(f"#live [data-round='{second}']", "els => els.map(e => e.dataset.version)")]
     assert sorted(versions) == list(range(1, max(versions) + 1)), f"every step once, none missed: {sorted(versions)}"
     positions = dealer.page.evaluate("window.croupier.watch.positions")

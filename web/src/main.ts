@@ -225,7 +225,7 @@ function onSeatEvent(message: WatchSeatResponse): void {
   if (event.case === "seatChanged") {
     seat.status = event.value.status;
     // A round's payout reaches the wallet a moment after round_over: its balance is the settled round's
-    // (draw()) until the wallet is read once the round is checked (verifyOnce).
+    // (draw()) until the seat is read again once the round is checked (verifyOnce).
     if (seat.status?.currency === CURRENCY && event.value.change !== "round_over") showBalance(seat.status.balance);
     renderStatus();
     $("may-deal").textContent = event.value.mayDeal ? t("yes") : event.value.mayDealMissing || t("no");
@@ -392,7 +392,17 @@ async function verifyOnce(roundId: string): Promise<void> {
   exposed.checked = { round: asSaved(view), committedBefore, report };
   renderReport(verdict, report, t("verify.this"));
   $("tamper").hidden = false;
-  await refreshBalance();
+  await refreshSeat();
+}
+
+/** The seat once a round is checked: the figures other services settle a moment after the round (the
+ * payout, dealer points, commission), the balance among them; one call a round, the stream does the rest. */
+async function refreshSeat(): Promise<void> {
+  const seat = state.seat;
+  if (!seat) return refreshBalance();
+  seat.status = (await tables.getSeatStatus({ seatId: seat.seatId })).status;
+  if (seat.status?.currency === CURRENCY) showBalance(seat.status.balance);
+  renderStatus();
 }
 
 function showTampered(): void {

@@ -20,23 +20,37 @@ function cardEl(c: CardLike): HTMLElement {
 
 const zoneOf = (hand: string) => hand === "burn" ? "burn" : hand === "board" ? "board" : hand.startsWith("dealer") ? "dealer" : "player";
 
-/** The cards by hand, each hand in its zone of the felt, named when the round names it. */
-export function renderCards(container: HTMLElement, cards: readonly CardLike[], handValues: Record<string, string> = {}): void {
-  const zones = new Map(["dealer", "board", "player", "burn"].map((z) => [z, h("div", { class: "zone", "data-zone": z })]));
+/** Whose hand it is, from the viewer's side: at a player-dealer's round the dealer sees their own hand as
+ * theirs and the player's under the player's nickname. */
+function handLabel(hand: string, side: Side): string {
+  if (side.role !== "dealer") return named("hand", hand);
+  const zone = zoneOf(hand);
+  if (zone === "dealer") return `${named("hand", "player")} (${named("role", "dealer")})`;
+  if (zone === "player") return side.opponent || named("role", "player");
+  return named("hand", hand);
+}
+
+interface Side { role: string; opponent: string }
+
+/** The cards by hand, each hand in its zone of the felt (the viewer's own in front), named when the round names it. */
+export function renderCards(container: HTMLElement, cards: readonly CardLike[], handValues: Record<string, string> = {},
+  side: Side = { role: "", opponent: "" }): void {
+  const order = side.role === "dealer" ? ["player", "board", "dealer", "burn"] : ["dealer", "board", "player", "burn"];
+  const zones = new Map(order.map((z) => [z, h("div", { class: "zone", "data-zone": z })]));
   const hands = new Map<string, HTMLElement>();
   for (const c of cards) {
     if (!hands.has(c.hand)) {
-      const hand = h("div", { class: "hand", "data-hand": c.hand }, h("label", { text: named("hand", c.hand) }));
+      const hand = h("div", { class: "hand", "data-hand": c.hand }, h("label", { text: handLabel(c.hand, side) }));
       hands.set(c.hand, hand);
       zones.get(zoneOf(c.hand))!.append(hand);
     }
     hands.get(c.hand)!.append(cardEl(c));
   }
   for (const [hand, value] of Object.entries(handValues)) {
-    const at = hands.get(hand) ?? zones.get(zoneOf(hand))!.appendChild(h("div", { class: "hand", "data-hand": hand }, h("label", { text: named("hand", hand) })));
+    const at = hands.get(hand) ?? zones.get(zoneOf(hand))!.appendChild(h("div", { class: "hand", "data-hand": hand }, h("label", { text: handLabel(hand, side) })));
     at.append(h("strong", { class: "hand-name", "data-hand-value": hand, text: value }));
   }
-  container.replaceChildren(...[...zones.values()].filter((z) => z.childElementCount > 0 || z.dataset.zone !== "burn"));
+  container.replaceChildren(...[...zones.values()].filter((z) => z.childElementCount > 0));
 }
 
 export interface RoundActions {
@@ -118,7 +132,7 @@ export function renderRound(view: RoundView | undefined, actions: RoundActions):
   $("round-title").title = view.roundId;
   $("round-commitment").textContent = view.commitment
     ? t("round.commitment", { commitment: view.commitment, seed: JSON.stringify(view.cutSeed), offset: view.cutOffset }) : "";
-  renderCards($("cards"), view.cards, view.handValues);
+  renderCards($("cards"), view.cards, view.handValues, { role: view.role, opponent: view.opponentNickname });
   renderDecisions(view, actions);
   renderCountdown(view.phase === "deciding" ? view.decisionDeadline : "", actions.defaultAction);
   renderKeeper(view);
