@@ -191,6 +191,29 @@ class Table:
         self.page.wait_for_selector("#verdict[data-state='ok'], #verdict[data-state='failed']", timeout=TIMEOUT_MS)
         return self.page.get_attribute("#verdict", "data-state") or ""
 
+    def boxes_against_server(self) -> dict[str, list[str]]:
+        """Each seat status box (and the balance) whose figure differs from GetSeatStatus read now, through
+        the page's own client: {field: [shown, the server's]}."""
+        return self.page.evaluate("""async () => {
+          const seatId = document.querySelector('#seat-title').dataset.seat;
+          const { status } = await window.croupier.tables.getSeatStatus({ seatId });
+          const differ = {};
+          for (const box of document.querySelectorAll('#seat-status output[data-field]')) {
+            const server = String(status[box.dataset.field]);
+            if (server !== box.dataset.value) differ[box.dataset.field] = [box.dataset.value, server];
+          }
+          const balance = document.querySelector('#balance').dataset.minor;
+          if (String(status.balance) !== balance) differ.balance = [balance, String(status.balance)];
+          return differ;
+        }""")
+
+    def wait_boxes_equal_server(self) -> None:
+        """The boxes once they show the server's figures (settled by other services a moment after a round)."""
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while (differ := self.boxes_against_server()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert differ == {}, f"the boxes differ from GetSeatStatus: {differ}"
+
     def error(self) -> str:
         box = self.page.locator("#error")
         return box.text_content() or "" if box.is_visible() else ""

@@ -15,6 +15,17 @@ def status(table, field: str) -> str:
     return table.status(field)
 
 
+def both_sides_show_the_servers_figures(dealer, player) -> None:
+    """After a round: each page's boxes are GetSeatStatus's, and the dealer's history line carries the
+    dealer's own result (dealer_net), not the player's."""
+    for side in (dealer, player):
+        side.wait_boxes_equal_server()
+    dealer.page.wait_for_function("document.querySelector('#history li') !== null")
+    latest = dealer.page.get_attribute("#history li >> nth=0", "data-net")
+    assert latest == dealer.status("lastRoundResult"), "the dealer's history shows the dealer's result"
+    assert dealer.page.get_attribute("#totals", "data-net") == latest
+
+
 def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     dealer = open_table()
     dealer.sign_in(top_up=3000)
@@ -47,6 +58,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     assert dealer.verdict() == "ok", dealer.page.text_content("#verdict")
     assert "you: dealer" in dealer.page.text_content("#round-title")
     assert "dealer net" in dealer.page.text_content("#totals")
+    both_sides_show_the_servers_figures(dealer, player)
 
     dealer.page.click("#auto-on")
     dealer.idle()
@@ -65,6 +77,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     assert second != round_id
     dealer.page.wait_for_selector(f"#round[data-round='{second}']")
     assert dealer.verdict() == "ok"
+    both_sides_show_the_servers_figures(dealer, player)
     assert dealer.errors == [] and player.errors == []
     save_screenshot(dealer.page, "war-p2p-player-dealer-dealer")
     save_screenshot(player.page, "war-p2p-player-dealer-player")

@@ -153,7 +153,8 @@ export function money(minor: bigint | number, currency: string, signed = false):
   const format = new Intl.NumberFormat(locale === "he" ? "he-IL" : "en-US", {
     minimumFractionDigits: decimals, maximumFractionDigits: decimals, signDisplay: signed ? "exceptZero" : "auto",
   });
-  return format.format(Number(minor) / 10 ** decimals);
+  const text = format.format(Number(minor) / 10 ** decimals);
+  return locale === "he" ? `\u2066${text}\u2069` : text;  // isolated left to right: "-5.00" stays "-5.00" in Hebrew text
 }
 
 /** What people type ("12.5") as minor units of the currency. */
