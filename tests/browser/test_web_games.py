@@ -87,6 +87,8 @@ def test_limits_and_the_servers_refusal_are_shown(open_table) -> None:
     limits = json.loads(page.text_content("#limits-view"))["limits"]
     play = next(c for c in limits["currencies"] if c["currency"] == "PLAY")
     assert play["maxStake"]["amount"] == "200", "2 units: the player's lowering holds at once"
+    shown = page.text_content("#limits-list li[data-limit='maxStake'][data-currency='PLAY']")
+    assert shown.endswith(": 2.00"), f"read as people do, in the currency's units: {shown!r}"
     table.join("casino-war-play")
     table.set_bet("ante", [500])
     page.click("#place")

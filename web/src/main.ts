@@ -10,6 +10,7 @@ import * as fairness from "./fairness";
 import { RoundViewSchema, type RoundView, type SeatStatus, type TableInfo, type WatchSeatResponse } from "./gen/croupier/v1/table_pb";
 import { GetLimitsResponseSchema } from "./gen/croupier/v1/wallet_pb";
 import { currentLocale, initialLocale, money, named, setLocale, t, toMinor } from "./i18n";
+import { renderLimits } from "./limits";
 import { isOver, renderCards, renderRound } from "./round";
 import { loadSession, saveSession, type Session } from "./session";
 import { SeatWatch } from "./watch";
@@ -123,6 +124,7 @@ async function setLimits(): Promise<void> {
 
 async function refreshLimits(): Promise<void> {
   const limits = await wallet.getLimits({});
+  renderLimits($("limits-list"), limits.limits);
   $("limits-view").textContent = toJsonString(GetLimitsResponseSchema, limits, { prettySpaces: 1 });
 }
 
@@ -463,7 +465,7 @@ function switchLocale(): void {
   renderSeat();
   draw();
   renderRecall();
-  void act(refreshHistory);
+  void act(async () => { await Promise.all([refreshHistory(), refreshLimits()]); });
 }
 
 on("login", async () => {
