@@ -50,6 +50,8 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     assert status(dealer, "confirmed") == "true"
 
     player.set_bet("ante", [500])
+    circle_max = player.page.get_attribute(".spot[data-bet='ante'] .limits", "data-max")
+    assert circle_max == player.status("maxAnte"), "the ante's circle takes at most what the dealer covers (SeatStatus.max_ante)"
     assert player.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
     assert "vs Dee" in player.page.text_content("#round-title")
     round_id = player.page.get_attribute("#history li >> nth=0", "data-round")
