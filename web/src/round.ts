@@ -106,6 +106,8 @@ function renderSettlement(view: RoundView): void {
     h("td", { "data-minor": String(r.returned), text: money(r.returned, c) }),
     h("td", { "data-minor": String(r.net), class: r.net < 0n ? "loss" : r.net > 0n ? "win" : "", text: money(r.net, c, true) }), h("td", { text: r.outcome })));
   $("settlement").replaceChildren(...rows);
+  // The dealer reads the player's bets as the player's: the dealer's own result is the totals line.
+  $("settlement-caption").textContent = view.role === "dealer" ? t("settle.theirs", { name: view.opponentNickname || named("role", "player") }) : "";
   $("settlement-table").hidden = rows.length === 0;
   const phase = named("phase", view.phase);
   let totals = "";
