@@ -2,17 +2,18 @@
 // dealer seat, history with step-by-step recall, responsible-gaming limits, and the fairness check of
 // every round. The sign-in and the seat survive a reload (session.ts): the round in progress comes back
 // with its choices, their cost and the countdown. The seat's stream (WatchSeat) keeps the page current.
-import { toJson, toJsonString } from "@bufbuild/protobuf";
-import { describeError, devLogin, setToken, tables, wallet } from "./api";
+import { toJson } from "@bufbuild/protobuf";
+import { describeError, devLogin, setToken, tables } from "./api";
 import { BetSlip, renderSlip } from "./chips";
 import { $, h, shortRef } from "./dom";
 import * as fairness from "./fairness";
 import { RoundViewSchema, type RoundView, type SeatStatus, type TableInfo, type WatchSeatResponse } from "./gen/croupier/v1/table_pb";
-import { GetLimitsResponseSchema } from "./gen/croupier/v1/wallet_pb";
-import { currentLocale, initialLocale, money, named, setLocale, t, toMinor } from "./i18n";
-import { renderLimits } from "./limits";
-import { isOver, renderCards, renderRound } from "./round";
+import { currentLocale, initialLocale, named, setLocale, t } from "./i18n";
+import { CURRENCY, key, refreshBalance, refreshLimits, setLimits, showBalance, topUp } from "./purse";
+import { renderHistory, renderRecall } from "./history";
+import { isOver, renderRound } from "./round";
 import { loadSession, saveSession, type Session } from "./session";
+import { renderStatusBoxes } from "./status";
 import { SeatWatch } from "./watch";
 
 // The verifier on the page, and the last round it checked as shown (protobuf JSON with the proto field
@@ -21,8 +22,6 @@ const exposed = { fairness, tables, checked: {} as Record<string, unknown>, watc
 (window as unknown as { croupier: unknown }).croupier = exposed;
 const asSaved = (view: RoundView) => toJson(RoundViewSchema, view, { useProtoFieldName: true });
 
-const CURRENCY = "PLAY";
-const key = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 
 interface Seat { seatId: string; table: TableInfo; role: string; status?: SeatStatus; slip: BetSlip }
 
@@ -87,45 +86,6 @@ function signOut(): void {
   stopWatching();
   saveSession(undefined);
   location.reload();
-}
-
-function showBalance(available: bigint): void {
-  $("balance").textContent = `${money(available, CURRENCY)} ${CURRENCY}`;
-  $("balance").dataset.minor = String(available);
-}
-
-async function refreshBalance(): Promise<void> {
-  const { balances } = await wallet.getBalances({});
-  showBalance(balances.find((b) => b.currency === CURRENCY)?.available ?? 0n);
-}
-
-async function topUp(): Promise<void> {
-  const amount = toMinor($<HTMLInputElement>("topup-amount").value, CURRENCY);
-  await wallet.topUpPlayMoney({ amount: { amountMinor: amount, currency: CURRENCY }, transactionId: key() });
-  await refreshBalance();
-}
-
-function limitField(id: string): bigint | undefined {
-  const raw = $<HTMLInputElement>(id).value.trim();
-  return raw === "" ? undefined : toMinor(raw, CURRENCY);
-}
-
-async function setLimits(): Promise<void> {
-  const until = $<HTMLInputElement>("limit-exclude-until").value.trim();
-  await wallet.setLimits({
-    currency: CURRENCY,
-    maxStake: limitField("limit-max-stake"),
-    dailyWager: limitField("limit-daily-wager"),
-    dailyLoss: limitField("limit-daily-loss"),
-    selfExcludedUntil: until === "" ? undefined : until === "-" ? "" : new Date(until).toISOString(),
-  });
-  await refreshLimits();
-}
-
-async function refreshLimits(): Promise<void> {
-  const limits = await wallet.getLimits({});
-  renderLimits($("limits-list"), limits.limits);
-  $("limits-view").textContent = toJsonString(GetLimitsResponseSchema, limits, { prettySpaces: 1 });
 }
 
 // ---------------------------------------------------------------- seats
@@ -257,31 +217,10 @@ async function confirm(auto?: "on" | "off"): Promise<void> {
   renderStatus();
 }
 
-// The boxes a seat shows: the house's tables need no dealer's figures; a war-p2p seat shows its side's.
-const HOUSE_FIELDS: (keyof SeatStatus)[] = ["lastRoundPhase", "lastRoundResult"];
-const P2P_FIELDS: Record<string, (keyof SeatStatus)[]> = {
-  player: ["role", "opponentNickname", "maxAnte", "lastRoundPhase", "lastRoundResult", "lastRoundCommission", "dealerPoints"],
-  dealer: ["role", "opponentNickname", "lastRoundPhase", "lastRoundResult", "commissionPaidLastRound", "dealerPoints", "confirmed", "autoConfirm"],
-};
-const MONEY_FIELDS = new Set<keyof SeatStatus>(["lastRoundResult", "lastRoundCommission", "commissionPaidLastRound", "balance", "maxAnte"]);
-
-function statusText(status: SeatStatus, field: keyof SeatStatus): string {
-  const value = status[field];
-  if (MONEY_FIELDS.has(field)) return money(value as bigint, status.currency || CURRENCY, field === "lastRoundResult");
-  if (typeof value === "boolean") return t(value ? "yes" : "no");
-  if (field === "role") return named("role", String(value));
-  if (field === "lastRoundPhase") return value ? named("phase", String(value)) : "—";
-  if (field === "opponentNickname" && value === "house") return t("house");
-  return String(value ?? "");
-}
-
 function renderStatus(): void {
   const seat = state.seat;
   const status = seat?.status;
-  const fields = seat?.table.game === "war-p2p" ? P2P_FIELDS[seat.role] ?? [] : HOUSE_FIELDS;
-  $("seat-status").replaceChildren(...(status ? fields.map((field) => h("div", { class: "box" },
-    h("label", { text: t(`status.${field}`) }),
-    h("output", { "data-field": String(field), "data-value": String(status[field] ?? ""), text: statusText(status, field) }))) : []));
+  renderStatusBoxes($("seat-status"), seat?.table.game ?? "", seat?.role ?? "", status);
   $("commitment").textContent = status?.nextCommitment ?? "";
   $("dealer-controls").hidden = seat?.role !== "dealer";
   if (seat?.role === "player") drawSlip();  // the dealer's cap on the ante may have moved
@@ -419,36 +358,13 @@ function showTampered(): void {
 
 async function refreshHistory(): Promise<void> {
   state.history = (await tables.listRounds({ pageSize: 20 })).rounds;
-  $("history").replaceChildren(...state.history.map((r) => {
-    const net = r.role === "dealer" ? r.dealerNet : r.totalReturned - r.totalStaked;  // each side its own money
-    const label = `${named("game", r.game)} ${shortRef(r.roundId)}${r.role === "dealer" ? ` (${named("role", "dealer")})` : ""} — ${named("phase", r.phase)}, ${money(net, r.currency, true)}`;
-    const li = h("li", { "data-round": r.roundId, "data-net": String(net) }, h("button", { class: "recall", title: r.roundId, text: label }));
-    li.querySelector("button")!.addEventListener("click", () => void act(() => recall(r.roundId)));
-    return li;
-  }));
+  renderHistory($("history"), state.history, (roundId) => void act(() => recall(roundId)));
 }
 
 async function recall(roundId: string): Promise<void> {
   state.recall = { view: (await tables.getRound({ roundId })).round, step: 0 };
   $("recall").hidden = false;
-  renderRecall();
-}
-
-function renderRecall(): void {
-  const { view, step } = state.recall;
-  if (!view) return;
-  const shown = view.steps.slice(0, step + 1);
-  const s = view.steps[step];
-  $("recall-title").textContent = t("recall.title", { ref: shortRef(view.roundId), game: named("game", view.game), step: step + 1, steps: view.steps.length });
-  const by = s?.causedBy ? `\n${t("recall.by", { reason: s.causedByReason })}` : "";
-  $("recall-step").textContent = s ? `v${s.version} ${s.eventType} ${s.occurredAt}${by}\n${JSON.stringify(JSON.parse(s.payloadJson || "{}"), null, 1)}` : "";
-  $("recall-step").dataset.event = s?.eventType ?? "";
-  $("recall-step").dataset.causedBy = s?.causedBy ?? "";
-  // Cards dealt up to this step, from the CardsDealt steps shown so far.
-  const dealt = shown.filter((x) => x.eventType === "CardsDealt").flatMap((x) => (JSON.parse(x.payloadJson).cards ?? []) as { card?: string; hand: string; face_up?: boolean; position?: number }[]);
-  renderCards($("recall-cards"), dealt.map((c) => ({ card: c.card ?? "", hand: c.hand, faceUp: Boolean(c.face_up), position: c.position ?? -1 })));
-  $<HTMLButtonElement>("recall-prev").disabled = step === 0;
-  $<HTMLButtonElement>("recall-next").disabled = step >= view.steps.length - 1;
+  renderRecall(state.recall.view, state.recall.step);
 }
 
 // ---------------------------------------------------------------- wiring
@@ -464,7 +380,7 @@ function switchLocale(): void {
   if (state.session) $("who").textContent = state.session.player ? t("who.player", { name: state.session.player }) : t("who.token");
   renderSeat();
   draw();
-  renderRecall();
+  renderRecall(state.recall.view, state.recall.step);
   void act(async () => { await Promise.all([refreshHistory(), refreshLimits()]); });
 }
 
@@ -487,8 +403,8 @@ on("auto-on", () => confirm("on"));
 on("auto-off", () => confirm("off"));
 on("tamper", showTampered);
 on("history-refresh", refreshHistory);
-on("recall-next", () => { state.recall.step++; renderRecall(); });
-on("recall-prev", () => { state.recall.step--; renderRecall(); });
+on("recall-next", () => renderRecall(state.recall.view, ++state.recall.step));
+on("recall-prev", () => renderRecall(state.recall.view, --state.recall.step));
 
 setLocale(initialLocale());
 const saved = loadSession();
