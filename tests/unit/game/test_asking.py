@@ -9,9 +9,9 @@ from datetime import timedelta
 from croupier_game.domain.asking import rfc3339
 
 from .conftest import ALICE
-from .test_keeper import HOLDEM_DECIDING, Service, svc  # noqa: F401 - the fixture
+from .test_keeper import GRACE_S, HOLDEM_DECIDING, Service, present, seat_of, svc, watched  # noqa: F401 - the fixtures
 
-__all__ = ["svc"]
+__all__ = ["present", "svc"]
 
 
 def test_a_pending_decision_has_its_deadline_and_the_cost_of_each_choice(svc: Service) -> None:  # noqa: F811
@@ -59,3 +59,12 @@ def test_a_void_by_the_keeper_gives_its_reason(svc: Service) -> None:  # noqa: F
     voided = svc.view(round_id).steps[-1]
     assert (voided.event_type, voided.caused_by) == ("RoundVoided", "keeper")
     assert voided.caused_by_reason.startswith("unable to finish: no progress for 301 s")
+
+
+def test_a_default_after_a_lost_connection_says_so(present: Service) -> None:  # noqa: F811
+    round_id = present.open_round("casino-holdem-usd", {"ante": 1000}, HOLDEM_DECIDING)
+    watched(present, seat_of(present, round_id))
+    present.clock.advance(GRACE_S + 0.5)  # the stream dropped, long before the 30 s decision timeout
+    assert present.keep().decided
+    reasons = {s.caused_by_reason for s in present.view(round_id).steps if s.caused_by}
+    assert reasons == {"the player's connection dropped while asked: the table's default (fold) was taken by the keeper"}
