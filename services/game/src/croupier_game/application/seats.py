@@ -24,6 +24,7 @@ from croupier_platform.auth import Identity
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, ServiceError
 from croupier_platform.runtime import Clock, iso
 
+from ..domain.asking import decision_deadline, rfc3339
 from ..domain.catalogue import Catalogue, TableEntry
 from ..domain.round import KEEPER_CAUSATION, OVER_PHASES, new_round_id
 from ..domain.seat import (
@@ -77,6 +78,7 @@ class SeatStatus:
     confirmed: bool
     next_round_id: str  # a player's: the id the next round at this seat will have
     next_commitment: str  # the SHA-256 commitment of its shoe, fixed before any bet or cut seed
+    decision_deadline: str = ""  # RFC 3339 UTC while the seat's open round waits for the player (domain/asking.py)
 
 
 class SeatUseCases:
@@ -231,6 +233,7 @@ class SeatUseCases:
             max_ante=max_ante, auto_confirm=seat.auto_confirm,
             next_round_id=seat.next_round_id, next_commitment=next_commitment,
             confirmed=seat.auto_confirm or seat.confirmed or bool(partner and (partner.auto_confirm or partner.confirmed)),
+            decision_deadline=rfc3339(deadline) if seat.role == PLAYER and last and (deadline := decision_deadline(last)) else "",
         )  # fmt: skip
 
     async def end_idle_seat(self, seat_id: str, idle_since: str) -> bool:
