@@ -1,6 +1,6 @@
 """The full audit's sources read straight from the services' stores (embedded SQLite files or the
 distributed PostgreSQL schemas): the game's log through its own store, the shuffler's shoes and the
-wallet's ledger through their own adapters. `croupier audit` and bench/replay.py run the game's
+wallet's ledger through their own adapters. `croupier audit` and bench/audit.py run the game's
 `run_audit` on these (`audit_steps`: inline, the command's only work, or a page at a time in worker
 processes with --jobs); the AuditService's AuditAll runs it on the same ports over gRPC."""
 

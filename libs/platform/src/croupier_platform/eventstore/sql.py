@@ -161,20 +161,23 @@ class _SqlEventLog(EventLog):
     def read_streams(
         self, stream_type: str, after_stream_id: str | None, limit: int, upto_stream_id: str | None = None
     ) -> list[list[EventRecord]]:
-        # Both statements prepared (run on the driver's cursor): the audit reads its whole log through here,
-        # and SQLAlchemy's row machinery cost more than the database's work (~5 rows a round).
-        bounds = {"b_type": stream_type, "b_after": after_stream_id or "", "b_upto": upto_stream_id, "b_limit": limit}
-        ids = _PAGE_IDS if upto_stream_id is None else _PAGE_IDS_UPTO
-        found = list(ids.execute(self._connection, bounds).scalars())
+        of_type = events_table.c.stream_type == stream_type
+        ids = select(events_table.c.stream_id).where(of_type).distinct().order_by(events_table.c.stream_id).limit(limit)
+        if after_stream_id is not None:
+            ids = ids.where(events_table.c.stream_id > after_stream_id)
+        if upto_stream_id is not None:
+            ids = ids.where(events_table.c.stream_id <= upto_stream_id)
+        found = list(self._connection.execute(ids).scalars())
         if not found:
             return []
         # One range scan of the (stream_id, version) index for the whole page.
-        rows = _PAGE_RECORDS.execute(self._connection, {"b_type": stream_type, "b_first": found[0], "b_last": found[-1]})
+        query = _RECORD_QUERY.where(
+            of_type, events_table.c.stream_id >= found[0], events_table.c.stream_id <= found[-1]
+        ).order_by(events_table.c.stream_id, events_table.c.version)
         streams: list[list[EventRecord]] = []
         current: str | None = None
-        make = EventRecord._make
-        for row in rows:
-            record = make(row)
+        for row in self._connection.execute(query).fetchall():  # fetched at once: no per-row cursor call
+            record = EventRecord._make(row)
             if record.stream_id != current:
                 streams.append([])
                 current = record.stream_id
@@ -260,23 +263,6 @@ _HEAD = Prepared(
 )
 
 _RECORD_QUERY = select(*(events_table.c[name] for name in EventRecord._fields))
-# read_streams: a page of stream ids after b_after ("": from the first), and the records of its id range.
-_PAGE_IDS_QUERY = (
-    select(events_table.c.stream_id)
-    .where(events_table.c.stream_type == bindparam("b_type"), events_table.c.stream_id > bindparam("b_after"))
-    .distinct()
-    .order_by(events_table.c.stream_id)
-    .limit(bindparam("b_limit", literal_execute=False))
-)
-_PAGE_IDS = Prepared(_PAGE_IDS_QUERY)
-_PAGE_IDS_UPTO = Prepared(_PAGE_IDS_QUERY.where(events_table.c.stream_id <= bindparam("b_upto")))
-_PAGE_RECORDS = Prepared(
-    _RECORD_QUERY.where(
-        events_table.c.stream_type == bindparam("b_type"),
-        events_table.c.stream_id >= bindparam("b_first"),
-        events_table.c.stream_id <= bindparam("b_last"),
-    ).order_by(events_table.c.stream_id, events_table.c.version)
-)
 
 
 def _envelope_from_row(row: Row[Any]) -> EventEnvelope:
