@@ -174,6 +174,72 @@ def test_the_dev_login_mints_a_players_token(web) -> None:
     assert status == 400 and "player name" in json.loads(body)["message"]
 
 
+def dev_login(web, body: bytes, **headers: str) -> tuple[int, dict]:
+    status, _, reply = post(f"{web[0]}/dev/login", body, {"content-type": "application/json"} | headers)
+    return status, json.loads(reply)
+
+
+def test_the_dev_login_never_mints_for_another_players_name(web) -> None:
+    """A name the wallet knows (real money deposited, or play money of a player signed in with a token)
+    is refused, without credentials or with; a name the dev login took it mints for again."""
+    operator, victim, player = token(web[1], "operator"), f"cash.{uuid.uuid4().hex[:6]}", f"p-{uuid.uuid4().hex[:6]}"
+    status, _ = call_json(web, "croupier.v1.WalletService/Deposit", {"player_id": victim, "transaction_id": "d1",
+                          "amount": {"amount_minor": 50000, "currency": "USD"}}, operator)  # fmt: skip
+    assert status == 200
+    player_token = web[1].mint(player, "player", int(time.time()), 600)
+    status, _ = call_json(web, "croupier.v1.WalletService/TopUpPlayMoney",
+                          {"amount": {"amount_minor": 500, "currency": "PLAY"}, "transaction_id": "t1"}, player_token)  # fmt: skip
+    assert status == 200
+    for name in (victim, player):
+        status, body = dev_login(web, json.dumps({"player": name}).encode())
+        assert (status, body["code"]) == (403, "permission_denied"), name
+        assert "token" not in body
+    fresh = f"dev-{uuid.uuid4().hex[:6]}"
+    first, again = dev_login(web, json.dumps({"player": fresh}).encode()), dev_login(web, json.dumps({"player": fresh}).encode())
+    assert first[0] == again[0] == 200 and again[1]["player"] == fresh
+    status, body = call_json(web, "croupier.v1.WalletService/Deposit", {"player_id": fresh, "transaction_id": "d2",
+                             "amount": {"amount_minor": 100, "currency": "USD"}}, operator)  # fmt: skip
+    assert status == 200
+    status, body = dev_login(web, json.dumps({"player": fresh}).encode())
+    assert status == 403 and "play money only" in body["message"], "real money deposited makes it a real account"
+
+
+@pytest.mark.parametrize("headers", [{"host": "casino.attacker.example"}, {"host": "192.168.1.20:8080"},
+                                     {"origin": "https://attacker.example"}])  # fmt: skip
+def test_the_dev_login_answers_pages_of_this_machine_only(web, headers) -> None:
+    status, body = dev_login(web, json.dumps({"player": f"dev-{uuid.uuid4().hex[:6]}"}).encode(), **headers)
+    assert (status, body["code"]) == (403, "permission_denied") and "token" not in body
+
+
+def test_a_20_mb_dev_login_is_refused_from_its_length_unread(web) -> None:
+    import http.client
+
+    host, port = web[0].removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.putrequest("POST", "/dev/login")
+        connection.putheader("content-type", "application/json")
+        connection.putheader("content-length", str(20_000_000))
+        connection.endheaders(b"{" * 4096)  # the rest is never sent: the answer comes first
+        response = connection.getresponse()
+        assert response.status == 413 and json.loads(response.read())["code"] == "resource_exhausted"
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("body", "status", "code"), [
+    (b'{"player": "' + b"a" * 2000 + b'"}', 413, "resource_exhausted"),
+    (b"[" * 500 + b"]" * 500, 400, "invalid_argument"),
+    (b'{"player": ' * 80 + b"1" + b"}" * 80, 400, "invalid_argument"),
+    (b'{"player": 7}', 400, "invalid_argument"),
+    (b"\xff\xfe", 400, "invalid_argument"),
+    (json.dumps({"player": "ａｌｉｃｅ"}).encode(), 400, "invalid_argument"),  # full-width: another name that looks alike
+])  # fmt: skip
+def test_the_dev_login_refuses_large_nested_and_malformed_bodies(web, body: bytes, status: int, code: str) -> None:
+    answered, reply = dev_login(web, body)
+    assert (answered, reply["code"]) == (status, code) and "token" not in reply
+
+
 def open_seat_stream(web, bearer: str, seat_id: str):
     """A WatchSeat stream over Connect, as the web table opens it: the connection and the first message
     (the seat as it is, or the error that refused the stream)."""

@@ -21,6 +21,7 @@ from collections import Counter
 import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from hypothesis import strategies as st
 
 from croupier.internal.v1 import internal_pb2
@@ -45,8 +46,10 @@ EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "300"))
 
 RPCS = rpcs_of([
     *table_pb2.DESCRIPTOR.services_by_name.values(), *wallet_pb2.DESCRIPTOR.services_by_name.values(),
-    *audit_pb2.DESCRIPTOR.services_by_name.values(), *internal_pb2.DESCRIPTOR.services_by_name.values(),
+    *audit_pb2.DESCRIPTOR.services_by_name.values(),
 ])  # fmt: skip
+# Embedded, the services call these in-process: the port does not serve them to anyone.
+INTERNAL_RPCS = rpcs_of(list(internal_pb2.DESCRIPTOR.services_by_name.values()))
 
 
 def _status(call) -> tuple[grpc.StatusCode, str, str]:  # noqa: ANN001
@@ -159,6 +162,19 @@ def test_generated_requests_to_every_rpc_never_answer_internal_or_hang(casino: C
     assert any(code == "OK" for _, code in codes), codes
     assert sum(n for (_, code), n in codes.items() if code not in ("UNAUTHENTICATED", "PERMISSION_DENIED")) > EXAMPLES // 4
     assert {"TOKEN_INVALID", "TOKEN_EXPIRED", "PERMISSION_DENIED", "INVALID_FIELD"} <= reasons.keys(), reasons
+
+
+def test_the_internal_services_are_neither_served_nor_listed_on_the_embedded_port(casino: Casino, session) -> None:
+    _, credentials, _ = session
+    for rpc in INTERNAL_RPCS:
+        for who in ("operator", "mallory", "none"):
+            code, details, _ = _status(lambda: rpc.call(casino.channel, rpc.request_class(), credentials[who], CALL_TIMEOUT_S))
+            assert code == grpc.StatusCode.UNIMPLEMENTED, f"{rpc.path} as {who} answered {code.name}: {details[:200]}"
+    reflection = reflection_pb2_grpc.ServerReflectionStub(casino.channel)
+    (reply,) = reflection.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=CALL_TIMEOUT_S)
+    listed = {service.name for service in reply.list_services_response.service}
+    assert "croupier.v1.TableService" in listed
+    assert not {name for name in listed if name.startswith("croupier.internal.")}, listed
 
 
 def _finish(player: Player, view):  # noqa: ANN001
