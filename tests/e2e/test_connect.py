@@ -5,6 +5,7 @@ the dev login minting a player's token without the secret leaving the server."""
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import time
@@ -93,6 +94,67 @@ def test_malformed_json_is_invalid_argument_not_unknown(web) -> None:
     status, _, body = post(f"{base}/croupier.v1.TableService/GetRound", b'{"round_id":',
                            {"content-type": "application/json", "authorization": f"Bearer {token(authority)}"})  # fmt: skip
     assert status == 400 and json.loads(body)["code"] == "invalid_argument"
+
+
+def error_reason(body: dict) -> str:
+    """The ErrorInfo reason of a Connect error ("" when it carries none)."""
+    return next((d.get("debug", {}).get("reason", "") for d in body.get("details", ()) if d.get("type") == "google.rpc.ErrorInfo"), "")
+
+
+PAGING = ["croupier.v1.TableService/ListRounds", "croupier.v1.WalletService/ListTransactions"]
+NESTED_TOKEN = base64.urlsafe_b64encode(b"\x01" + b"[" * 50_000 + b"]" * 50_000).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("method", PAGING)
+@pytest.mark.parametrize("page_token", [NESTED_TOKEN, "A" * 500_000,
+                                        base64.urlsafe_b64encode(b"\x01" + b"[" * 300 + b"]" * 300).decode()])  # fmt: skip
+def test_a_nested_or_oversized_page_token_is_invalid_argument_on_every_paging_rpc(web, method: str, page_token: str) -> None:
+    status, body = call_json(web, method, {"page_token": page_token}, token(web[1]))
+    assert (status, body["code"], error_reason(body)) == (400, "invalid_argument", "INVALID_FIELD"), body["message"][:300]
+    assert len(body["message"]) < 2048
+
+
+@pytest.mark.parametrize(("method", "body", "content_type"), [
+    ("croupier.v1.TableService/GetRound", b'{"round_id":', "application/json"),
+    ("croupier.v1.TableService/GetRound", b"[" * 200_000 + b"]" * 200_000, "application/json"),  # nested past the parser's depth
+    ("croupier.v1.TableService/GetRound", b'{"round_id": 7}', "application/json"),
+    ("croupier.v1.TableService/GetRound", b'{"bogus": 1}', "application/json"),
+    ("croupier.v1.TableService/GetRound", b"\xff\xff\xff\xff", "application/proto"),
+    ("croupier.v1.TableService/GetRound", b"\xff\xfe{}", "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": "1e3"}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": 1e1}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": 100.0}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": "1_0"}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", '{"page_size": "１０"}'.encode(), "application/json"),
+    ("croupier.v1.TableService/ListRounds", '{"page_size": "١٠"}'.encode(), "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": true}', "application/json"),
+    ("croupier.v1.TableService/PlaceBets", b'{"seat_id": "s", "bets": {"ante": "1e3"}, "idempotency_key": "k"}', "application/json"),
+    ("croupier.v1.WalletService/TopUpPlayMoney", b'{"amount": {"amount_minor": 100.0, "currency": "PLAY"}}', "application/json"),
+    ("croupier.v1.WalletService/ListTransactions", b'{"page_size": "\xd9\xa1"}', "application/json"),
+])  # fmt: skip
+def test_an_unparseable_or_loosely_typed_request_is_refused_as_grpc_refuses_it(web, method, body: bytes, content_type: str) -> None:
+    """As the gRPC port answers a request it cannot decode: INVALID_ARGUMENT, ErrorInfo MALFORMED_REQUEST."""
+    status, _, reply = post(f"{web[0]}/{method}", body, {"content-type": content_type, "authorization": f"Bearer {token(web[1])}"})
+    answer = json.loads(reply)
+    assert (status, answer["code"], error_reason(answer)) == (400, "invalid_argument", "MALFORMED_REQUEST"), answer["message"][:300]
+
+
+def test_integers_as_json_numbers_and_ascii_digit_strings_are_taken(web) -> None:
+    for page_size in (5, "5"):
+        status, body = call_json(web, "croupier.v1.TableService/ListRounds", {"page_size": page_size}, token(web[1]))
+        assert status == 200, body
+
+
+def test_a_content_type_not_spoken_and_a_path_not_served_answer_connect_errors(web) -> None:
+    bearer = {"authorization": f"Bearer {token(web[1])}"}
+    status, headers, reply = post(f"{web[0]}/croupier.v1.TableService/ListTables", b"{}", {"content-type": "text/plain"} | bearer)
+    answer = json.loads(reply)
+    assert (status, answer["code"], error_reason(answer)) == (415, "invalid_argument", "MALFORMED_REQUEST")
+    assert "application/json" in answer["message"] and headers["content-type"] == "application/json"
+    for path in ("/croupier.v1.TableService/NoSuchMethod", "/croupier.v1.NoService/Call", "/anything"):
+        status, headers, reply = post(web[0] + path, b"{}", {"content-type": "application/json"} | bearer)
+        answer = json.loads(reply)
+        assert (status, answer["code"], error_reason(answer)) == (404, "unimplemented", "NOT_FOUND"), path
 
 
 @pytest.mark.parametrize("path", ["/croupier.internal.v1.StakeService/ReserveStakes", "/croupier.internal.v1.ShufflerService/NewShoe",

@@ -18,7 +18,9 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import re
 import socket
+from http import HTTPStatus
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,23 +29,26 @@ from typing import Any
 import connectrpc._codec
 import grpc
 import uvicorn
+from connectrpc._protocol import ConnectWireError, HTTPException
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.method import IdempotencyLevel, MethodInfo
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
 from google.protobuf import descriptor_pool, json_format
-from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
-from google.rpc import status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+
+from .errors import make_refusal
 
 # The services a browser may call, by proto file; the internal ones (shuffler, dealer, stakes,
 # commission, ledger audit) are never exposed. Looked up by name, so a service added to these
@@ -58,21 +63,74 @@ CORS_EXPOSE_HEADERS = ("grpc-status", "grpc-message", "grpc-status-details-bin")
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 
+def refused(code: Code, message: str, reason: str = "") -> ConnectError:
+    """A Connect error as the gRPC port words it: the message cut to size, an ErrorInfo with `reason`
+    (or the code's default reason, as a peer's status without one gets)."""
+    refusal = make_refusal(grpc.StatusCode[code.name.replace("CANCELED", "CANCELLED")], message, reason)
+    return ConnectError(code, refusal.message, [error_details_pb2.ErrorInfo(reason=refusal.reason, domain=refusal.domain)])
+
+
+def malformed(message: Any, error: str) -> ConnectError:
+    """INVALID_ARGUMENT, reason MALFORMED_REQUEST, worded as the gRPC port words a request it cannot decode."""
+    return refused(Code.INVALID_ARGUMENT, f"the request is not a valid {message.DESCRIPTOR.full_name} message ({error[:200]})", "MALFORMED_REQUEST")
+
+
 class _RefusingMalformed:
-    """A connect-python codec whose decode failure is INVALID_ARGUMENT naming the message, as on
-    the gRPC port (connect-python 0.9 lets it out as UNKNOWN). Installed over its codec registry:
-    the one place every unary and streaming request is decoded."""
+    """A connect-python codec whose decode failure is INVALID_ARGUMENT, reason MALFORMED_REQUEST, naming
+    the message, as on the gRPC port (connect-python 0.9 lets it out as UNKNOWN). Its JSON takes integers
+    as gRPC's binary carries them: a JSON integer or a string of ASCII digits, never "1e3", 100.0,
+    "1_000" or other scripts' digits (which protobuf's json_format would take). Installed over its codec
+    registry: the one place every unary and streaming request is decoded."""
 
     def __init__(self, codec: Any) -> None:
         self._codec = codec
         self.name, self.encode = codec.name, codec.encode
+        self._json = codec.name().startswith("json")
 
     def decode(self, data: bytes | bytearray, message: Any) -> Any:
         try:
+            if self._json and (loose := loose_integer(json.loads(data, parse_float=_WrittenAsFraction), message.DESCRIPTOR)):
+                raise ValueError(loose)
             return self._codec.decode(data, message)
-        except (json_format.ParseError, DecodeError, UnicodeDecodeError, ValueError) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:200]
-            raise ConnectError(Code.INVALID_ARGUMENT, f"the request is not a valid {message.DESCRIPTOR.full_name} message ({error})") from None
+        except (json_format.ParseError, DecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise malformed(message, f"{type(exc).__name__}: {exc}") from None
+
+
+class _WrittenAsFraction(str):
+    """A JSON number written with a fraction or an exponent (json.loads' parse_float gets its text)."""
+
+
+_INTEGER_TYPES = frozenset({
+    FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_FIXED64,
+    FieldDescriptor.TYPE_SFIXED32, FieldDescriptor.TYPE_SFIXED64,
+})  # fmt: skip
+_ASCII_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def loose_integer(value: Any, descriptor: Descriptor, path: str = "") -> str | None:
+    """The first integer field of `value` (a request in JSON, parsed) written other than as a JSON integer or
+    a string of ASCII digits, described; None when there is none. Other mistakes are json_format's to find."""
+    if not isinstance(value, dict):
+        return None
+    for key, item in value.items():
+        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
+        if field is None or item is None:
+            continue
+        is_map = field.message_type is not None and field.message_type.GetOptions().map_entry
+        if is_map:
+            field = field.message_type.fields_by_name["value"]
+            items = list(item.values()) if isinstance(item, dict) else []
+        else:
+            items = item if isinstance(item, list) else [item]
+        for each in items:
+            if field.type in _INTEGER_TYPES:
+                if not (type(each) is int or (type(each) is str and _ASCII_INTEGER.fullmatch(each))):
+                    return f"{path}{key} must be an integer: a JSON integer or a string of ASCII digits, not {json.dumps(each)[:40]}"
+            elif field.message_type is not None and not field.message_type.full_name.startswith("google.protobuf."):
+                if (found := loose_integer(each, field.message_type, f"{path}{key}.")) is not None:
+                    return found
+    return None
 
 
 def _refuse_malformed_requests() -> None:
@@ -157,6 +215,7 @@ class _Client:
     def __init__(self) -> None:
         self.gone = False
         self._on_gone: list[Callable[[], object]] = []
+        self.receive: Callable[[], Awaitable[Any]] | None = None
 
     def on_gone(self, callback: Callable[[], object]) -> None:
         self._on_gone.append(callback)
@@ -177,6 +236,7 @@ class ConnectBridge(ConnectASGIApplication):
 
     def __init__(self, service: ServiceDescriptor, channel: grpc.aio.Channel, read_max_bytes: int) -> None:
         self._path = f"/{service.full_name}"
+        self._methods = [m.name for m in service.methods]
         if any(m.client_streaming for m in service.methods):
             raise ValueError(f"{service.full_name}: client streaming is not served over Connect")
         super().__init__(
@@ -189,6 +249,26 @@ class ConnectBridge(ConnectASGIApplication):
     def path(self) -> str:
         return self._path
 
+    async def _handle_error(self, exc: Exception, ctx: RequestContext | None, send: Any) -> None:
+        """Every error connect-python answers itself, as a Connect error with an ErrorInfo (as gRPC's port
+        gives one), where it gives a bare HTTP status (an unknown method, a content type it does not speak)
+        or an error without details (a message too large, a GET without its message)."""
+        if isinstance(exc, HTTPException):
+            # Read the (bounded) body first: a connection closed with it unread is reset, and the
+            # client may lose the answer with it.
+            client = _client.get(None)
+            if client is not None and client.receive is not None:
+                await _drain(client.receive, READ_MAX_BYTES)
+            if exc.status == HTTPStatus.NOT_FOUND:
+                error = refused(Code.UNIMPLEMENTED, f"{self._path} has no such method; its methods are {', '.join(sorted(self._methods))}", "NOT_FOUND")
+            else:
+                error = refused(Code.INVALID_ARGUMENT, f"{exc.status.phrase}: send content-type {SPOKEN_CONTENT_TYPES}", "MALFORMED_REQUEST")
+            await send_connect_error(send, error, exc.status.value, exc.headers)
+            return
+        if isinstance(exc, ConnectError) and not exc.details:
+            exc = refused(exc.code, exc.message, "MALFORMED_REQUEST" if exc.code == Code.INVALID_ARGUMENT else "")
+        await super()._handle_error(exc, ctx, send)
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         client = _Client()
 
@@ -198,11 +278,40 @@ class ConnectBridge(ConnectASGIApplication):
                 client.went_away()
             return message
 
+        client.receive = watched_receive
         marker = _client.set(client)
         try:
             await super().__call__(scope, watched_receive, send)
         finally:
             _client.reset(marker)
+
+
+async def _drain(receive: Callable[[], Awaitable[Any]], limit: int) -> None:
+    """Read a request's body to its end, or until `limit` bytes were read."""
+    read = 0
+    while read <= limit:
+        message = await receive()
+        read += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+
+
+SPOKEN_CONTENT_TYPES = "application/json or application/proto (unary), application/connect+json or application/connect+proto (streams)"
+
+
+async def send_connect_error(send: Any, error: ConnectError, status: int | None = None, headers: Sequence[tuple[str, str]] = ()) -> None:
+    """`error` as a Connect unary error: JSON with its code, message and details; `status` or the code's own."""
+    wire = ConnectWireError.from_exception(error)
+    await send({"type": "http.response.start", "status": status or wire.to_http_status().code, "trailers": False,
+                "headers": [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers)]})  # fmt: skip
+    await send({"type": "http.response.body", "body": wire.to_json_bytes(), "more_body": False})
+
+
+async def _no_such_service(request: Request) -> Response:
+    """A POST to a path no public service has: UNIMPLEMENTED, as gRPC answers a method it does not serve."""
+    names = ", ".join(s.full_name for s in public_services())
+    error = refused(Code.UNIMPLEMENTED, f"{request.url.path[:200]} is no method of the public services ({names})", "NOT_FOUND")
+    return Response(ConnectWireError.from_exception(error).to_json_bytes(), HTTPStatus.NOT_FOUND.value, media_type="application/json")
 
 
 # A request larger than this is refused (RESOURCE_EXHAUSTED) before it is parsed.
@@ -302,6 +411,7 @@ def web_app(
         routes.append(Route("/healthz", lambda _request: PlainTextResponse("ok"), methods=["GET"]))
     if dev_login is not None:
         routes.append(dev_login_route(dev_login))
+    routes.append(Route("/{path:path}", _no_such_service, methods=["POST"]))
     if static_dir is not None:
         routes.append(Mount("/", app=StaticFiles(directory=static_dir, html=True)))
     middleware = []
