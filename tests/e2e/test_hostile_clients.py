@@ -11,6 +11,7 @@ The sizes are bounded for `make test`; HOSTILE_EXAMPLES raises the generated-req
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import threading
@@ -175,6 +176,119 @@ def test_the_internal_services_are_neither_served_nor_listed_on_the_embedded_por
     listed = {service.name for service in reply.list_services_response.service}
     assert "croupier.v1.TableService" in listed
     assert not {name for name in listed if name.startswith("croupier.internal.")}, listed
+
+
+RESUMING_NAMES = 16
+RESUMES_PER_NAME = 3
+# Rows a resume from "0" of a fresh seat may read (its seat's events, its player's rounds): a few, however long the log.
+ROWS_PER_FRESH_RESUME = 10
+MIN_LOG_FOR_RESUMES = 500  # events logged before the resumes: a scan of the log would read at least these
+
+
+def _last_position(casino: Casino) -> int:
+    """The game log's last position, read as the game reads it."""
+    book = casino.host.module("game").feed._book
+    return casino.host.run(book.read(lambda uow: uow.events.last_position()))
+
+
+def _first_messages(player: Player, seat_id: str, after: str, count: int = 1, idle_s: float | None = None) -> tuple[grpc.StatusCode, str, list]:
+    """The first `count` messages of a WatchSeat resumed from `after` (or those sent within `idle_s`), then the stream cancelled."""
+    stream = player.tables.WatchSeat(table_pb2.WatchSeatRequest(seat_id=seat_id, after_position=after),
+                                     metadata=player._meta(), timeout=idle_s or CALL_TIMEOUT_S)  # fmt: skip
+    got: list = []
+    try:
+        for message in stream:
+            got.append(message)
+            if len(got) == count:
+                break
+    except grpc.RpcError as error:
+        refusal = peer_refusal(error)
+        if idle_s is not None and refusal.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return grpc.StatusCode.OK, "", got
+        return refusal.code, refusal.reason, got
+    finally:
+        stream.cancel()
+    return grpc.StatusCode.OK, "", got
+
+
+def test_resumes_from_zero_and_past_the_end_from_many_names_read_the_seats_history_only(casino: Casino, tables) -> None:
+    """48 resumes from "0" from 16 fresh names at once: each reads its seat's own few rows through the
+    log's index, whatever the log's length; a position past the log's end is refused, not held open."""
+    war = next(t for t in tables if t.game == "casino-war")
+    busy = casino.player()
+    busy.top_up(2_000_000)
+    busy_seat = busy.seat(war.table_id)
+    while _last_position(casino) < MIN_LOG_FOR_RESUMES:
+        _finish(busy, busy.deal(busy.place(busy_seat, _smallest_bet(war)).round_id))
+    names = [casino.player() for _ in range(RESUMING_NAMES)]
+    seats = [name.seat(war.table_id) for name in names]
+    feed = casino.host.module("game").feed
+    before = feed.catch_up_rows_read
+    resumes = [lambda n=name, s=seat: _first_messages(n, s, "0") for name, seat in zip(names, seats, strict=True)
+               for _ in range(RESUMES_PER_NAME)]  # fmt: skip
+    for code, _, got in _stream_storm(resumes):
+        assert code == grpc.StatusCode.OK and got[0].seat_changed.change == "joined", (code, got)
+    read = feed.catch_up_rows_read - before
+    assert 0 < read <= len(resumes) * ROWS_PER_FRESH_RESUME, f"{len(resumes)} resumes read {read} rows of a {MIN_LOG_FOR_RESUMES}+ event log"
+    past_end = str(_last_position(casino) + 1_000_000)
+    for code, reason, got in _stream_storm([lambda n=name, s=seat: _first_messages(n, s, past_end) for name, seat in zip(names, seats, strict=True)]):
+        assert (code, reason, got) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD", [])
+
+
+def test_resumed_streams_cancelled_at_every_step_end_cancelled_without_errors(casino: Casino, tables, caplog) -> None:
+    """WatchSeat resumed from "0" and WatchRound from "0", cancelled after each of their messages in
+    turn, many at once: each call ends CANCELLED in the access log, and nothing is logged as an error."""
+    war = next(t for t in tables if t.game == "casino-war")
+    player = casino.player()
+    player.top_up(1_000_000)
+    seat = player.seat(war.table_id)
+    view = _finish(player, player.deal(player.place(seat, _smallest_bet(war)).round_id))
+    seat_messages = len(_first_messages(player, seat, "0", count=100, idle_s=2)[2])
+    round_messages = view.version
+    assert seat_messages >= 3 and round_messages >= 3
+    caplog.set_level(logging.INFO)
+    calls = [lambda k=k: _first_messages(player, seat, "0", count=k) for k in range(1, seat_messages)]
+    calls += [lambda k=k: _first_round_messages(player, view.round_id, k) for k in range(1, round_messages)]
+    for _ in range(3):
+        for code, _, _ in _stream_storm(calls[: len(calls) // 2]) + _stream_storm(calls[len(calls) // 2 :]):
+            assert code == grpc.StatusCode.OK
+    time.sleep(0.5)  # the server hears of the last cancellations a moment later
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, "\n".join(f"{r.name}: {r.getMessage()[:300]} {logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}" for r in errors[:4])
+    ended = Counter(getattr(r, "code", "") for r in caplog.records if getattr(r, "method", "").endswith(("/WatchSeat", "/WatchRound")))
+    assert "UNKNOWN" not in ended and ended["CANCELLED"] + ended["OK"] >= len(calls), ended
+
+
+def _first_round_messages(player: Player, round_id: str, count: int) -> tuple[grpc.StatusCode, str, list]:
+    stream = player.tables.WatchRound(table_pb2.WatchRoundRequest(round_id=round_id, after_position="0"),
+                                      metadata=player._meta(), timeout=CALL_TIMEOUT_S)  # fmt: skip
+    got: list = []
+    try:
+        for message in stream:
+            got.append(message)
+            if len(got) == count:
+                break
+    finally:
+        stream.cancel()
+    return grpc.StatusCode.OK, "", got
+
+
+def _stream_storm(calls: list) -> list:
+    """All calls at once (each returns its own result), released together."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index: int, call) -> None:  # noqa: ANN001
+        barrier.wait()
+        results[index] = call()
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=CALL_TIMEOUT_S * 2)
+    assert not any(thread.is_alive() for thread in threads), "a stream hung"
+    return results
 
 
 def _finish(player: Player, view):  # noqa: ANN001

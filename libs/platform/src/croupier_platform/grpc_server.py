@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -87,13 +88,18 @@ class CallLayers:
 
         inner_stream = handler.unary_stream
 
-        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> None:
+            # A coroutine writing each message, not an async generator: gRPC leaves a generator it stops
+            # (the client cancelled) suspended at its yield, to be closed later in another task and
+            # Context, where the context variables set here cannot be reset. Here the messages are closed
+            # in this task, whatever ends the call.
             with _Ending(finished, context) as call:
                 call.caller = await admitted(request, context)
                 marker = set_identity(call.caller)
                 try:
-                    async for message in inner_stream(request, context):
-                        yield message
+                    async with contextlib.aclosing(inner_stream(request, context)) as messages:
+                        async for message in messages:
+                            await context.write(message)
                 finally:
                     reset_identity(marker)
 
@@ -339,11 +345,17 @@ def handles_stream_errors(
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
             with inbound_deadline(context.time_remaining()):
-                async for message in method(self, request, context):
-                    yield message
+                # Closed here when this stream is (the client went away): the method's own cleanup runs
+                # now, in this task, not whenever the loop finalizes an abandoned generator.
+                async with contextlib.aclosing(method(self, request, context)) as messages:
+                    async for message in messages:
+                        yield message
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
+            if context.cancelled():
+                logger.debug("%s: the call was cancelled; its cleanup then failed: %s", where, exc)
+                return  # nobody to answer: the client went away
             await abort_with(context, _translated(exc, translate, translated), where)
 
     return wrapper
