@@ -11,6 +11,7 @@ The sizes are bounded for `make test`; HOSTILE_EXAMPLES raises the generated-req
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import random
@@ -178,6 +179,25 @@ def test_the_internal_services_are_neither_served_nor_listed_on_the_embedded_por
     assert not {name for name in listed if name.startswith("croupier.internal.")}, listed
 
 
+def _crafted_token(body: bytes) -> str:
+    return base64.urlsafe_b64encode(b"\x01" + body).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("page_token", [
+    _crafted_token(b"[" * 50_000 + b"]" * 50_000), _crafted_token(b"[" * 300 + b"]" * 300), "A" * 500_000,
+    _crafted_token(b'["ListRounds",' + b'{"a":' * 200 + b"1" + b"}" * 200 + b"]"),
+])  # fmt: skip
+def test_nested_and_oversized_page_tokens_on_every_paging_rpc_are_invalid_argument(casino: Casino, session, page_token: str) -> None:
+    _, credentials, _ = session
+    paging = [(casino.channel, "/croupier.v1.TableService/ListRounds", table_pb2.ListRoundsRequest(page_token=page_token)),
+              (casino.wallet_channel, "/croupier.v1.WalletService/ListTransactions", wallet_pb2.ListTransactionsRequest(page_token=page_token))]  # fmt: skip
+    for channel, path, request in paging:
+        rpc = next(r for r in RPCS if r.path == path)
+        code, details, reason = _status(lambda: rpc.call(channel, request, credentials["mallory"], CALL_TIMEOUT_S))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD"), f"{path}: {code.name} {details[:200]}"
+        _assert_fine(code, details, reason, path)
+
+
 RESUMING_NAMES = 16
 RESUMES_PER_NAME = 3
 # Rows a resume from "0" of a fresh seat may read (its seat's events, its player's rounds): a few, however long the log.
@@ -193,8 +213,18 @@ def _last_position(casino: Casino) -> int:
 
 def _first_messages(player: Player, seat_id: str, after: str, count: int = 1, idle_s: float | None = None) -> tuple[grpc.StatusCode, str, list]:
     """The first `count` messages of a WatchSeat resumed from `after` (or those sent within `idle_s`), then the stream cancelled."""
-    stream = player.tables.WatchSeat(table_pb2.WatchSeatRequest(seat_id=seat_id, after_position=after),
-                                     metadata=player._meta(), timeout=idle_s or CALL_TIMEOUT_S)  # fmt: skip
+    request = table_pb2.WatchSeatRequest(seat_id=seat_id, after_position=after)
+    return _first_of(player.tables.WatchSeat(request, metadata=player._meta(), timeout=idle_s or CALL_TIMEOUT_S), count, idle_s is not None)
+
+
+def _first_round_messages(player: Player, round_id: str, count: int) -> tuple[grpc.StatusCode, str, list]:
+    request = table_pb2.WatchRoundRequest(round_id=round_id, after_position="0")
+    return _first_of(player.tables.WatchRound(request, metadata=player._meta(), timeout=CALL_TIMEOUT_S), count)
+
+
+def _first_of(stream, count: int, until_idle: bool = False) -> tuple[grpc.StatusCode, str, list]:  # noqa: ANN001
+    """A stream's first `count` messages, then the stream cancelled; its refusal's code and reason, if any
+    (a deadline is the end of the messages when `until_idle`)."""
     got: list = []
     try:
         for message in stream:
@@ -203,9 +233,8 @@ def _first_messages(player: Player, seat_id: str, after: str, count: int = 1, id
                 break
     except grpc.RpcError as error:
         refusal = peer_refusal(error)
-        if idle_s is not None and refusal.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return grpc.StatusCode.OK, "", got
-        return refusal.code, refusal.reason, got
+        if not (until_idle and refusal.code == grpc.StatusCode.DEADLINE_EXCEEDED):
+            return refusal.code, refusal.reason, got
     finally:
         stream.cancel()
     return grpc.StatusCode.OK, "", got
@@ -226,12 +255,12 @@ def test_resumes_from_zero_and_past_the_end_from_many_names_read_the_seats_histo
     before = feed.catch_up_rows_read
     resumes = [lambda n=name, s=seat: _first_messages(n, s, "0") for name, seat in zip(names, seats, strict=True)
                for _ in range(RESUMES_PER_NAME)]  # fmt: skip
-    for code, _, got in _stream_storm(resumes):
+    for code, _, got in _together(resumes):
         assert code == grpc.StatusCode.OK and got[0].seat_changed.change == "joined", (code, got)
     read = feed.catch_up_rows_read - before
     assert 0 < read <= len(resumes) * ROWS_PER_FRESH_RESUME, f"{len(resumes)} resumes read {read} rows of a {MIN_LOG_FOR_RESUMES}+ event log"
     past_end = str(_last_position(casino) + 1_000_000)
-    for code, reason, got in _stream_storm([lambda n=name, s=seat: _first_messages(n, s, past_end) for name, seat in zip(names, seats, strict=True)]):
+    for code, reason, got in _together([lambda n=name, s=seat: _first_messages(n, s, past_end) for name, seat in zip(names, seats, strict=True)]):
         assert (code, reason, got) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD", [])
 
 
@@ -250,45 +279,13 @@ def test_resumed_streams_cancelled_at_every_step_end_cancelled_without_errors(ca
     calls = [lambda k=k: _first_messages(player, seat, "0", count=k) for k in range(1, seat_messages)]
     calls += [lambda k=k: _first_round_messages(player, view.round_id, k) for k in range(1, round_messages)]
     for _ in range(3):
-        for code, _, _ in _stream_storm(calls[: len(calls) // 2]) + _stream_storm(calls[len(calls) // 2 :]):
+        for code, _, _ in _together(calls[: len(calls) // 2]) + _together(calls[len(calls) // 2 :]):
             assert code == grpc.StatusCode.OK
     time.sleep(0.5)  # the server hears of the last cancellations a moment later
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert not errors, "\n".join(f"{r.name}: {r.getMessage()[:300]} {logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}" for r in errors[:4])
     ended = Counter(getattr(r, "code", "") for r in caplog.records if getattr(r, "method", "").endswith(("/WatchSeat", "/WatchRound")))
     assert "UNKNOWN" not in ended and ended["CANCELLED"] + ended["OK"] >= len(calls), ended
-
-
-def _first_round_messages(player: Player, round_id: str, count: int) -> tuple[grpc.StatusCode, str, list]:
-    stream = player.tables.WatchRound(table_pb2.WatchRoundRequest(round_id=round_id, after_position="0"),
-                                      metadata=player._meta(), timeout=CALL_TIMEOUT_S)  # fmt: skip
-    got: list = []
-    try:
-        for message in stream:
-            got.append(message)
-            if len(got) == count:
-                break
-    finally:
-        stream.cancel()
-    return grpc.StatusCode.OK, "", got
-
-
-def _stream_storm(calls: list) -> list:
-    """All calls at once (each returns its own result), released together."""
-    barrier = threading.Barrier(len(calls))
-    results: list = [None] * len(calls)
-
-    def run(index: int, call) -> None:  # noqa: ANN001
-        barrier.wait()
-        results[index] = call()
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=CALL_TIMEOUT_S * 2)
-    assert not any(thread.is_alive() for thread in threads), "a stream hung"
-    return results
 
 
 def _finish(player: Player, view):  # noqa: ANN001
@@ -304,13 +301,18 @@ def _finish(player: Player, view):  # noqa: ANN001
 
 
 def _storm(calls: list) -> list[tuple[grpc.StatusCode, str, str]]:
-    """All calls at once, released together."""
+    """All calls at once, released together: each one's status."""
+    return _together([lambda c=call: _status(c) for call in calls])
+
+
+def _together(calls: list) -> list:
+    """All calls at once, released together: what each returned."""
     barrier = threading.Barrier(len(calls))
-    results: list[tuple[grpc.StatusCode, str, str]] = [(grpc.StatusCode.OK, "", "")] * len(calls)
+    results: list = [None] * len(calls)
 
     def run(index: int, call) -> None:  # noqa: ANN001
         barrier.wait()
-        results[index] = _status(call)
+        results[index] = call()
 
     threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
     for thread in threads:

@@ -17,8 +17,8 @@ from croupier.v1 import wallet_pb2, wallet_pb2_grpc
 from croupier_game.config import GameSettings
 from croupier_platform.auth import OperatorKeys, TokenAuthority, Tokens, load_or_create_secret
 from croupier_platform.bus import InProcessBus
-from croupier_platform.runtime import utc_now
 from croupier_platform.grpc_server import call_metadata
+from croupier_platform.runtime import utc_now
 from croupier_platform.tls import ClientTls, ServerTls
 from croupier_platform.web_gateway import DevLoginRefused, HttpServer, web_app
 
@@ -121,7 +121,10 @@ class EmbeddedServer(Host):
         token = self.authority.dev.mint(player, "player", int(utc_now().timestamp()), DEV_TOKEN_LIFETIME_S)  # checks the name
         async with self._dev_players_lock:
             taken = self._dev_players()
-            trace = await self.wallet_reader(player)
+            try:
+                trace = await self.wallet_reader(player)
+            except grpc.aio.AioRpcError as exc:
+                raise DevLoginRefused(f"the wallet cannot tell now whether {player!r} is taken ({exc.code().name}); try again", 503, "unavailable") from None
             if trace.real_money:
                 raise DevLoginRefused(f"{player!r} holds real money: the dev login is for play money only; sign in with a token")
             if trace.moved_money and player not in taken:
