@@ -20,7 +20,8 @@ from croupier_platform.bus import InProcessBus
 from croupier_platform.grpc_server import call_metadata
 from croupier_platform.runtime import utc_now
 from croupier_platform.tls import ClientTls, ServerTls
-from croupier_platform.web_gateway import DevLoginRefused, HttpServer, web_app
+from croupier_platform.dev_login import DevLoginRefused
+from croupier_platform.web_gateway import HttpServer, web_app
 
 from .deployment import SERVICES
 from .hosting import PART_STOP_S, Host, stop_within

@@ -17,16 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
-import re
 import socket
-from http import HTTPStatus
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-import connectrpc._codec
 import grpc
 import uvicorn
 from connectrpc._protocol import ConnectWireError, HTTPException
@@ -35,20 +32,21 @@ from connectrpc.errors import ConnectError
 from connectrpc.method import IdempotencyLevel, MethodInfo
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
-from google.protobuf import descriptor_pool, json_format
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor, ServiceDescriptor
+from google.protobuf import descriptor_pool
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import status_pb2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .errors import make_refusal
+from .connect_codec import refuse_malformed_requests, refused
+from .dev_login import DevLogin, dev_login_route
 
 # The services a browser may call, by proto file; the internal ones (shuffler, dealer, stakes,
 # commission, ledger audit) are never exposed. Looked up by name, so a service added to these
@@ -61,83 +59,6 @@ CORS_ALLOW_HEADERS = ("authorization", "content-type", "connect-protocol-version
                       "traceparent", "tracestate")  # fmt: skip
 CORS_EXPOSE_HEADERS = ("grpc-status", "grpc-message", "grpc-status-details-bin")
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-
-
-def refused(code: Code, message: str, reason: str = "") -> ConnectError:
-    """A Connect error as the gRPC port words it: the message cut to size, an ErrorInfo with `reason`
-    (or the code's default reason, as a peer's status without one gets)."""
-    refusal = make_refusal(grpc.StatusCode[code.name.replace("CANCELED", "CANCELLED")], message, reason)
-    return ConnectError(code, refusal.message, [error_details_pb2.ErrorInfo(reason=refusal.reason, domain=refusal.domain)])
-
-
-def malformed(message: Any, error: str) -> ConnectError:
-    """INVALID_ARGUMENT, reason MALFORMED_REQUEST, worded as the gRPC port words a request it cannot decode."""
-    return refused(Code.INVALID_ARGUMENT, f"the request is not a valid {message.DESCRIPTOR.full_name} message ({error[:200]})", "MALFORMED_REQUEST")
-
-
-class _RefusingMalformed:
-    """A connect-python codec whose decode failure is INVALID_ARGUMENT, reason MALFORMED_REQUEST, naming
-    the message, as on the gRPC port (connect-python 0.9 lets it out as UNKNOWN). Its JSON takes integers
-    as gRPC's binary carries them: a JSON integer or a string of ASCII digits, never "1e3", 100.0,
-    "1_000" or other scripts' digits (which protobuf's json_format would take). Installed over its codec
-    registry: the one place every unary and streaming request is decoded."""
-
-    def __init__(self, codec: Any) -> None:
-        self._codec = codec
-        self.name, self.encode = codec.name, codec.encode
-        self._json = codec.name().startswith("json")
-
-    def decode(self, data: bytes | bytearray, message: Any) -> Any:
-        try:
-            if self._json and (loose := loose_integer(json.loads(data, parse_float=_WrittenAsFraction), message.DESCRIPTOR)):
-                raise ValueError(loose)
-            return self._codec.decode(data, message)
-        except (json_format.ParseError, DecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise malformed(message, f"{type(exc).__name__}: {exc}") from None
-
-
-class _WrittenAsFraction(str):
-    """A JSON number written with a fraction or an exponent (json.loads' parse_float gets its text)."""
-
-
-_INTEGER_TYPES = frozenset({
-    FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_FIXED64,
-    FieldDescriptor.TYPE_SFIXED32, FieldDescriptor.TYPE_SFIXED64,
-})  # fmt: skip
-_ASCII_INTEGER = re.compile(r"-?[0-9]+")
-
-
-def loose_integer(value: Any, descriptor: Descriptor, path: str = "") -> str | None:
-    """The first integer field of `value` (a request in JSON, parsed) written other than as a JSON integer or
-    a string of ASCII digits, described; None when there is none. Other mistakes are json_format's to find."""
-    if not isinstance(value, dict):
-        return None
-    for key, item in value.items():
-        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
-        if field is None or item is None:
-            continue
-        is_map = field.message_type is not None and field.message_type.GetOptions().map_entry
-        if is_map:
-            field = field.message_type.fields_by_name["value"]
-            items = list(item.values()) if isinstance(item, dict) else []
-        else:
-            items = item if isinstance(item, list) else [item]
-        for each in items:
-            if field.type in _INTEGER_TYPES:
-                if not (type(each) is int or (type(each) is str and _ASCII_INTEGER.fullmatch(each))):
-                    return f"{path}{key} must be an integer: a JSON integer or a string of ASCII digits, not {json.dumps(each)[:40]}"
-            elif field.message_type is not None and not field.message_type.full_name.startswith("google.protobuf."):
-                if (found := loose_integer(each, field.message_type, f"{path}{key}.")) is not None:
-                    return found
-    return None
-
-
-def _refuse_malformed_requests() -> None:
-    codecs = connectrpc._codec._codecs
-    for name, codec in list(codecs.items()):
-        if not isinstance(codec, _RefusingMalformed):
-            codecs[name] = _RefusingMalformed(codec)
 
 
 def public_services() -> list[ServiceDescriptor]:
@@ -321,7 +242,7 @@ READ_MAX_BYTES = 1 << 20
 def connect_routes(channel_for: Callable[[str], grpc.aio.Channel]) -> list[BaseRoute]:
     """A Mount per public service, its calls forwarded to `channel_for(its name)`, e.g. "TableService"
     (the caller knows which process hosts it)."""
-    _refuse_malformed_requests()
+    refuse_malformed_requests()
     return [
         Mount(f"/{service.full_name}", app=ConnectBridge(service, channel_for(service.name), READ_MAX_BYTES))
         for service in public_services()
@@ -329,71 +250,6 @@ def connect_routes(channel_for: Callable[[str], grpc.aio.Channel]) -> list[BaseR
 
 
 # ---------------------------------------------------------------- the HTTP app
-
-
-DevLogin = Callable[[str], Awaitable[str]]
-# A dev login's body is `{"player": NAME}`; anything longer is refused before it is parsed.
-DEV_LOGIN_MAX_BYTES = 1024
-# The dev login answers pages of this machine only: a Host (or Origin) naming another host is a page
-# elsewhere that reached the port by DNS rebinding, or a client on the network.
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
-
-
-def is_loopback_authority(authority: str) -> bool:
-    """Whether a Host header ("HOST[:PORT]") names this machine by its loopback name or address."""
-    host = authority.strip().lower()
-    host = host[: host.find("]") + 1] if host.startswith("[") else host.partition(":")[0]
-    return host in LOOPBACK_HOSTS
-
-
-class DevLoginRefused(Exception):
-    """The dev login will not mint a token for this name; `status`: the HTTP status, `code`: Connect's code."""
-
-    def __init__(self, message: str, status: int = 403, code: str = "permission_denied") -> None:
-        super().__init__(message)
-        self.status, self.code = status, code
-
-
-async def _dev_login_player(request: Request) -> str:
-    """The player name a dev login asks for, from a small JSON body sent by a page of this machine."""
-    if not is_loopback_authority(request.headers.get("host", "")):
-        raise DevLoginRefused("the dev login answers pages served from this machine only (Host localhost or 127.0.0.1)")
-    origin = request.headers.get("origin")
-    if origin is not None and not is_loopback_authority(origin.partition("://")[2]):
-        raise DevLoginRefused("the dev login answers pages served from this machine only (Origin localhost or 127.0.0.1)")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > DEV_LOGIN_MAX_BYTES:
-        raise DevLoginRefused(f"the body is larger than {DEV_LOGIN_MAX_BYTES} bytes; send {{\"player\": NAME}}", 413, "resource_exhausted")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > DEV_LOGIN_MAX_BYTES:
-            raise DevLoginRefused(f"the body is larger than {DEV_LOGIN_MAX_BYTES} bytes; send {{\"player\": NAME}}", 413, "resource_exhausted")
-    try:
-        parsed = json.loads(body)
-    except (ValueError, RecursionError):
-        parsed = None
-    player = parsed.get("player") if isinstance(parsed, dict) else None
-    if not isinstance(player, str):
-        raise DevLoginRefused('the body is not {"player": NAME} in JSON', 400, "invalid_argument")
-    return player.strip()
-
-
-def dev_login_route(mint_player_token: DevLogin) -> Route:
-    """POST /dev/login {"player": NAME} -> {"token", "player"}: a play-money player's token minted by the
-    server (embedded mode only; the secret never leaves the server), for a page of this machine. Which
-    names it mints for is `mint_player_token`'s decision (DevLoginRefused, or ValueError for a bad name)."""
-
-    async def login(request: Request) -> JSONResponse:
-        try:
-            player = await _dev_login_player(request)
-            return JSONResponse({"player": player, "token": await mint_player_token(player)})
-        except DevLoginRefused as refused:
-            return JSONResponse({"code": refused.code, "message": str(refused)}, status_code=refused.status)
-        except ValueError as exc:
-            return JSONResponse({"code": "invalid_argument", "message": str(exc)}, status_code=400)
-
-    return Route("/dev/login", login, methods=["POST"])
 
 
 def web_app(
