@@ -8,7 +8,7 @@ Starts `croupier serve` (one process, SQLite, a temporary data directory), fills
 player one after another, in phases that alternate: with no stream open, then with `--resumes` streams
 from `--names` fresh names resuming from "0" over and over (each reads its first message and cancels, as
 a hostile client would to make the server catch up again), `--phases` of each, so a busy spell of the
-shared box falls on both alike. Prints p50/p99 of each kind and the resumes completed per second, and,
+shared box falls on both alike (a loaded phase's calls stop after `--max-phase-s`). Prints p50/p99 of each kind and the resumes completed per second, and,
 as the last line, one JSON object. Every wait is bounded; the server is stopped at the end.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
 import uuid
 
@@ -67,7 +66,7 @@ async def fill_log(authority: TokenAuthority, channel: grpc.aio.Channel, rounds:
     await asyncio.gather(*(one(rounds // players) for _ in range(players)))
 
 
-async def resume_forever(client: Client, seat: str, stop: asyncio.Event, done: list[int]) -> None:
+async def resume_forever(client: Client, seat: str, stop: asyncio.Event, done: list[int], failed: dict[str, int]) -> None:
     while not stop.is_set():
         call = client.tables.WatchSeat(table_pb2.WatchSeatRequest(seat_id=seat, after_position="0"), metadata=client.meta, timeout=TIMEOUT)
         try:
@@ -75,15 +74,17 @@ async def resume_forever(client: Client, seat: str, stop: asyncio.Event, done: l
             done[0] += 1
         except grpc.aio.AioRpcError as error:
             if error.code() != grpc.StatusCode.CANCELLED:
-                print(f"a resume failed: {error.code().name} {error.details()}", file=sys.stderr)
+                failed[error.code().name] = failed.get(error.code().name, 0) + 1
                 await asyncio.sleep(0.1)
         finally:
             call.cancel()
 
 
-async def timed_calls(probe: Client, round_id: str, calls: int) -> list[float]:
-    samples = []
-    for _ in range(calls):
+async def timed_calls(probe: Client, round_id: str, calls: int, max_s: float = float("inf")) -> list[float]:
+    """GetRound `calls` times one after another (fewer when `max_s` runs out), each call's milliseconds."""
+    samples: list[float] = []
+    deadline = time.perf_counter() + max_s
+    while len(samples) < calls and time.perf_counter() < deadline:
         started = time.perf_counter()
         await probe.tables.GetRound(table_pb2.GetRoundRequest(round_id=round_id), metadata=probe.meta, timeout=TIMEOUT)
         samples.append((time.perf_counter() - started) * 1000)
@@ -106,21 +107,22 @@ async def run(port: int, authority: TokenAuthority, args: argparse.Namespace) ->
         quiet: list[float] = []
         loaded: list[float] = []
         resumes_per_s: list[float] = []
+        failed: dict[str, int] = {}
         for _ in range(args.phases):
             quiet += await timed_calls(probe, round_id, args.calls)
             stop, done = asyncio.Event(), [0]
-            tasks = [asyncio.create_task(resume_forever(names[i % args.names], seats[i % args.names], stop, done)) for i in range(args.resumes)]
+            tasks = [asyncio.create_task(resume_forever(names[i % args.names], seats[i % args.names], stop, done, failed)) for i in range(args.resumes)]
             await asyncio.sleep(1.0)  # every stream in flight
             began, before = time.perf_counter(), done[0]
-            loaded += await timed_calls(probe, round_id, args.calls)
+            loaded += await timed_calls(probe, round_id, args.calls, args.max_phase_s)
             resumes_per_s.append((done[0] - before) / (time.perf_counter() - began))
             stop.set()
             await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), TIMEOUT)
     return {
-        "rounds": args.rounds, "resumes_in_flight": args.resumes, "names": args.names, "calls_per_kind": len(quiet),
+        "rounds": args.rounds, "resumes_in_flight": args.resumes, "names": args.names, "calls_quiet": len(quiet), "calls_resuming": len(loaded),
         "getround_p50_ms_quiet": percentile(quiet, 50), "getround_p99_ms_quiet": percentile(quiet, 99),
         "getround_p50_ms_resuming": percentile(loaded, 50), "getround_p99_ms_resuming": percentile(loaded, 99),
-        "resumes_per_s": round(sum(resumes_per_s) / len(resumes_per_s), 1),
+        "resumes_per_s": round(sum(resumes_per_s) / len(resumes_per_s), 1), "resumes_failed": failed,
     }  # fmt: skip
 
 
@@ -131,6 +133,7 @@ def main() -> int:
     parser.add_argument("--resumes", type=int, default=48)
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--phases", type=int, default=2)
+    parser.add_argument("--max-phase-s", type=float, default=120.0, help="a loaded phase's calls stop after this long")
     args = parser.parse_args()
     with embedded_server("croupier-bench-resume-") as (_server, stack):
         figures = asyncio.run(run(stack.port, TokenAuthority(stack.secret), args))
