@@ -46,6 +46,7 @@ from ..domain.seat import (
     Seat,
     check_nickname,
     check_role,
+    default_nickname,
     seat_event,
 )
 from .dealer_qualification import DealerQualification
@@ -118,7 +119,7 @@ class SeatUseCases:
                 return with_next_round(uow, seat)
             seat = Seat(
                 seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
-                nickname=nickname or actor.subject, auto_confirm=auto_confirm and role == DEALER, joined_at=at,
+                nickname=nickname or default_nickname(role), auto_confirm=auto_confirm and role == DEALER, joined_at=at,
                 next_round_id=new_round_id() if role == PLAYER else "", seen_at=at,
             )  # fmt: skip
             uow.seats.add(seat)
