@@ -83,6 +83,8 @@ def test_par_sheets_of_the_five_games_are_written_as_html_and_pdf():
             assert f"{float(bet.house_edge) * 100:.4f}%" in page  # the summary prints every bet's edge
             assert str(bet.return_to_player) in page  # and its RTP as an exact fraction
         assert "DIFFERS" not in page
+        if game == "war-p2p":  # the seed's "about 1.4%" for the dealer seat is shown, and said to be rough
+            assert "about 1.4%" in page and "the seed&#x27;s rough figure; ours is exact (0.40 points apart)" in page
         assert page.count("<img") == 2 + (game == "war-p2p")  # net-result distributions, convergence, commission sweep
         assert pdf_path.read_bytes()[:5] == b"%PDF-" and pdf_path.stat().st_size > 20_000
         # The one simulated figure lands inside the band the exact σ predicts (seeded, so repeatable).

@@ -121,6 +121,7 @@ def distribution_figure(game: str, bets: list[BetFigures]):
         colours = ["#2a7" if n > 0 else "#888" if n == 0 else "#c44" for n in distribution]
         bars = axes.bar([f"{float(net):+g}" for net in distribution], [float(p) for p in distribution.values()], color=colours)
         axes.set_yscale("log")
+        axes.set_ylim(top=4 * float(max(distribution.values())))  # room for the top bar's label
         axes.set_title(f"{figures.bet} · {figures.strategy}", fontsize=8)
         axes.tick_params(labelsize=7)
         axes.bar_label(bars, labels=[f"{float(p):.4g}" for p in distribution.values()], fontsize=6)

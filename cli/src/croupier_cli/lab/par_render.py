@@ -71,8 +71,13 @@ def _published(sheet: ParSheet) -> Section | None:
         ours = [b for b in sheet.bets if b.bet == figure.bet]
         if figure.house_edge is not None and ours:
             mine = ours[0]
-            agrees = abs(float(mine.house_edge) - figure.house_edge) <= figure.tolerance
-            rows.append((figure.bet, figure.what, figure.value, _pct(mine.house_edge), "agrees" if agrees else "DIFFERS"))
+            gap = float(mine.house_edge) - figure.house_edge
+            if figure.approximate:
+                check = f"the seed's rough figure; ours is exact ({abs(gap) * 100:.2f} points apart)"
+            else:
+                check = "agrees" if abs(gap) <= figure.tolerance else "DIFFERS"
+            edge = _pct(-mine.house_edge) if figure.house_edge < 0 else _pct(mine.house_edge)
+            rows.append((figure.bet, figure.what, figure.value, edge, check))
         else:
             rows.append((figure.bet, figure.what, figure.value, "", "stated"))
         if figure.combinations and ours:
