@@ -34,8 +34,11 @@ class Statistic:
         return {k: getattr(self, k) for k in ("name", "what", "statistic", "df", "p_value", "samples")}
 
 
-def chi_square(name: str, what: str, observed: np.ndarray, expected: np.ndarray, df: int, samples: int) -> Statistic:
-    value = float(((observed - expected) ** 2 / expected).sum())
+def chi_square(
+    name: str, what: str, observed: np.ndarray, expected: np.ndarray, df: int, samples: int, scale: float = 1.0
+) -> Statistic:
+    """Pearson's sum divided by ``scale`` (when the deviations' covariance is ``scale`` times a multinomial's)."""
+    value = float(((observed - expected) ** 2 / expected).sum()) / scale
     enough = float(expected.min()) >= MIN_EXPECTED
     return Statistic(name, what, value, df, float(stats.chi2.sf(value, df)) if enough else None, samples)
 
@@ -77,10 +80,14 @@ class ShoeTally:
     def statistics(self) -> list[Statistic]:
         n, size, decks = self.shoes, self.size, self.decks
         found: list[Statistic] = []
+        # Each shoe fills every position once and holds every card `decks` times, so the deviations live in the
+        # (size−1)·51 dimensions with both margins fixed, where the uniform shuffle's covariance is a multiple of
+        # the identity (it is invariant under relabelling positions and cards); their sum of squares over the
+        # expectation is then size/(size−1) times a χ² with (size−1)·51 df — Pearson's sum is scaled back by that.
         expected = np.full((size, DECK_SIZE), n / DECK_SIZE)
         found.append(chi_square(
             "card × position", f"each of the 52 cards equally likely at each of the {size} positions",
-            self.card_position, expected, (size - 1) * (DECK_SIZE - 1), n,
+            self.card_position, expected, (size - 1) * (DECK_SIZE - 1), n, scale=size / (size - 1),
         ))
         per_position = [
             float(stats.chi2.sf((((row - n / DECK_SIZE) ** 2) / (n / DECK_SIZE)).sum(), DECK_SIZE - 1))
