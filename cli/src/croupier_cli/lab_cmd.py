@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from croupier_rules.errors import RuleError
+from croupier_rules.table_config import GAMES
 
 from .rules_cmd import _game
 
@@ -20,7 +21,7 @@ err_console = Console(stderr=True)
 
 
 def par(
-    game: Annotated[str, typer.Argument(help="the game", callback=_game)],
+    game: Annotated[str, typer.Argument(help=f"one of {', '.join(GAMES)}", callback=_game)],
     decks: Annotated[Optional[int], typer.Option(help="decks in the shoe (default: the table's)", min=1, max=16)] = None,
     fmt: Annotated[list[str], typer.Option("--format", help="html, pdf or json (repeatable)")] = ["html"],  # noqa: B006
     out: Annotated[Path, typer.Option(help="directory the sheets are written to")] = Path("var/par"),

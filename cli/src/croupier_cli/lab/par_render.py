@@ -209,8 +209,10 @@ def _pdf(sheet: ParSheet, parts: list[Section], path: Path) -> None:
         def flush() -> None:
             if not pending:
                 return
-            page = plt.figure(figsize=(11.69, 8.27))  # A4 landscape
-            page.text(0.03, 0.97, "\n".join(pending), family="monospace", fontsize=6.2, va="top")
+            page = plt.figure(figsize=(11.69, 8.27))  # A4 landscape: 842 × 595 pt
+            # A monospace character is ~0.6 em wide: shrink the type until the widest line fits the page.
+            size = min(6.2, 0.94 * 842 / (0.6 * max(len(line) for line in pending)))
+            page.text(0.03, 0.97, "\n".join(pending), family="monospace", fontsize=size, va="top")
             pdf.savefig(page)
             plt.close(page)
             pending.clear()
