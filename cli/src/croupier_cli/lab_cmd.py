@@ -56,7 +56,7 @@ DEFAULT_DECKS = (1, 4, 6)  # every deck count a standard table deals (Hold'em 1,
 def rng(
     shoes: Annotated[int, typer.Option(help="shoes per deck count (a lab's run: 1000000)", min=100)] = 1_000_000,
     decks: Annotated[Optional[list[int]], typer.Option(help="deck counts (repeatable; default 1, 4, 6)", min=1, max=16)] = None,
-    battery: Annotated[str, typer.Option(help="dieharder tests: standard, quick (birthdays only) or none")] = "standard",
+    battery: Annotated[str, typer.Option(help="dieharder tests: standard, quick (birthdays only), none, or test numbers such as 0,2,100")] = "standard",
     seed: Annotated[Optional[str], typer.Option(help="master seed, 64 hex digits (default: fresh from the OS CSPRNG)")] = None,
     urandom: Annotated[bool, typer.Option("--urandom", help="shuffle with os.urandom's bytes directly (not repeatable)")] = False,
     cut_samples: Annotated[Optional[int], typer.Option(help="cuts sampled per deck count (default: as many as shoes)", min=100)] = None,
@@ -68,8 +68,10 @@ def rng(
     from .lab.rng_report import run_report, write_report
 
     batteries = {"standard": STANDARD_TESTS, "quick": QUICK_TESTS, "none": ()}
-    if battery not in batteries:
-        raise typer.BadParameter(f"--battery must be one of {', '.join(batteries)}, not {battery!r}")
+    try:
+        tests = batteries[battery] if battery in batteries else tuple(int(t) for t in battery.split(","))
+    except ValueError:
+        raise typer.BadParameter(f"--battery is one of {', '.join(batteries)} or dieharder test numbers (0,2,100), not {battery!r}") from None
     try:
         master = bytes.fromhex(seed) if seed else None
     except ValueError:
@@ -83,7 +85,7 @@ def rng(
     ) as bar:
         task = bar.add_task("shoes", total=shoes * len(deck_counts))
         report = run_report(
-            shoes, deck_counts, master, urandom, batteries[battery], cut_samples, progress=lambda n: bar.advance(task, n)
+            shoes, deck_counts, master, urandom, tests, cut_samples, progress=lambda n: bar.advance(task, n)
         )
     for path in write_report(report, out):
         console.print(str(path))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from croupier_cli.lab import rng_battery
-from croupier_cli.lab.rng_report import run_report
+from croupier_cli.lab.rng_report import markdown, run_report
 from croupier_cli.lab.rng_sampling import chacha20_stream, matches_the_shuffler, shoe_batches
 from croupier_cli.lab.rng_statistics import ShoeTally
 from tests.conftest import CROUPIER
@@ -136,3 +136,12 @@ def test_card_by_position_statistic_has_the_chi_square_mean_of_its_df():
         values.append(tally.statistics()[0].statistic)
     df = 51 * 51
     assert abs(np.mean(values) - df) < 3 * np.sqrt(2 * df / len(values))
+
+
+def test_an_interrupted_battery_keeps_its_finished_tests_and_is_not_judged():
+    report = run_report(300, (1,), master_seed=SEED)
+    report.battery = rng_battery.Battery(True, "dieharder …", rng_battery.parse(DIEHARDER_OUTPUT)[:2], 12.0, "dieharder -d 2: killed")
+    page = markdown(json.loads(json.dumps(report.as_json())))
+    assert "Not judged: dieharder -d 2: killed" in page
+    assert "| diehard_operm5 | 0 | 1000000 | 200 | 0.41233450 | PASSED |" in page
+    assert "the raw-stream battery is not part of this result" in page

@@ -143,20 +143,23 @@ def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.4g}"
 
 
-def markdown(report: RngReport) -> str:
-    data = report.as_json()
+def markdown(data: dict) -> str:
+    """The report as Markdown, from its JSON (so a stored report can be printed again)."""
+    battery = data["battery"]
+    judged_battery = bool(battery) and battery["passed"] is not None
     lines = [
         "# Croupier — randomness report",
         "",
-        f"- Shoes per deck count: {report.shoes:,}; deck counts: {', '.join(map(str, report.decks))}",
-        f"- Shuffle: the shuffler's Fisher–Yates (Durstenfeld) with its rejection-sampling scaler, vectorised; bytes: {report.source}",
-        f"- Master seed: `{report.master_seed}`" if report.master_seed else "- Master seed: none (OS CSPRNG read directly)",
-        f"- Runtime: {report.seconds:.1f} s on {data['machine']}",
-        f"- **Result: {'PASS' if report.passed else 'FAIL'}** (threshold p ≥ {report.threshold:.3g})",
+        f"- Shoes per deck count: {data['shoes_per_deck_count']:,}; deck counts: {', '.join(map(str, data['decks']))}",
+        f"- Shuffle: the shuffler's Fisher–Yates (Durstenfeld) with its rejection-sampling scaler, vectorised; bytes: {data['source']}",
+        f"- Master seed: `{data['master_seed']}`" if data["master_seed"] else "- Master seed: none (OS CSPRNG read directly)",
+        f"- Runtime: {data['seconds']:.1f} s on {data['machine']}",
+        f"- **Result: {'PASS' if data['passed'] else 'FAIL'}** (threshold p ≥ {data['threshold']:.3g})"
+        + ("" if judged_battery else "; the raw-stream battery is not part of this result (see its section)"),
         "",
         "## Pass rule",
         "",
-        PASS_RULE,
+        data["pass_rule"],
         "",
     ]
     for sample in data["samples"]:
@@ -165,14 +168,15 @@ def markdown(report: RngReport) -> str:
         for st in sample["statistics"]:
             lines.append(f"| {st['name']} | {st['what']} | {st['statistic']:.6g} | {st['df'] or ''} | {_p(st['p_value'])} | {st['verdict']} |")
         lines.append("")
-    battery = data["battery"]
     lines += ["## Raw generator: dieharder on the OS CSPRNG", ""]
     if battery is None:
         lines.append("Not run (--battery none): the raw stream is judged by a separate run.")
-    elif not battery["installed"] or battery["error"]:
-        lines.append(f"Not judged: {battery['error']}")
-    else:
-        lines += [f"`{battery['command']}` · {battery['seconds']} s · {'no FAILED test' if battery['passed'] else 'FAILED tests'}", "",
+        return "\n".join(lines) + "\n"
+    if battery["error"]:
+        lines += [f"Not judged: {battery['error']}", ""]
+    if battery["results"]:
+        verdict = "" if battery["error"] else f" · {'no FAILED test' if battery['passed'] else 'FAILED tests'}"
+        lines += [f"`{battery['command']}` · {battery['seconds']} s{verdict}", "",
                   "| test | ntup | tsamples | psamples | p-value | assessment |", "|---|---|---|---|---|---|"]
         lines += [f"| {r['test']} | {r['ntup']} | {r['tsamples']} | {r['psamples']} | {r['p_value']:.8f} | {r['assessment']} |"
                   for r in battery["results"]]
@@ -183,5 +187,5 @@ def write_report(report: RngReport, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     json_path, md_path = directory / "rng-report.json", directory / "rng-report.md"
     json_path.write_text(json.dumps(report.as_json(), indent=1), encoding="utf-8")
-    md_path.write_text(markdown(report), encoding="utf-8")
+    md_path.write_text(markdown(report.as_json()), encoding="utf-8")
     return [md_path, json_path]
