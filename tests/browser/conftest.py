@@ -174,10 +174,15 @@ class Table:
         """Place the bets (or rebet) and deal, decide while asked (the first choice unless `choose`
         picks), until settled and checked in the page; the verdict element's state."""
         page = self.page
+        before = page.get_attribute("#round", "data-round") or ""
         page.click("#rebet" if rebet else "#place")
         self.idle()
         assert not self.error(), f"the server refused: {self.error()}"
-        page.wait_for_selector("#round[data-phase]:not([data-phase='betting'])")
+        # The new round on the felt (the last one's phase and verdict stand until it replaces them).
+        page.wait_for_function(
+            "before => { const r = document.querySelector('#round'); return r.dataset.round && r.dataset.round !== before"
+            " && r.dataset.phase && r.dataset.phase !== 'betting'; }", arg=before, timeout=TIMEOUT_MS,
+        )  # fmt: skip
         deadline = time.monotonic() + TIMEOUT_MS / 1000
         while page.get_attribute("#round", "data-phase") == "deciding" and time.monotonic() < deadline:
             buttons = page.locator("button.decision")
@@ -185,10 +190,12 @@ class Table:
             pick = choose(choices) if choose else choices[0]
             page.click(f"button.decision[data-choice='{pick}'] >> nth=0")
             self.idle()
-        return self.verdict()
+        return self.verdict(page.get_attribute("#round", "data-round") or "")
 
-    def verdict(self) -> str:
-        self.page.wait_for_selector("#verdict[data-state='ok'], #verdict[data-state='failed']", timeout=TIMEOUT_MS)
+    def verdict(self, round_id: str = "") -> str:
+        """The verdict's state once the page has checked the round (`round_id`: that round's, not the last one's)."""
+        mine = f"[data-round='{round_id}']" if round_id else ""
+        self.page.wait_for_selector(f"#verdict{mine}[data-state='ok'], #verdict{mine}[data-state='failed']", timeout=TIMEOUT_MS)
         return self.page.get_attribute("#verdict", "data-state") or ""
 
     def boxes_against_server(self) -> dict[str, list[str]]:
