@@ -47,7 +47,7 @@ def test_a_retry_after_a_crash_before_the_append_reaches_the_same_wallet_transac
 def test_the_wallet_refusal_passes_through_with_nothing_appended(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     game.wallet.balances[("alice", "USD")] = 300
-    with raises_reason("INSUFFICIENT_FUNDS", FailedPrecondition, match="cannot cover 500"):
+    with raises_reason("INSUFFICIENT_FUNDS", FailedPrecondition, match="cannot cover stakes of 5.00 USD"):
         game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     with raises_reason("ROUND_NOT_FOUND", NotFound):
         game.run(game.play.get_round(ALICE, next_round(game, seat)))

@@ -150,7 +150,7 @@ def test_top_up_limits_and_idempotency(tmp_path):
         assert first == again and first.amount == 1_000_000
         assert await h.balance("alice") == (1_000_000, 0, 1_000_000)
         code, details, reason = await status_of(h.top_up("alice", 5, "max"))
-        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "IDEMPOTENCY_KEY_REUSED") and "already used" in details
+        assert (code, reason) == (grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_KEY_REUSED") and "already used" in details
         code, details, reason = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(limit=501), metadata=h.auth("alice")))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "500" in details
 
@@ -206,7 +206,7 @@ def test_stakes_are_refused_when_the_balance_cannot_cover_them_and_nothing_moves
         await h.top_up("alice", 100, "t1")
         refusal = await refused(h.reserve("s1", "alice", "r1", 150))
         assert (refusal.code, refusal.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS")
-        assert refusal.message == "balance 100 cannot cover stakes of 150 (PLAY)"
+        assert refusal.message == "balance 1.00 play chips cannot cover stakes of 1.50 play chips"
         assert refusal.metadata == {"available": "100", "amount": "150", "currency": "PLAY"}
         assert await h.balance("alice") == (100, 0, 100)
         mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))

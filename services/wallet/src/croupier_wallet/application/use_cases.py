@@ -58,7 +58,7 @@ from croupier_wallet.domain.rounds import (
 from croupier_wallet.domain.reports import CommissionReport, HouseReport, LedgerFilter, commission_report, house_report
 
 from .ledger_session import LedgerSession
-from .limits import LimitsUseCases, enforce_limits
+from .limits import LimitsUseCases, enforce_limits, refuse_if_self_excluded
 from .ports import TransferIdTaken, UnitOfWorkFactory, WalletUnitOfWork
 
 logger = logging.getLogger(__name__)
@@ -195,6 +195,7 @@ class WalletApp:
             credit=world if outward else player, amount=amount, currency=currency, kind=kind, player_id=player_id,
         )  # fmt: skip
         with self._uow() as uow:
+            refuse_if_self_excluded(uow, player_id, self._clock(), "no money is added to the account")
             session = LedgerSession(uow, self._now())
             transfer = session.create(request, pending=False)
             session.flush()
