@@ -140,7 +140,7 @@ def test_top_up_limits_and_idempotency(tmp_path):
     async def scenario(h: Harness) -> None:
         for amount in (0, 1_000_001):
             code, details, reason = await status_of(h.top_up("alice", amount, f"t{amount}"))
-            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "from 1 to 1000000" in details
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "from 0.01 play chips to 10,000.00 play chips" in details
         code, details, reason = await status_of(h.top_up("alice", 10, "usd", currency="USD"))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "PLAY" in details
         code, _, reason = await status_of(h.top_up("ops", 10, "t"))  # operators deposit instead

@@ -42,7 +42,7 @@ def test_a_transaction_id_reused_for_a_different_amount_is_refused_and_changes_n
 
 @pytest.mark.parametrize("amount", [0, -1, 1_000_001])
 def test_top_ups_are_limited_to_one_million_minor_units(wallet, amount):
-    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 1 to 1000000"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 0.01 play chips to 10,000.00 play chips"):
         wallet.app.top_up("alice", amount, "PLAY", "tx")
 
 

@@ -129,6 +129,19 @@ def test_a_self_exclusion_refuses_every_currency_until_it_ends(casino):
     casino.stake(100)
 
 
+def test_a_self_exclusion_refuses_top_ups_and_deposits_with_the_date_it_ends(casino):
+    casino.limit(until="2025-01-08T00:00:00Z")
+    before = casino.wallet.snapshot()
+    with raises_reason("SELF_EXCLUDED", SelfExcluded) as top_up:
+        casino.app.top_up("alice", 5_000, "PLAY", "top-1")
+    assert str(top_up.value) == "self-excluded until 2025-01-08T00:00:00+00:00: no money is added to the account until then"
+    with raises_reason("SELF_EXCLUDED", SelfExcluded, match="until 2025-01-08T00:00:00"):
+        casino.app.deposit("alice", 5_000, "USD", "dep-1")
+    assert casino.wallet.snapshot() == before
+    casino.clock.now = datetime.fromisoformat("2025-01-08T00:00:00+00:00")  # over: money comes in again
+    assert casino.app.top_up("alice", 5_000, "PLAY", "top-1").amount == 5_000
+
+
 def test_a_player_may_not_end_a_self_exclusion_before_the_cooling_off(casino):
     casino.limit(until="2025-03-01T00:00:00Z")
     view = casino.limit(until="")  # asks to end it: waits a day
