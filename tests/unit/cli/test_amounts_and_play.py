@@ -66,7 +66,7 @@ def test_play_asks_and_shows_amounts_in_units_names_the_hands_and_shows_the_comm
     assert "chips 1.00, 5.00, 25.00" in out and "balance 12,345.00 play chips" in out
     assert "bet on ante (1.00-500.00 play chips, chips of 1.00; 0 for none)" in out
     assert "'5.001' has more than 2 decimal(s) for PLAY" in out and "0.50 is not a whole number of chips (of 1.00)" in out
-    assert "refused (INSUFFICIENT_FUNDS): balance 100 cannot cover stakes of 2500 (PLAY)" in out  # bet again
+    assert "refused (INSUFFICIENT_FUNDS): balance 1.00 play chips cannot cover stakes of 25.00 play chips" in out  # bet again
     assert out.index(COMMITMENT) < out.index("bet on ante")  # committed before the bets
     assert "Ah Kh  royal flush" in out and "high card (Q high)" in out  # the hands named at the showdown
     assert "staked 5.00 play chips returned 505.00 play chips" in out and "net +500.00 play chips" in out

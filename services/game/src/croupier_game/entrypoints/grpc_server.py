@@ -23,8 +23,9 @@ from ..application.seats import SeatStatus, SeatUseCases
 from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.seat import SEAT_ROLES
-from ..domain.visibility import RoundView, StepView
+from ..domain.visibility import RoundView
 from .errors import handles_errors
+from .steps import step_message
 
 
 # The enums whose values the rules library defines, and the seat roles the game's own.
@@ -66,13 +67,6 @@ def _rate(rate: Fraction | None) -> table_pb2.Rate | None:
     return table_pb2.Rate(numerator=rate.numerator, denominator=rate.denominator) if rate is not None else None
 
 
-def step_message(step: StepView) -> common_pb2.RoundStep:
-    return common_pb2.RoundStep(
-        version=step.version, event_type=step.event_type, occurred_at=step.occurred_at, payload_json=step.payload_json,
-        caused_by=step.caused_by, caused_by_reason=step.caused_by_reason,
-    )  # fmt: skip
-
-
 def round_message(view: RoundView) -> table_pb2.RoundView:
     return with_money(table_pb2.RoundView(
         round_id=view.round_id,
@@ -98,9 +92,7 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         revealed_salt=view.revealed_salt,
         revealed_shoe=view.revealed_shoe,
         void_reason=view.void_reason,
-        steps=[
-            step_message(s) for s in view.steps
-        ],
+        steps=[step_message(s, view.currency) for s in view.steps],
         balance_before=view.balance_before,
         balance_after=view.balance_after,
         hand_values=view.hand_values,
@@ -131,7 +123,7 @@ def seat_message(status: SeatStatus) -> table_pb2.SeatStatus:
 def update_message(update: RoundUpdate) -> table_pb2.RoundUpdate:
     step = update.step
     return table_pb2.RoundUpdate(
-        step=step_message(step),
+        step=step_message(step, update.view.currency),
         caused_by=update.caused_by, round=round_message(update.view),
     )  # fmt: skip
 
