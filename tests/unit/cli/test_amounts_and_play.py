@@ -85,7 +85,7 @@ def test_play_resumes_the_round_left_open_at_the_seat_before_new_bets(fake_serve
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "round round-0 at this seat is still deciding: resuming it" in out
-    assert "call (+20.00 PLAY), fold (adds nothing)" in out, "the cost of each choice before it is taken"
+    assert "call (+20.00 play chips), fold (adds nothing)" in out, "the cost of each choice before it is taken"
     assert "(by 2999-01-01T00:00:00.000Z), else the table's default is taken for you" in out
     assert tables.decided == [("round-0", "fold")] and tables.placed == [], "finished before any new bet"
     assert out.index("resuming it") < out.index("round round-0: net")

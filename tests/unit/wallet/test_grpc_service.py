@@ -190,7 +190,7 @@ def test_withdrawals_are_for_operators_and_real_money_and_name_the_available_bal
         code, _, reason = await status_of(withdraw("ops", 1_000, "w1", "PLAY"))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
         code, details, reason = await status_of(withdraw("ops", 5_001, "w1"))
-        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS") and "5000" in details
+        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS") and "balance 50.00 USD" in details
         transaction = (await withdraw("ops", 2_000, "w1")).transaction
         assert (transaction.kind, transaction.amount, transaction.currency) == ("withdrawal", -2_000, "USD")
         assert transaction.kind_enum == wallet_pb2.TRANSACTION_KIND_WITHDRAWAL
