@@ -63,7 +63,11 @@ def test_a_unary_call_in_json_as_curl_sends_it(web) -> None:
                              {"amount": {"amount_minor": 5000, "currency": "PLAY"}, "transaction_id": "t1"}, bearer)  # fmt: skip
     assert status == 200 and body["transaction"]["status"] == "posted"
     status, body = call_json(web, "croupier.v1.WalletService/GetBalances", {}, bearer)
-    assert body["balances"] == [{"currency": "PLAY", "available": "5000", "total": "5000"}]
+    money = {"amountMinor": "5000", "currency": "PLAY"}  # Money beside each flat amount (0 reads as absent in JSON)
+    assert body["balances"] == [{
+        "currency": "PLAY", "available": "5000", "total": "5000",
+        "availableMoney": money, "reservedMoney": {"currency": "PLAY"}, "totalMoney": money,
+    }]  # fmt: skip
 
 
 def test_a_unary_call_in_binary(web) -> None:

@@ -82,20 +82,20 @@ def test_a_bet_over_each_limit_is_refused_and_nothing_moves(casino):
 
     single = player_with(max_stake=1_000)
     refusal = refused_and_nothing_moved(single, single.seat(WAR), {"ante": 1_000, "tie": 500}, "LIMIT_EXCEEDED")
-    assert "stakes of 1500 PLAY exceed the maximum single stake of 1000 PLAY; stake at most 1000 at a time" in refusal.message
-    assert refusal.metadata == {"limit": "max_stake", "cap": "1000", "remaining": "1000"}
+    assert "stakes of 15.00 play chips exceed the maximum single stake of 10.00 play chips; stake at most 10.00 play chips at a time" in refusal.message
+    assert refusal.metadata == {"limit": "max_stake", "cap": "1000", "remaining": "1000", "currency": "PLAY"}
 
     wager = player_with(daily_wager=1_500)
     wager.place(wager.seat(WAR), {"ante": 1_000})  # open, at one table
     refusal = refused_and_nothing_moved(wager, wager.seat(BATTLE), {"ante": 1_000}, "LIMIT_EXCEEDED")
-    assert "daily wager limit of 1500 PLAY: 1000 wagered today, 500 left until" in refusal.message
-    assert refusal.metadata == {"limit": "daily_wager", "cap": "1500", "remaining": "500"}
+    assert "daily wager limit of 15.00 play chips: 10.00 play chips wagered today, 5.00 play chips left until" in refusal.message
+    assert refusal.metadata == {"limit": "daily_wager", "cap": "1500", "remaining": "500", "currency": "PLAY"}
 
     loss = player_with(daily_loss=1_500)
     loss.place(loss.seat(WAR), {"ante": 1_000})  # open: counts as lost until it pays
     refusal = refused_and_nothing_moved(loss, loss.seat(BATTLE), {"ante": 1_000}, "LIMIT_EXCEEDED")
-    assert "daily loss limit of 1500 PLAY: net loss today 1000, so at most 500 may be staked until" in refusal.message
-    assert refusal.metadata == {"limit": "daily_loss", "cap": "1500", "remaining": "500"}
+    assert "daily loss limit of 15.00 play chips: net loss today 10.00 play chips, so at most 5.00 play chips may be staked until" in refusal.message
+    assert refusal.metadata == {"limit": "daily_loss", "cap": "1500", "remaining": "500", "currency": "PLAY"}
     view = loss.call(loss.wallet.GetLimits, wallet_pb2.GetLimitsRequest()).limits.currencies[0]
     assert (view.currency, view.daily_loss.amount, view.wagered_today, view.net_loss_today) == ("PLAY", 1_500, 1_000, 1_000)
 
@@ -109,6 +109,14 @@ def test_a_self_excluded_player_is_refused_until_an_operator_lifts_it(casino):
     refusal = refused_and_nothing_moved(player, seat, {"ante": 100}, "SELF_EXCLUDED")
     assert "self-excluded until 2999-01-01T00:00:00+00:00" in refusal.message
     assert refusal.metadata == {"until": "2999-01-01T00:00:00+00:00"}
+    # No seat is taken and no money added either, each refusal with the date the exclusion ends.
+    for attempt, what in ((lambda: player.seat(BATTLE), "no seat is taken"), (lambda: player.top_up(500), "no money is added")):
+        with pytest.raises(grpc.RpcError) as refused:
+            attempt()
+        other = refusal_of(refused.value)
+        assert (other.code, other.reason, other.metadata) == (grpc.StatusCode.FAILED_PRECONDITION, "SELF_EXCLUDED", refusal.metadata)
+        assert f"self-excluded until 2999-01-01T00:00:00+00:00: {what}" in other.message
+    assert player.balance() == 100_000
     ended = set_limits(player, self_excluded_until="")  # a player's end waits out the cooling-off
     assert ended.self_exclusion.change_pending and ended.self_exclusion.until.startswith("2999")
     refused_and_nothing_moved(player, seat, {"ante": 100}, "SELF_EXCLUDED")
@@ -116,6 +124,8 @@ def test_a_self_excluded_player_is_refused_until_an_operator_lifts_it(casino):
     lifted = set_limits(operator, player_id=player.name, self_excluded_until="")
     assert lifted.self_exclusion.until == "" and not lifted.self_exclusion.change_pending
     play(player, seat, {"ante": 100})
+    player.seat(BATTLE)
+    player.top_up(500)
 
 
 def test_a_raise_of_a_limit_takes_effect_only_after_the_cooling_off(casino):
@@ -127,7 +137,7 @@ def test_a_raise_of_a_limit_takes_effect_only_after_the_cooling_off(casino):
     assert (raised.amount, raised.change_pending, raised.pending_amount) == (500, True, 5_000)
     assert raised.pending_effective_at
     refusal = refused_and_nothing_moved(player, seat, {"ante": 1_000}, "LIMIT_EXCEEDED")
-    assert "maximum single stake of 500 PLAY" in refusal.message
+    assert "maximum single stake of 5.00 play chips" in refusal.message
     due = datetime.fromisoformat(raised.pending_effective_at)
     assert (due - datetime.now(UTC)).total_seconds() <= COOLING_OFF_S + 1  # the services took the short cooling-off
     time.sleep(max((due - datetime.now(UTC)).total_seconds(), 0) + 0.2)
@@ -238,7 +248,7 @@ def test_a_raise_over_a_limit_is_refused_and_the_other_choice_stays_open(casino)
     with pytest.raises(grpc.RpcError) as refused:
         player.decide(view.round_id, "raise")
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "maximum single stake of 500 PLAY" in refused.value.details() and "you may still surrender" in refused.value.details()
+    assert "maximum single stake of 5.00 play chips" in refused.value.details() and "you may still surrender" in refused.value.details()
     assert refusal_of(refused.value).reason == "LIMIT_EXCEEDED"  # the wallet's, through the game
     assert player.balance() == before
     assert player.decide(view.round_id, "surrender").phase == "settled"

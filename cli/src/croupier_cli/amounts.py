@@ -1,7 +1,8 @@
 """Amounts as people read and type them: 500 minor units of a 2-decimal currency are "5.00".
 
-Money travels as integer minor units (STYLE.md §7); only the command line turns them into the
-currency's units, through these functions and nothing else. Play money (PLAY) has two decimals.
+Money travels as integer minor units (STYLE.md §7). The rules library's croupier_rules.money formats
+amounts for every message (servers' refusals and the command line alike); this module adds reading
+what a person types and the command line's checks of a bet. Play money (PLAY) has two decimals.
 """
 
 from __future__ import annotations
@@ -11,24 +12,9 @@ from functools import reduce
 from math import gcd
 from typing import Protocol
 
-# ISO 4217 minor-unit exponents other than 2 (the default, PLAY's too).
-_EXPONENTS = {
-    **dict.fromkeys(("BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "VND", "VUV",
-                     "XAF", "XOF", "XPF"), 0),  # fmt: skip
-    **dict.fromkeys(("BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"), 3),
-}
+from croupier_rules.money import decimals, format_amount
 
-
-def decimals(currency: str) -> int:
-    """How many decimals the currency's minor unit has (2 unless ISO 4217 says otherwise)."""
-    return _EXPONENTS.get(currency.upper(), 2)
-
-
-def format_amount(minor: int, currency: str, signed: bool = False) -> str:
-    """`minor` units in the currency's units: format_amount(500, "PLAY") == "5.00", 123456 → "1,234.56"."""
-    places = decimals(currency)
-    value = Decimal(minor).scaleb(-places)
-    return f"{value:{'+' if signed else ''},.{places}f}"
+__all__ = ["bet_problem", "chip_unit", "decimals", "format_amount", "parse_amount"]
 
 
 def parse_amount(text: str, currency: str) -> int:

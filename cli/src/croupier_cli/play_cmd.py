@@ -16,6 +16,8 @@ from rich.markup import escape
 from rich.prompt import Prompt
 
 from croupier.v1 import common_pb2, table_pb2, wallet_pb2
+from croupier_rules.money import currency_name
+from croupier_rules.money import money_text as money
 from croupier_rules.table_config import GAMES
 from croupier_rules.verify import verify_round
 
@@ -149,7 +151,7 @@ def ask_bets(table: table_pb2.TableInfo) -> dict[str, int]:
     unit = format_amount(chip_unit(table.chips), table.currency)
     for name in table.bets:
         limit = table.limits[name]
-        span = f"{format_amount(limit.min, table.currency)}-{format_amount(limit.max, table.currency)} {table.currency}"
+        span = f"{format_amount(limit.min, table.currency)}-{format_amount(limit.max, table.currency)} {currency_name(table.currency)}"
         default = format_amount(limit.min if name == table.bets[0] else 0, table.currency)
         while True:
             text = Prompt.ask(f"bet on {name} ({span}, chips of {unit}; 0 for none)", default=default)
@@ -274,10 +276,6 @@ def deadline_text(deadline: str) -> str:
         return "no deadline"
     left = (datetime.fromisoformat(deadline.replace("Z", "+00:00")) - datetime.now(UTC)).total_seconds()
     return f"decide within {max(0, int(left))} s (by {deadline}), else the table's default is taken for you"
-
-
-def money(minor: int, currency: str, signed: bool = False) -> str:
-    return f"{format_amount(minor, currency, signed)} {currency}"
 
 
 def register(app: typer.Typer) -> None:

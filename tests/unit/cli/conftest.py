@@ -83,7 +83,7 @@ class FakeTables(table_pb2_grpc.TableServiceServicer):
 
     async def PlaceBets(self, request, context):  # noqa: N802, ANN001, ANN201
         if request.bets["ante"] == 2_500:  # 25.00: more than the fake balance allows
-            await refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "balance 100 cannot cover stakes of 2500 (PLAY)", "INSUFFICIENT_FUNDS")
+            await refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "balance 1.00 play chips cannot cover stakes of 25.00 play chips", "INSUFFICIENT_FUNDS")
         self.placed.append(dict(request.bets))
         view = table_pb2.RoundView(round_id="round-1", game="casino-holdem", currency="PLAY", phase="dealing", bets=request.bets)
         return table_pb2.PlaceBetsResponse(round=view)

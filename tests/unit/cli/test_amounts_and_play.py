@@ -63,13 +63,13 @@ def test_play_asks_and_shows_amounts_in_units_names_the_hands_and_shows_the_comm
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert tables.placed == [{"ante": 500}]  # sent in minor units
-    assert "chips 1.00, 5.00, 25.00" in out and "balance 12,345.00 PLAY" in out
-    assert "bet on ante (1.00-500.00 PLAY, chips of 1.00; 0 for none)" in out
+    assert "chips 1.00, 5.00, 25.00" in out and "balance 12,345.00 play chips" in out
+    assert "bet on ante (1.00-500.00 play chips, chips of 1.00; 0 for none)" in out
     assert "'5.001' has more than 2 decimal(s) for PLAY" in out and "0.50 is not a whole number of chips (of 1.00)" in out
-    assert "refused (INSUFFICIENT_FUNDS): balance 100 cannot cover stakes of 2500 (PLAY)" in out  # bet again
+    assert "refused (INSUFFICIENT_FUNDS): balance 1.00 play chips cannot cover stakes of 25.00 play chips" in out  # bet again
     assert out.index(COMMITMENT) < out.index("bet on ante")  # committed before the bets
     assert "Ah Kh  royal flush" in out and "high card (Q high)" in out  # the hands named at the showdown
-    assert "staked 5.00 PLAY returned 505.00 PLAY" in out and "net +500.00 PLAY" in out
+    assert "staked 5.00 play chips returned 505.00 play chips" in out and "net +500.00 play chips" in out
     assert f"croupier verify round-1 --commitment {COMMITMENT}" in out  # the check, once the shoe is revealed
 
 
@@ -85,7 +85,7 @@ def test_play_resumes_the_round_left_open_at_the_seat_before_new_bets(fake_serve
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "round round-0 at this seat is still deciding: resuming it" in out
-    assert "call (+20.00 PLAY), fold (adds nothing)" in out, "the cost of each choice before it is taken"
+    assert "call (+20.00 play chips), fold (adds nothing)" in out, "the cost of each choice before it is taken"
     assert "(by 2999-01-01T00:00:00.000Z), else the table's default is taken for you" in out
     assert tables.decided == [("round-0", "fold")] and tables.placed == [], "finished before any new bet"
     assert out.index("resuming it") < out.index("round round-0: net")

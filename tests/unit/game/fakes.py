@@ -14,6 +14,7 @@ from croupier_platform.errors import Conflict, FailedPrecondition, NotFound
 from croupier_platform.events import EventEnvelope
 from croupier_rules import fairness
 from croupier_rules.cards import card_text, fresh_shoe
+from croupier_rules.money import money_text
 
 
 @dataclass
@@ -135,6 +136,7 @@ class FakeWallet:
     entries: list[_Entry] = field(default_factory=list)
     seen_events: set[str] = field(default_factory=set)
     replies: dict[str, Reservation] = field(default_factory=dict)
+    self_exclusions: dict[str, str] = field(default_factory=dict)  # player -> ISO end, as the wallet's GetLimits says
 
     def fund(self, player: str, amount: int, currency: str = "USD") -> None:
         self.balances[(player, currency)] = self.balances.get((player, currency), 0) + amount
@@ -154,15 +156,21 @@ class FakeWallet:
             if any(e.transaction_id == transaction_id and e.status == "voided" for e in self.entries):
                 raise StakesRefused(f"the reservation {transaction_id!r} was released; place the bets again", reason="ROUND_CLOSED")
             return self.replies[transaction_id]  # a repeat: nothing more reserved
+        self._refuse_if_excluded(player_id)
         before = self.available(player_id, currency)
         if amount > before:
             raise StakesRefused(
-                f"balance {before} {currency} cannot cover {amount}", reason="INSUFFICIENT_FUNDS",
+                f"balance {money_text(before, currency)} cannot cover stakes of {money_text(amount, currency)}", reason="INSUFFICIENT_FUNDS",
                 metadata={"available": before, "amount": amount, "currency": currency},
             )
         self.entries.append(_Entry(transaction_id, "stake", "pending", -amount, currency, round_id, player_id, dict(bets)))
         self.replies[transaction_id] = Reservation(transaction_id, before, before - amount)
         return self.replies[transaction_id]
+
+    def _refuse_if_excluded(self, player_id: str) -> None:
+        """As the wallet's limits refuse every stake and cover of a self-excluded player."""
+        if until := self.self_exclusions.get(player_id):
+            raise StakesRefused(f"self-excluded until {until}: no stakes are taken until then", reason="SELF_EXCLUDED", metadata={"until": until})
 
     async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         stake = next((e for e in self.entries if e.transaction_id == transaction_id and e.kind == "stake"), None)
@@ -202,10 +210,12 @@ class FakeWallet:
     ) -> Reservation:
         if transaction_id in self.replies:
             return self.replies[transaction_id]
+        self._refuse_if_excluded(dealer_id)
         before = self.available(dealer_id, currency)
         if cover + commission_hold > before:
             raise StakesRefused(
-                f"balance {before} {currency} cannot cover {cover + commission_hold}", reason="INSUFFICIENT_FUNDS",
+                f"balance {money_text(before, currency)} cannot cover the dealer's cover and commission of "
+                f"{money_text(cover + commission_hold, currency)}", reason="INSUFFICIENT_FUNDS",
                 metadata={"available": before, "amount": cover + commission_hold, "currency": currency},
             )
         self.entries.append(_Entry(f"cover:{transaction_id}", "cover", "pending", -cover, currency, round_id, dealer_id))
@@ -232,6 +242,9 @@ class FakeWallet:
 
     async def available_balance(self, player_id: str, currency: str) -> int:
         return self.available(player_id, currency)
+
+    async def self_excluded_until(self, player_id: str) -> str:
+        return self.self_exclusions.get(player_id, "")
 
     # -- the audit's archive (the real wallet's LedgerAuditService)
     async def rounds_transactions(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:

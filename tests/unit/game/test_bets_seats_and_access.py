@@ -47,13 +47,27 @@ def test_a_retry_after_a_crash_before_the_append_reaches_the_same_wallet_transac
 def test_the_wallet_refusal_passes_through_with_nothing_appended(game: Game) -> None:
     seat = game.seat("casino-war-usd")
     game.wallet.balances[("alice", "USD")] = 300
-    with raises_reason("INSUFFICIENT_FUNDS", FailedPrecondition, match="cannot cover 500"):
+    with raises_reason("INSUFFICIENT_FUNDS", FailedPrecondition, match="cannot cover stakes of 5.00 USD"):
         game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
     with raises_reason("ROUND_NOT_FOUND", NotFound):
         game.run(game.play.get_round(ALICE, next_round(game, seat)))
     assert len(game.shuffler.shoes) == 1  # only the one committed at the seat, before any bet
     game.wallet.fund("alice", 1_000)
     assert game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", "")).phase == "dealing"
+
+
+def test_a_self_excluded_player_takes_no_seat_and_places_no_bet(game: Game) -> None:
+    seat = game.seat("casino-war-usd")  # seated before the exclusion
+    game.wallet.self_exclusions["alice"] = "2999-01-01T00:00:00.000000+00:00"
+    for table, role in (("casino-war-play", "player"), ("casino-war-usd", "player"), ("war-p2p-i-usd", "dealer")):
+        with raises_reason("SELF_EXCLUDED", FailedPrecondition, match="self-excluded until 2999-01-01T00:00:00\\+00:00: no seat is taken") as sit:
+            game.run(game.seats.join_table(ALICE, table, role))
+        assert sit.value.metadata == {"until": "2999-01-01T00:00:00+00:00"}
+    with raises_reason("SELF_EXCLUDED", FailedPrecondition, match="self-excluded until 2999-01-01"):
+        game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    assert game.wallet.available("alice") == 1_000_000
+    del game.wallet.self_exclusions["alice"]
+    assert game.seat("casino-war-play")
 
 
 def test_rules_refuse_bad_bets_before_any_money_moves(game: Game) -> None:

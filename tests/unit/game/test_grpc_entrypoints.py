@@ -64,7 +64,7 @@ async def scenario() -> None:
             assert joined.status.last_round_phase_enum == common_pb2.ROUND_PHASE_UNSPECIFIED
             under = await refused(tables.PlaceBets(table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1}, idempotency_key="u"), metadata=alice))
             assert (under.code, under.reason, list(under.fields)) == (grpc.StatusCode.INVALID_ARGUMENT, "BET_BELOW_TABLE_MIN", ["bets.ante"])
-            assert under.metadata == {"bet": "ante", "amount": "1", "table_min": str(holdem.limits["ante"].min), "table_max": "50000"}
+            assert under.metadata == {"bet": "ante", "amount": "1", "table_min": str(holdem.limits["ante"].min), "table_max": "50000", "currency": holdem.currency}
             game.shuffler.stack("As", "Ad", "2c", "7d", "Ah", "Kc", "9s", "3d", "4h")
             request = table_pb2.PlaceBetsRequest(seat_id=seat, bets={"ante": 1000, "aa_bonus": 500}, idempotency_key="k")
             view = (await tables.PlaceBets(request, metadata=alice)).round

@@ -37,7 +37,7 @@ def test_a_dealer_needs_the_tables_points_and_balance(game: Game) -> None:
         game.run(game.seats.join_table(BOB, TABLE, "dealer"))
     game.points.points[("bob", "USD")] = 800
     game.wallet.balances[("bob", "USD")] = 41_999
-    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match=r"a balance of 42000 USD \(you have 41999\)"):
+    with raises_reason("DEALER_NOT_QUALIFIED", FailedPrecondition, match=r"a balance of 420.00 USD \(you have 419.99 USD\)"):
         game.run(game.seats.join_table(BOB, TABLE, "dealer"))
     game.wallet.balances[("bob", "USD")] = 42_000
     seat, _ = game.run(game.seats.join_table(BOB, TABLE, "dealer"))

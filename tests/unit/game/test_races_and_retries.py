@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import json
 
+import grpc
 import pytest
 
 from croupier_game.domain.round import KEEPER_CAUSATION
-from croupier_platform.errors import AlreadyExists, FailedPrecondition, NotFound
+from croupier_platform.errors import AlreadyExists, FailedPrecondition, NotFound, refusal_for
 from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_rules.errors import RuleError
+from croupier_wallet.domain.errors import TransferIdReused
 from tests.refusals import raises_reason
+from tests.unit.wallet.helpers import make_wallet
 
 from .conftest import ALICE, BOB, OPERATOR, Game
 
@@ -156,3 +159,21 @@ def test_each_side_of_a_player_dealer_round_sees_its_own_view(game: Game) -> Non
     assert "player_id" not in opened[1] and "balance_before" not in opened[1] and "alice" not in theirs.steps[0].payload_json
     everything = game.run(game.play.get_round(OPERATOR, view.round_id))
     assert everything.role == "" and "bob" in everything.steps[0].payload_json
+
+
+def test_the_wallet_and_the_game_answer_a_reused_key_with_the_same_status(game: Game, tmp_path) -> None:
+    """One status for a reused idempotency key everywhere: the game's PlaceBets and the wallet's TopUpPlayMoney
+    (a transaction id is the wallet's key) both answer ALREADY_EXISTS with IDEMPOTENCY_KEY_REUSED."""
+    seat = game.seat("casino-war-usd")
+    game.run(game.play.place_bets(ALICE, seat, {"ante": 500}, "key-1", ""))
+    with pytest.raises(AlreadyExists) as in_game:
+        game.run(game.play.place_bets(ALICE, seat, {"ante": 700}, "key-1", ""))
+    wallet = make_wallet(f"sqlite:///{tmp_path / 'wallet.db'}")
+    try:
+        wallet.app.top_up("alice", 500, "PLAY", "key-1")
+        with pytest.raises(TransferIdReused) as in_wallet:
+            wallet.app.top_up("alice", 700, "PLAY", "key-1")
+    finally:
+        wallet.engine.dispose()
+    statuses = {(r.code, r.reason) for r in (refusal_for(in_game.value), refusal_for(in_wallet.value))}
+    assert statuses == {(grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_KEY_REUSED")}

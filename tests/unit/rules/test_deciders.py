@@ -68,11 +68,11 @@ def test_decision_out_of_turn_says_why_and_what_is_allowed():
 def test_bets_are_refused_under_and_over_the_limits_and_off_chip():
     decider = decider_for("casino-war")
     state = decider.initial_state(table_for("casino-war"))
-    with raises_reason("BET_BELOW_TABLE_MIN", RuleError, match="under the table minimum 100") as under:
+    with raises_reason("BET_BELOW_TABLE_MIN", RuleError, match="under the table minimum 1.00 USD") as under:
         decider.decide(state, PlaceBets(bets={"ante": 50}))
     assert (under.value.reason, under.value.field) == ("BET_BELOW_TABLE_MIN", "bets.ante")
-    assert under.value.metadata == {"bet": "ante", "amount": "50", "table_min": "100", "table_max": "50000"}
-    with raises_reason("BET_ABOVE_TABLE_MAX", RuleError, match="over the table maximum 50000") as over:
+    assert under.value.metadata == {"bet": "ante", "amount": "50", "table_min": "100", "table_max": "50000", "currency": "USD"}
+    with raises_reason("BET_ABOVE_TABLE_MAX", RuleError, match="over the table maximum 500.00 USD") as over:
         decider.decide(state, PlaceBets(bets={"ante": 60000}))
     assert (over.value.reason, over.value.metadata["amount"]) == ("BET_ABOVE_TABLE_MAX", "60000")
     with raises_reason("INVALID_FIELD", RuleError, match="not a whole number of chips"):

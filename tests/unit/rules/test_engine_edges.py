@@ -63,7 +63,7 @@ def test_only_zero_bets_are_no_bet_at_all():
 
 
 def test_a_bet_of_minus_one_cent_is_refused_as_negative():
-    with raises_reason("INVALID_FIELD", RuleError, match="bet ante of -1 is negative"):
+    with raises_reason("INVALID_FIELD", RuleError, match="bet ante of -0.01 USD is negative"):
         place("casino-war", {"ante": -1})
 
 

@@ -83,7 +83,7 @@ def test_a_bet_off_the_table_limits_names_the_bet_its_amount_and_the_limits():
         with pytest.raises(InvalidInput) as refused:
             decider_for("casino-war").decide(_fresh("casino-war"), PlaceBets(bets={"ante": amount}))
         assert (refused.value.reason, refused.value.field, refused.value.metadata) == (
-            reason, "bets.ante", {"bet": "ante", "amount": str(amount), "table_min": str(low), "table_max": str(high)}
+            reason, "bets.ante", {"bet": "ante", "amount": str(amount), "table_min": str(low), "table_max": str(high), "currency": "USD"}
         )
 
 

@@ -37,7 +37,7 @@ def test_reserve_holds_the_amount_without_posting():
 
 def test_a_stake_the_available_balance_cannot_cover_is_refused_with_the_numbers():
     player = Account(ALICE, "PLAY", balance=100, pending_debits=80)
-    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match=r"balance 20 cannot cover stakes of 30 \(PLAY\)"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match=r"balance 0.20 play chips cannot cover stakes of 0.30 play chips"):
         reserve(player, Account(TABLE, "PLAY"), stake(30))
 
 

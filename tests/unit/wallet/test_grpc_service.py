@@ -140,7 +140,7 @@ def test_top_up_limits_and_idempotency(tmp_path):
     async def scenario(h: Harness) -> None:
         for amount in (0, 1_000_001):
             code, details, reason = await status_of(h.top_up("alice", amount, f"t{amount}"))
-            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "from 1 to 1000000" in details
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "from 0.01 play chips to 10,000.00 play chips" in details
         code, details, reason = await status_of(h.top_up("alice", 10, "usd", currency="USD"))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "PLAY" in details
         code, _, reason = await status_of(h.top_up("ops", 10, "t"))  # operators deposit instead
@@ -150,7 +150,7 @@ def test_top_up_limits_and_idempotency(tmp_path):
         assert first == again and first.amount == 1_000_000
         assert await h.balance("alice") == (1_000_000, 0, 1_000_000)
         code, details, reason = await status_of(h.top_up("alice", 5, "max"))
-        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "IDEMPOTENCY_KEY_REUSED") and "already used" in details
+        assert (code, reason) == (grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_KEY_REUSED") and "already used" in details
         code, details, reason = await status_of(h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(limit=501), metadata=h.auth("alice")))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD") and "500" in details
 
@@ -190,7 +190,7 @@ def test_withdrawals_are_for_operators_and_real_money_and_name_the_available_bal
         code, _, reason = await status_of(withdraw("ops", 1_000, "w1", "PLAY"))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
         code, details, reason = await status_of(withdraw("ops", 5_001, "w1"))
-        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS") and "5000" in details
+        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS") and "balance 50.00 USD" in details
         transaction = (await withdraw("ops", 2_000, "w1")).transaction
         assert (transaction.kind, transaction.amount, transaction.currency) == ("withdrawal", -2_000, "USD")
         assert transaction.kind_enum == wallet_pb2.TRANSACTION_KIND_WITHDRAWAL
@@ -206,7 +206,7 @@ def test_stakes_are_refused_when_the_balance_cannot_cover_them_and_nothing_moves
         await h.top_up("alice", 100, "t1")
         refusal = await refused(h.reserve("s1", "alice", "r1", 150))
         assert (refusal.code, refusal.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS")
-        assert refusal.message == "balance 100 cannot cover stakes of 150 (PLAY)"
+        assert refusal.message == "balance 1.00 play chips cannot cover stakes of 1.50 play chips"
         assert refusal.metadata == {"available": "100", "amount": "150", "currency": "PLAY"}
         assert await h.balance("alice") == (100, 0, 100)
         mine = await h.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(), metadata=h.auth("alice"))

@@ -42,7 +42,7 @@ def test_a_transaction_id_reused_for_a_different_amount_is_refused_and_changes_n
 
 @pytest.mark.parametrize("amount", [0, -1, 1_000_001])
 def test_top_ups_are_limited_to_one_million_minor_units(wallet, amount):
-    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 1 to 1000000"):
+    with raises_reason("INVALID_FIELD", InvalidTransfer, match="from 0.01 play chips to 10,000.00 play chips"):
         wallet.app.top_up("alice", amount, "PLAY", "tx")
 
 
@@ -59,7 +59,7 @@ def test_top_ups_are_play_money_and_deposits_real_money(wallet):
 def test_a_stake_the_balance_cannot_cover_is_refused_and_nothing_moves(wallet):
     wallet.app.top_up("alice", 100, "PLAY", "tx-1")
     before = wallet.snapshot()
-    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match=r"balance 100 cannot cover stakes of 150 \(PLAY\)"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match=r"balance 1.00 play chips cannot cover stakes of 1.50 play chips"):
         wallet.app.reserve_stakes("s1", "alice", "r1", 150, "PLAY", {"ante": 150})
     assert wallet.snapshot() == before
     # Nor did the refused stake open the round: a later, smaller stake may still choose its currency.
@@ -179,7 +179,7 @@ def test_a_void_takes_back_a_payout_already_spent_and_reports_the_overdraft(wall
     assert balance(wallet) == (-200, 0, -200)  # exactly as if r1 never happened: 100 - 300
     report = wallet.check()
     assert report.ok and report.overdrawn == {("player:alice", "PLAY"): -200}
-    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="balance -200"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="balance -2.00 play chips"):
         wallet.app.reserve_stakes("s3", "alice", "r3", 1, "PLAY", {})
 
 

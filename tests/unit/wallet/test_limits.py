@@ -78,7 +78,7 @@ def test_a_stake_over_the_maximum_single_stake_is_refused_and_nothing_moves(casi
     casino.limit(max_stake=500)
     casino.stake(500)
     error = refused(casino, LimitExceeded, 501)
-    assert str(error) == "stakes of 501 PLAY exceed the maximum single stake of 500 PLAY; stake at most 500 at a time"
+    assert str(error) == "stakes of 5.01 play chips exceed the maximum single stake of 5.00 play chips; stake at most 5.00 play chips at a time"
     # Per reservation: a raise is a reservation of its own.
     casino.app.reserve_stakes("r1:raise", "alice", "r1", 500, "PLAY", {"raise": 500})
 
@@ -89,7 +89,7 @@ def test_the_daily_wager_limit_counts_todays_stakes_and_starts_again_at_midnight
     casino.settle("r1", 600, 1_200)  # a win gives no room on the wager limit
     casino.stake(300)
     error = refused(casino, LimitExceeded, 200)
-    assert "daily wager limit of 1000 PLAY: 900 wagered today, 100 left until 2025-01-02T00:00:00+00:00" in str(error)
+    assert "daily wager limit of 10.00 play chips: 9.00 play chips wagered today, 1.00 play chips left until 2025-01-02T00:00:00+00:00" in str(error)
     casino.stake(100)
     casino.clock.advance(timedelta(hours=12))  # 2025-01-02T00:00Z: a new day
     casino.stake(1_000)
@@ -99,7 +99,7 @@ def test_the_daily_loss_limit_counts_open_stakes_in_full_and_payouts_make_room(c
     casino.limit(daily_loss=1_000)
     casino.stake(700)  # open: may be lost in full
     error = refused(casino, LimitExceeded, 400)
-    assert "could exceed the daily loss limit of 1000 PLAY: net loss today 700, so at most 300 may be staked" in str(error)
+    assert "could exceed the daily loss limit of 10.00 play chips: net loss today 7.00 play chips, so at most 3.00 play chips may be staked" in str(error)
     casino.settle("r1", 700, 1_400)  # won: net loss today -700
     casino.stake(1_700)
     refused(casino, LimitExceeded, 1)
@@ -127,6 +127,19 @@ def test_a_self_exclusion_refuses_every_currency_until_it_ends(casino):
     refused(casino, SelfExcluded, 100, currency="USD")
     casino.clock.now = datetime.fromisoformat("2025-01-08T00:00:00+00:00")
     casino.stake(100)
+
+
+def test_a_self_exclusion_refuses_top_ups_and_deposits_with_the_date_it_ends(casino):
+    casino.limit(until="2025-01-08T00:00:00Z")
+    before = casino.wallet.snapshot()
+    with raises_reason("SELF_EXCLUDED", SelfExcluded) as top_up:
+        casino.app.top_up("alice", 5_000, "PLAY", "top-1")
+    assert str(top_up.value) == "self-excluded until 2025-01-08T00:00:00+00:00: no money is added to the account until then"
+    with raises_reason("SELF_EXCLUDED", SelfExcluded, match="until 2025-01-08T00:00:00"):
+        casino.app.deposit("alice", 5_000, "USD", "dep-1")
+    assert casino.wallet.snapshot() == before
+    casino.clock.now = datetime.fromisoformat("2025-01-08T00:00:00+00:00")  # over: money comes in again
+    assert casino.app.top_up("alice", 5_000, "PLAY", "top-1").amount == 5_000
 
 
 def test_a_player_may_not_end_a_self_exclusion_before_the_cooling_off(casino):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
+from croupier_rules.money import money_text
 from croupier_wallet.domain.limits import (
     DAILY_LOSS,
     DAILY_WAGER,
@@ -98,7 +99,7 @@ def test_the_daily_wager_limit_lets_through_exactly_the_stakes_that_fit(cap, ask
         except LimitExceeded as refused:
             assert wagered + amount > cap
             assert (refused.limit, refused.cap, refused.left) == (DAILY_WAGER, cap, cap - wagered)
-            assert f"daily wager limit of {cap} PLAY" in str(refused) and f"{cap - wagered} left" in str(refused)
+            assert f"daily wager limit of {money_text(cap, 'PLAY')}" in str(refused) and f"{money_text(cap - wagered, 'PLAY')} left" in str(refused)
         else:
             assert wagered + amount <= cap
             wagered += amount
@@ -128,7 +129,7 @@ def test_the_maximum_single_stake(cap, amount):
     if amount <= cap:
         check_stake(amount, "USD", limits, NO_EXCLUSION, DailyUsage(), NOW)
         return
-    with raises_reason("LIMIT_EXCEEDED", LimitExceeded, match=f"stakes of {amount} USD exceed the maximum single stake of {cap} USD"):
+    with raises_reason("LIMIT_EXCEEDED", LimitExceeded, match=f"stakes of {money_text(amount, 'USD')} exceed the maximum single stake of {money_text(cap, 'USD')}"):
         check_stake(amount, "USD", limits, NO_EXCLUSION, DailyUsage(), NOW)
 
 
@@ -153,7 +154,7 @@ def test_the_refusals_come_in_order_exclusion_then_single_stake_then_wager_then_
 
 def test_a_raise_waiting_out_its_cooling_off_is_not_yet_in_force_for_the_check():
     limits = CurrencyLimits("PLAY", max_stake=change_amount(Setting(100), 500, NOW, PLAYER))
-    with raises_reason("LIMIT_EXCEEDED", LimitExceeded, match="maximum single stake of 100 PLAY"):
+    with raises_reason("LIMIT_EXCEEDED", LimitExceeded, match="maximum single stake of 1.00 play chips"):
         check_stake(200, "PLAY", limits, NO_EXCLUSION, DailyUsage(), NOW + COOLING_OFF - timedelta(microseconds=1))
     check_stake(200, "PLAY", limits, NO_EXCLUSION, DailyUsage(), NOW + COOLING_OFF)
 

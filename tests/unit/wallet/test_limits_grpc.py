@@ -30,8 +30,8 @@ def test_a_player_sets_their_own_limits_and_a_stake_over_one_is_failed_precondit
         before = await h.balance("alice")
         refusal = await refused(h.reserve("s1", "alice", "r1", 600))
         assert (refusal.code, refusal.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "LIMIT_EXCEEDED")
-        assert refusal.metadata == {"limit": "max_stake", "cap": "500", "remaining": "500"}
-        assert refusal.message == "stakes of 600 PLAY exceed the maximum single stake of 500 PLAY; stake at most 500 at a time"
+        assert refusal.metadata == {"limit": "max_stake", "cap": "500", "remaining": "500", "currency": "PLAY"}
+        assert refusal.message == "stakes of 6.00 play chips exceed the maximum single stake of 5.00 play chips; stake at most 5.00 play chips at a time"
         assert await h.balance("alice") == before
         raised = await limits(h, "alice", currency="PLAY", max_stake=0)  # a removal waits out the cooling-off
         assert raised.currencies[0].max_stake.change_pending and raised.currencies[0].max_stake.amount == 500

@@ -68,7 +68,7 @@ def test_a_dealer_who_cannot_cover_is_refused_and_nothing_moves(wallet: Wallet) 
     wallet.app.deposit("bob", 10_000, "USD", "funding")
     wallet.app.reserve_stakes("r1:stakes:1", "alice", "r1", 10_000, "USD", {"ante": 10_000})
     before = wallet.snapshot()
-    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="cannot cover the dealer's cover and commission of 10350"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="cannot cover the dealer's cover and commission of 103.50 "):
         wallet.app.reserve_cover("r1:cover", "bob", "r1", 10_000, 350, "USD")
     assert wallet.snapshot() == before
 

@@ -36,7 +36,7 @@ def test_more_than_the_available_balance_is_refused_naming_it_and_nothing_moves(
     wallet.app.deposit("alice", 5_000, "USD", "dep-1")
     before = wallet.snapshot()
 
-    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="5000") as refused:
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="balance 50.00 USD") as refused:
         wallet.app.withdraw("alice", 5_001, "USD", "wd-1")
 
     assert (refused.value.metadata["available"], refused.value.metadata["amount"]) == ("5000", "5001")  # ErrorInfo metadata: strings
@@ -48,7 +48,7 @@ def test_stakes_held_by_an_open_round_are_not_withdrawn(wallet):
     wallet.app.deposit("alice", 1_000, "USD", "dep-1")
     wallet.app.reserve_stakes("stake-1", "alice", "r1", 600, "USD", {"ante": 600})
 
-    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="400"):
+    with raises_reason("INSUFFICIENT_FUNDS", InsufficientFunds, match="balance 4.00 USD"):
         wallet.app.withdraw("alice", 500, "USD", "wd-1")
     wallet.app.withdraw("alice", 400, "USD", "wd-2")
     assert wallet.consumer.handle(settled("r1", {"ante": (600, 0)}))  # the round lost: its stake posted to the table

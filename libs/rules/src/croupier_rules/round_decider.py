@@ -27,6 +27,7 @@ from .events import (
     RoundSettled,
     RoundVoided,
 )
+from .money import money_text
 from .table_config import TableConfig
 
 PHASE_TEXT = {
@@ -189,7 +190,9 @@ class Decider:
             if isinstance(amount, bool) or not isinstance(amount, int):
                 raise InvalidInput(f"bet {name} must be a whole number of minor units (cents), not {amount!r}", field=f"bets.{name}")
             if amount < 0:
-                raise InvalidInput(f"bet {name} of {amount} is negative; bets are positive amounts in minor units", field=f"bets.{name}")
+                raise InvalidInput(
+                    f"bet {name} of {money_text(amount, table.currency)} is negative; bets are positive amounts", field=f"bets.{name}"
+                )
             if amount:
                 bets[name] = amount
         bets = self.game.normalize_bets(table, bets)
@@ -204,16 +207,17 @@ class Decider:
         for name, amount in bets.items():
             limit = table.limits[name]
             if amount < limit.min:
-                raise _off_table_limits(name, amount, limit.min, limit.max, reason="BET_BELOW_TABLE_MIN")
+                raise _off_table_limits(name, amount, limit.min, limit.max, table.currency, reason="BET_BELOW_TABLE_MIN")
             if amount > limit.max:
                 if table.over_limit != "auto-adjust":
-                    raise _off_table_limits(name, amount, limit.min, limit.max, reason="BET_ABOVE_TABLE_MAX")
+                    raise _off_table_limits(name, amount, limit.min, limit.max, table.currency, reason="BET_ABOVE_TABLE_MAX")
                 adjusted[name] = amount
                 amount = table.whole_chips(limit.max)
                 bets[name] = amount
             if amount % table.chip_unit:
                 raise InvalidInput(
-                    f"bet {name} of {amount} is not a whole number of chips; chips are {', '.join(map(str, table.chips))}",
+                    f"bet {name} of {money_text(amount, table.currency)} is not a whole number of chips; chips are "
+                    f"{', '.join(money_text(chip, table.currency) for chip in table.chips)}",
                     field=f"bets.{name}",
                 )
         return BetsPlaced(bets=bets, adjusted_from=adjusted)
@@ -299,9 +303,10 @@ class Decider:
         raise RuleError(f"unknown event {type(event).__name__}")
 
 
-def _off_table_limits(bet: str, amount: int, low: int, high: int, *, reason: str) -> InvalidInput:
-    where = f"under the table minimum {low}" if reason == "BET_BELOW_TABLE_MIN" else f"over the table maximum {high}"
+def _off_table_limits(bet: str, amount: int, low: int, high: int, currency: str, *, reason: str) -> InvalidInput:
+    """The message names amounts in the currency's units; the metadata keeps them in minor units."""
+    where = f"under the table minimum {money_text(low, currency)}" if reason == "BET_BELOW_TABLE_MIN" else f"over the table maximum {money_text(high, currency)}"
     return InvalidInput(
-        f"bet {bet} of {amount} is {where} (limits {low}-{high})", reason=reason, field=f"bets.{bet}",
-        metadata={"bet": bet, "amount": amount, "table_min": low, "table_max": high},
+        f"bet {bet} of {money_text(amount, currency)} is {where} (limits {money_text(low, currency)} to {money_text(high, currency)})",
+        reason=reason, field=f"bets.{bet}", metadata={"bet": bet, "amount": amount, "table_min": low, "table_max": high, "currency": currency},
     )

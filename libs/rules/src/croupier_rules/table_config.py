@@ -8,7 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import reduce
 from math import gcd
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -16,6 +16,18 @@ from .errors import InvalidInput
 
 GameName = Literal["casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars"]
 GAMES: tuple[str, ...] = ("casino-war", "war-p2p", "casino-holdem", "battle-royale", "dueling-for-dollars")
+
+
+class Payout(NamedTuple):
+    """A bet pays `pays_to_one` to one on `outcome` (the stake returned besides)."""
+
+    bet: str
+    outcome: str
+    pays_to_one: int
+
+
+def _paytable(bet: str, pays: dict[str, int]) -> tuple[Payout, ...]:
+    return tuple(Payout(bet, outcome, to_one) for outcome, to_one in pays.items())
 
 
 class BetLimit(BaseModel):
@@ -63,6 +75,11 @@ class TableConfig(BaseModel):
         """`amount` rounded down to a whole number of chips (a multiple of the chip unit)."""
         return amount - amount % self.chip_unit
 
+    def payouts(self) -> tuple[Payout, ...]:
+        """What the table's bets pay on their outcomes beyond even money, from its parameters (a frontend
+        shows them as the table's conditions); each game's table names its own."""
+        return ()
+
 
 class CasinoWarTable(TableConfig):
     game: Literal["casino-war"] = "casino-war"
@@ -71,6 +88,9 @@ class CasinoWarTable(TableConfig):
     war_tie_bonus: int = 2
     surrender_loss: Fraction = Fraction(1, 2)
     burn_before_war: int = 3
+
+    def payouts(self) -> tuple[Payout, ...]:
+        return (Payout("tie", "tie", self.tie_pays), Payout("ante", "tie after war: ante bonus", self.war_tie_bonus))
 
 
 class WarP2PTable(TableConfig):
@@ -121,6 +141,9 @@ class CasinoHoldemTable(TableConfig):
     # Dealer qualifies with a pair of this rank index (2 = fours) or better.
     qualify_pair_rank: int = 2
 
+    def payouts(self) -> tuple[Payout, ...]:
+        return (*_paytable("ante", self.ante_pays), *_paytable("aa_bonus", self.aa_bonus_pays))
+
 
 class BattleRoyaleTable(TableConfig):
     game: Literal["battle-royale"] = "battle-royale"
@@ -130,6 +153,9 @@ class BattleRoyaleTable(TableConfig):
     battle_tie_pays: int = 3
     surrender_loss: Fraction = Fraction(1, 2)
     burn_before_war: int = 3
+
+    def payouts(self) -> tuple[Payout, ...]:
+        return (Payout("battle", "tie in battle", self.battle_tie_pays),)
 
 
 class DuelingTable(TableConfig):
@@ -144,6 +170,9 @@ class DuelingTable(TableConfig):
     burn_before_war: int = 3
     tie_plus_pays: dict[str, int] = {"suited tie": 20, "unsuited tie": 10}
     combo_pays: dict[str, int] = {"straight flush": 4, "straight": 2, "flush": 1}
+
+    def payouts(self) -> tuple[Payout, ...]:
+        return (*_paytable("tie_plus", self.tie_plus_pays), *_paytable("combo", self.combo_pays))
 
 
 TABLE_TYPES: dict[str, type[TableConfig]] = {

@@ -17,6 +17,7 @@ from croupier_platform.errors import relayed
 from croupier_platform.events import EventEnvelope
 from croupier_platform.grpc_client import UNREACHABLE, GrpcClient
 from croupier_platform.redrive import envelope_to_json
+from croupier_rules.money import money_text
 
 from ..application.ports import CommittedShoe, ExpiredReservation, LedgerEntry, Reservation, RevealedShoe, StakesRefused
 
@@ -104,7 +105,7 @@ class GrpcStakes(_RoundEventSink):
             transaction_id=transaction_id, player_id=player_id, round_id=round_id,
             amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets), game=game, table_id=table_id,
         )  # fmt: skip
-        return await self._reserve("ReserveStakes", request, f"the wallet refused the stakes of {amount} {currency}")
+        return await self._reserve("ReserveStakes", request, f"the wallet refused the stakes of {money_text(amount, currency)}")
 
     async def reserve_dealer_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
@@ -113,7 +114,7 @@ class GrpcStakes(_RoundEventSink):
             transaction_id=transaction_id, dealer_id=dealer_id, round_id=round_id,
             cover=common_pb2.Money(amount_minor=cover, currency=currency), commission_hold=commission_hold,
         )  # fmt: skip
-        return await self._reserve("ReserveDealerCover", request, f"the wallet refused the dealer's cover of {cover} {currency}")
+        return await self._reserve("ReserveDealerCover", request, f"the wallet refused the dealer's cover of {money_text(cover, currency)}")
 
     async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         request = internal_pb2.ReleaseStakesRequest(transaction_id=transaction_id, round_id=round_id)
@@ -131,6 +132,10 @@ class GrpcStakes(_RoundEventSink):
     async def available_balance(self, player_id: str, currency: str) -> int:
         reply = await self._call("GetBalances", wallet_pb2.GetBalancesRequest(player_id=player_id), self._balances)
         return next((b.available for b in reply.balances if b.currency == currency), 0)
+
+    async def self_excluded_until(self, player_id: str) -> str:
+        reply = await self._call("GetLimits", wallet_pb2.GetLimitsRequest(player_id=player_id), self._balances)
+        return reply.limits.self_exclusion.until
 
     async def expired_reservations(self, limit: int) -> list[ExpiredReservation]:
         reply = await self._call("ListExpiredReservations", internal_pb2.ListExpiredReservationsRequest(limit=limit))

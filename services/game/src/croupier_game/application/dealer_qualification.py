@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from croupier_platform.errors import FailedPrecondition
 from croupier_rules.games.war_p2p import largest_covered_ante
+from croupier_rules.money import money_text
 from croupier_rules.table_config import TableConfig, WarP2PTable
 
 from ..domain.catalogue import TableEntry
@@ -32,7 +33,9 @@ class DealerQualification:
         if points < table.dealer_min_points:
             missing["points"] = f"{table.dealer_min_points} dealer points (you have {points})"
         if available < table.dealer_min_balance:
-            missing["balance"] = f"a balance of {table.dealer_min_balance} {entry.currency} (you have {available})"
+            missing["balance"] = (
+                f"a balance of {money_text(table.dealer_min_balance, entry.currency)} (you have {money_text(available, entry.currency)})"
+            )
         return missing
 
     async def require(self, player_id: str, entry: TableEntry) -> None:
@@ -54,8 +57,8 @@ class DealerQualification:
         """Refuses (FailedPrecondition, naming the cap) an ante larger than the dealer covers now."""
         if ante > (cap := await self.largest_ante(dealer_id, config, currency)):
             raise FailedPrecondition(
-                f"your dealer's balance covers an ante of at most {cap} {currency} (the win plus the commission); "
-                f"bet {cap} or less, not {ante}",
+                f"your dealer's balance covers an ante of at most {money_text(cap, currency)} (the win plus the commission); "
+                f"bet {money_text(cap, currency)} or less, not {money_text(ante, currency)}",
                 reason="BET_ABOVE_DEALER_COVER", metadata={"cap": cap, "amount": ante, "currency": currency},
             )
 

@@ -233,6 +233,9 @@ class Wallet(Protocol):
     async def available_balance(self, player_id: str, currency: str) -> int:
         """What the player can stake now in this currency."""
 
+    async def self_excluded_until(self, player_id: str) -> str:
+        """The end of the player's self-exclusion in force (ISO-8601 UTC), or "" when none."""
+
 
 @dataclass(frozen=True)
 class ExpiredReservation:

@@ -52,6 +52,7 @@ from ..domain.seat import (
 from .dealer_qualification import DealerQualification
 from .ports import CommittedShoe, DuplicateRow, GameUnitOfWork, RoundRow, Shuffler, Wallet
 from .rounds import RoundBook
+from .self_exclusion import refuse_if_self_excluded
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class SeatUseCases:
         checked) and is paired with a waiting player; a player is paired with a waiting dealer."""
         entry = self._catalogue.get(table_id)
         role, nickname = check_role(role, entry), check_nickname(nickname)
+        await refuse_if_self_excluded(self._wallet, actor.subject, "no seat is taken")
         if role == DEALER:
             await self._dealers.require(actor.subject, entry)
         at = iso(self._clock())

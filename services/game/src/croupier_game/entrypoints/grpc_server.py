@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 
 import grpc
 
@@ -11,6 +12,7 @@ from croupier_platform.auth import current_identity
 from croupier_platform.errors import InvalidArgument
 from croupier_platform.tracing import round_span
 from croupier_platform.wire_enums import WireEnum
+from croupier_platform.wire_money import with_money
 from croupier_rules.round_decider import PHASES
 from croupier_rules.game_registry import all_choices
 from croupier_rules.table_config import GAMES
@@ -21,8 +23,9 @@ from ..application.seats import SeatStatus, SeatUseCases
 from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.seat import SEAT_ROLES
-from ..domain.visibility import RoundView, StepView
+from ..domain.visibility import RoundView
 from .errors import handles_errors
+from .steps import step_message
 
 
 # The enums whose values the rules library defines, and the seat roles the game's own.
@@ -33,8 +36,12 @@ SEAT_ROLE = WireEnum(common_pb2.SeatRole.DESCRIPTOR, SEAT_ROLES)
 
 
 def table_info(entry: TableEntry) -> table_pb2.TableInfo:
+    """The table as ListTables and JoinTable show it, its conditions included (paytables, commission,
+    surrender, a dealer's minimums) and every amount beside as Money."""
     config = entry.config
-    return table_pb2.TableInfo(
+    commission, surrender = getattr(config, "commission_rate", None), getattr(config, "surrender_loss", None)
+    min_points, min_balance = getattr(config, "dealer_min_points", 0), getattr(config, "dealer_min_balance", None)
+    return with_money(table_pb2.TableInfo(
         table_id=entry.table_id,
         game=entry.game,
         table_type=entry.table_type,
@@ -50,18 +57,18 @@ def table_info(entry: TableEntry) -> table_pb2.TableInfo:
         presence_grace_s=config.presence_grace_s,
         idle_limit_s=config.idle_limit_s,
         game_enum=GAME.number(entry.game),
-    )
+        payouts=[table_pb2.Payout(bet=p.bet, outcome=p.outcome, pays_to_one=p.pays_to_one) for p in config.payouts()],
+        commission_rate=_rate(commission), surrender_loss=_rate(surrender), dealer_min_points=min_points,
+        dealer_min_balance=common_pb2.Money(amount_minor=min_balance, currency=entry.currency) if min_balance is not None else None,
+    ))
 
 
-def step_message(step: StepView) -> common_pb2.RoundStep:
-    return common_pb2.RoundStep(
-        version=step.version, event_type=step.event_type, occurred_at=step.occurred_at, payload_json=step.payload_json,
-        caused_by=step.caused_by, caused_by_reason=step.caused_by_reason,
-    )  # fmt: skip
+def _rate(rate: Fraction | None) -> table_pb2.Rate | None:
+    return table_pb2.Rate(numerator=rate.numerator, denominator=rate.denominator) if rate is not None else None
 
 
 def round_message(view: RoundView) -> table_pb2.RoundView:
-    return table_pb2.RoundView(
+    return with_money(table_pb2.RoundView(
         round_id=view.round_id,
         table_id=view.table_id,
         seat_id=view.seat_id,
@@ -85,9 +92,7 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         revealed_salt=view.revealed_salt,
         revealed_shoe=view.revealed_shoe,
         void_reason=view.void_reason,
-        steps=[
-            step_message(s) for s in view.steps
-        ],
+        steps=[step_message(s, view.currency) for s in view.steps],
         balance_before=view.balance_before,
         balance_after=view.balance_after,
         hand_values=view.hand_values,
@@ -102,23 +107,23 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         role_enum=SEAT_ROLE.number(view.role),
         decision_deadline=view.decision_deadline,
         option_costs=view.option_costs,
-    )
+    ))
 
 
 AUTO_CONFIRM = {"": None, "on": True, "off": False}
 
 
 def seat_message(status: SeatStatus) -> table_pb2.SeatStatus:
-    return table_pb2.SeatStatus(
+    return with_money(table_pb2.SeatStatus(
         **dataclasses.asdict(status), role_enum=SEAT_ROLE.number(status.role),
         last_round_phase_enum=ROUND_PHASE.number(status.last_round_phase),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def update_message(update: RoundUpdate) -> table_pb2.RoundUpdate:
     step = update.step
     return table_pb2.RoundUpdate(
-        step=step_message(step),
+        step=step_message(step, update.view.currency),
         caused_by=update.caused_by, round=round_message(update.view),
     )  # fmt: skip
 

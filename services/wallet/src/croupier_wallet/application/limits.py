@@ -18,6 +18,7 @@ from croupier_wallet.domain.limits import (
     CurrencyLimits,
     DailyUsage,
     InvalidLimits,
+    SelfExcluded,
     Setting,
     change_amount,
     change_exclusion,
@@ -73,6 +74,13 @@ def enforce_limits(uow: WalletUnitOfWork, player_id: str, currency: str, amount:
     limits, exclusion = stake_limits
     usage = uow.limits.daily_usage(player_id, currency, *utc_day(now)) if limits.daily else DailyUsage()
     check_stake(amount, currency, limits, exclusion, usage, now)
+
+
+def refuse_if_self_excluded(uow: WalletUnitOfWork, player_id: str, now: datetime, refused: str) -> None:
+    """Refuse (SelfExcluded, saying what is `refused` and until when) money added for a self-excluded player:
+    a self-exclusion refuses top-ups and deposits as it refuses stakes (enforce_limits)."""
+    if (until := excluded_until(uow.limits.self_exclusion(player_id), now)) is not None:
+        raise SelfExcluded(until, refused)
 
 
 class LimitsUseCases:

@@ -58,7 +58,7 @@ from croupier_wallet.domain.rounds import (
 from croupier_wallet.domain.reports import CommissionReport, HouseReport, LedgerFilter, commission_report, house_report
 
 from .ledger_session import LedgerSession
-from .limits import LimitsUseCases, enforce_limits
+from .limits import LimitsUseCases, enforce_limits, refuse_if_self_excluded
 from .ports import TransferIdTaken, UnitOfWorkFactory, WalletUnitOfWork
 
 logger = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class WalletApp:
         """Play money from the outside world; 1..1,000,000 minor units per call."""
         if currency != PLAY:
             raise InvalidTransfer(f"top-ups are play money only: the currency must be {PLAY}, not {currency!r}", fields={"currency": PLAY})
-        check_amount(amount, low=TOP_UP_MIN, high=TOP_UP_MAX, what="a play-money top-up")
+        check_amount(amount, low=TOP_UP_MIN, high=TOP_UP_MAX, what="a play-money top-up", currency=currency)
         return self._move_with_world(player_id, amount, currency, transaction_id, Kind.TOP_UP)
 
     @retries_conflicts
@@ -165,7 +165,7 @@ class WalletApp:
         check_currency(currency)
         if currency == PLAY:
             raise InvalidTransfer(f"a deposit is real money; {PLAY} is credited with TopUpPlayMoney")
-        check_amount(amount, high=MAX_AMOUNT, what="a deposit")
+        check_amount(amount, high=MAX_AMOUNT, what="a deposit", currency=currency)
         return self._move_with_world(player_id, amount, currency, transaction_id, Kind.DEPOSIT)
 
     # ------------------------------------------------------------------ money out
@@ -179,7 +179,7 @@ class WalletApp:
         check_currency(currency)
         if currency == PLAY:
             raise InvalidTransfer(f"play money is not paid out; only real-money balances are withdrawn, not {PLAY}")
-        check_amount(amount, high=MAX_AMOUNT, what="a withdrawal")
+        check_amount(amount, high=MAX_AMOUNT, what="a withdrawal", currency=currency)
         return self._move_with_world(player_id, amount, currency, transaction_id, Kind.WITHDRAWAL, outward=True)
 
     def _move_with_world(
@@ -195,6 +195,8 @@ class WalletApp:
             credit=world if outward else player, amount=amount, currency=currency, kind=kind, player_id=player_id,
         )  # fmt: skip
         with self._uow() as uow:
+            if not outward:  # money in is refused to a self-excluded player; money out never is
+                refuse_if_self_excluded(uow, player_id, self._clock(), "no money is added to the account")
             session = LedgerSession(uow, self._now())
             transfer = session.create(request, pending=False)
             session.flush()
@@ -213,9 +215,9 @@ class WalletApp:
         check_id("player_id", player_id)
         check_id("round_id", round_id)
         check_currency(currency)
-        check_amount(amount, what="the stakes")
+        check_amount(amount, what="the stakes", currency=currency)
         for bet, stake in bets.items():
-            check_amount(stake, what=f"the stake on {bet!r}")
+            check_amount(stake, what=f"the stake on {bet!r}", currency=currency)
         if bets and sum(bets.values()) != amount:
             raise InvalidTransfer(f"the bets add up to {sum(bets.values())}, not to the amount {amount}")
         for name, value in (("game", game), ("table_id", table_id)):

@@ -4,7 +4,8 @@ Each subclasses a platform error, so `handles_errors` sends it with its status, 
 the metadata a client may act on (what is available, what is left).
 """
 
-from croupier_platform.errors import FailedPrecondition, InvalidArgument
+from croupier_platform.errors import AlreadyExists, FailedPrecondition, InvalidArgument
+from croupier_rules.money import money_text
 
 
 class LedgerError(FailedPrecondition):
@@ -22,7 +23,7 @@ class InsufficientFunds(LedgerError):
 
     def __init__(self, available: int, amount: int, currency: str, what: str = "stakes") -> None:
         super().__init__(
-            f"balance {available} cannot cover {what} of {amount} ({currency})",
+            f"balance {money_text(available, currency)} cannot cover {what} of {money_text(amount, currency)}",
             metadata={"available": available, "amount": amount, "currency": currency},
         )
         self.available = available
@@ -30,10 +31,9 @@ class InsufficientFunds(LedgerError):
         self.currency = currency
 
 
-class TransferIdReused(LedgerError):
-    """A transfer id already names a different transfer: FAILED_PRECONDITION."""
-
-    reason = "IDEMPOTENCY_KEY_REUSED"
+class TransferIdReused(AlreadyExists, LedgerError):
+    """A transfer id already names a different transfer: ALREADY_EXISTS with IDEMPOTENCY_KEY_REUSED, as the
+    game answers a reused idempotency key (one status for a reused key everywhere)."""
 
     def __init__(self, transfer_id: str, detail: str) -> None:
         super().__init__(

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from croupier_rules.money import money_text
+
 from .errors import InsufficientFunds, InvalidTransfer
 
 PLAY = "PLAY"
@@ -76,8 +78,15 @@ def check_id(name: str, value: str) -> None:
         raise InvalidTransfer(f"{name} must be 1-{MAX_ID_LENGTH} printable characters", fields={name: f"1-{MAX_ID_LENGTH} printable characters"})
 
 
-def check_amount(amount: int, *, low: int = 1, high: int = MAX_AMOUNT, what: str = "amount") -> None:
-    if type(amount) is not int or not low <= amount <= high:
+def check_amount(amount: int, *, low: int = 1, high: int = MAX_AMOUNT, what: str = "amount", currency: str = "") -> None:
+    """`amount` is whole minor units from `low` to `high`; the refusal names the bounds in `currency`'s units when known."""
+    if type(amount) is not int:
+        raise InvalidTransfer(f"{what} must be a whole number of minor units, not {amount!r}")
+    if not low <= amount <= high:
+        if currency:
+            raise InvalidTransfer(
+                f"{what} must be from {money_text(low, currency)} to {money_text(high, currency)}, not {money_text(amount, currency)}"
+            )
         raise InvalidTransfer(f"{what} must be a whole number of minor units from {low} to {high}, not {amount!r}")
 
 

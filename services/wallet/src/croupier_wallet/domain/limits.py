@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from typing import Generic, TypeVar
 
+from croupier_rules.money import money_text
+
 from .errors import InvalidTransfer, LedgerError
 from .ledger import MAX_AMOUNT
 
@@ -47,12 +49,12 @@ class InvalidLimits(InvalidTransfer):
 
 
 class SelfExcluded(LedgerError):
-    """A stake while the player is self-excluded: FAILED_PRECONDITION."""
+    """A stake, or money added, while the player is self-excluded: FAILED_PRECONDITION."""
 
     reason = "SELF_EXCLUDED"
 
-    def __init__(self, until: datetime) -> None:
-        super().__init__(f"self-excluded until {_text(until)}: no stakes are taken until then", metadata={"until": _text(until)})
+    def __init__(self, until: datetime, refused: str = "no stakes are taken") -> None:
+        super().__init__(f"self-excluded until {_text(until)}: {refused} until then", metadata={"until": _text(until)})
         self.until = until
 
 
@@ -61,8 +63,8 @@ class LimitExceeded(LedgerError):
 
     reason = "LIMIT_EXCEEDED"
 
-    def __init__(self, limit: str, cap: int, left: int, message: str) -> None:
-        super().__init__(message, metadata={"limit": limit, "cap": cap, "remaining": left})
+    def __init__(self, limit: str, cap: int, left: int, currency: str, message: str) -> None:
+        super().__init__(message, metadata={"limit": limit, "cap": cap, "remaining": left, "currency": currency})
         self.limit = limit
         self.cap = cap
         self.left = left
@@ -169,24 +171,24 @@ def check_stake(
     if (until := excluded_until(exclusion, now)) is not None:
         raise SelfExcluded(until)
     in_force = limits.as_of(now)
-    stake = f"stakes of {amount} {currency}"
+    stake = f"stakes of {money_text(amount, currency)}"
     if (cap := in_force.max_stake.value) is not None and amount > cap:
-        raise LimitExceeded(
-            MAX_STAKE, cap, cap, f"{stake} exceed the maximum single stake of {cap} {currency}; stake at most {cap} at a time"
-        )
+        most = money_text(cap, currency)
+        raise LimitExceeded(MAX_STAKE, cap, cap, currency, f"{stake} exceed the maximum single stake of {most}; stake at most {most} at a time")
     reset = f"until {_text(utc_day(now)[1])} (00:00 UTC)"
     if (cap := in_force.daily_wager.value) is not None and usage.wagered + amount > cap:
         left = max(cap - usage.wagered, 0)
         raise LimitExceeded(
-            DAILY_WAGER, cap, left,
-            f"{stake} exceed the daily wager limit of {cap} {currency}: {usage.wagered} wagered today, {left} left {reset}",
+            DAILY_WAGER, cap, left, currency,
+            f"{stake} exceed the daily wager limit of {money_text(cap, currency)}: {money_text(usage.wagered, currency)} "
+            f"wagered today, {money_text(left, currency)} left {reset}",
         )  # fmt: skip
     if (cap := in_force.daily_loss.value) is not None and usage.net_loss + amount > cap:
         left = max(cap - usage.net_loss, 0)
         raise LimitExceeded(
-            DAILY_LOSS, cap, left,
-            f"{stake} could exceed the daily loss limit of {cap} {currency}: net loss today {usage.net_loss}, "
-            f"so at most {left} may be staked {reset}",
+            DAILY_LOSS, cap, left, currency,
+            f"{stake} could exceed the daily loss limit of {money_text(cap, currency)}: net loss today "
+            f"{money_text(usage.net_loss, currency)}, so at most {money_text(left, currency)} may be staked {reset}",
         )  # fmt: skip
 
 

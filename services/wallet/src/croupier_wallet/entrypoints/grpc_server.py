@@ -17,6 +17,7 @@ from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import PermissionDenied
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 from croupier_platform.wire_enums import WireEnum
+from croupier_platform.wire_money import with_money
 from croupier_rules.table_config import GAMES
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
@@ -35,12 +36,12 @@ TRANSACTION_STATUS = WireEnum(wallet_pb2.TransactionStatus.DESCRIPTOR, [status.v
 
 
 def _transaction(view: TransactionView) -> wallet_pb2.Transaction:
-    return wallet_pb2.Transaction(
+    return with_money(wallet_pb2.Transaction(
         transaction_id=view.transaction_id, kind=view.kind, status=view.status, amount=view.amount,
         currency=view.currency, round_id=view.round_id, occurred_at=view.occurred_at, game=view.game,
         table_id=view.table_id, player_id=view.player_id, kind_enum=TRANSACTION_KIND.number(view.kind),
         status_enum=TRANSACTION_STATUS.number(view.status), game_enum=GAME.number(view.game),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def _limits(view: LimitsView) -> wallet_pb2.PlayerLimits:
@@ -62,9 +63,9 @@ def _limits(view: LimitsView) -> wallet_pb2.PlayerLimits:
     exclusion = wallet_pb2.SelfExclusion(
         until=e.until, change_pending=e.change_pending, pending_until=e.pending_until, pending_effective_at=e.pending_effective_at
     )
-    return wallet_pb2.PlayerLimits(
+    return with_money(wallet_pb2.PlayerLimits(
         player_id=view.player_id, currencies=currencies, self_exclusion=exclusion, cooling_off_seconds=view.cooling_off_seconds
-    )
+    ))
 
 
 def _player_named(identity: Identity, player_id: str) -> str:
@@ -88,9 +89,9 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     async def GetBalances(self, request: wallet_pb2.GetBalancesRequest, context: grpc.aio.ServicerContext):
         player_id = _player_named(current_identity(), request.player_id)
         views = await asyncio.to_thread(self._app.balances, player_id)
-        return wallet_pb2.GetBalancesResponse(
+        return with_money(wallet_pb2.GetBalancesResponse(
             balances=[wallet_pb2.Balance(currency=v.currency, available=v.available, reserved=v.reserved, total=v.total) for v in views]
-        )
+        ))
 
     @handles_errors
     async def TopUpPlayMoney(self, request: wallet_pb2.TopUpPlayMoneyRequest, context: grpc.aio.ServicerContext):
@@ -148,9 +149,9 @@ def _filter(request: wallet_pb2.LedgerFilter) -> LedgerFilter:
 
 def _report(report, response_type, row_type):  # noqa: ANN001, ANN202
     """A report (domain/reports.py) as its response: the same list names, rows with the same fields."""
-    return response_type(**{
+    return with_money(response_type(**{
         name: [row_type(**vars(row), game_enum=GAME.number(row.game)) for row in rows] for name, rows in vars(report).items()
-    })  # fmt: skip
+    }))  # fmt: skip
 
 
 class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
