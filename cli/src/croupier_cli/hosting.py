@@ -162,6 +162,7 @@ class Host:
         )
         self._dead_letter_watch.start()
         self._health_watch = HealthWatch(self._health_probes(), serving_health(self._health), self.health_check_interval_s)  # type: ignore[arg-type]
+        self.metrics.watch_degraded(self._health_watch.degraded_count)
         self._health_watch.start()
         await self._server.start()
         if self._health_server is not None:
@@ -170,15 +171,15 @@ class Host:
             await module.start()
 
     def _health_probes(self) -> list[Probe]:
-        """Each service's store and outbox gate its own names; the broker gates them all."""
+        """Each service's store gates its own names (its outbox relay behind only degrades them); the broker
+        gates none: every service serves through a broker outage (its events wait in its outbox), degraded."""
         probes = []
         for module in self.modules:
             store = StoreProbe(self.database_url_for(module.name), self.outbox_stuck_after_s)
             self._store_probes.append(store)
             probes.append(Probe(f"{module.name} store", store, tuple(module.service_names)))
         if self.broker_probe is not None:
-            names = tuple(name for module in self.modules for name in module.service_names)
-            probes.append(Probe("broker", self.broker_probe, names))
+            probes.append(Probe("broker", self.broker_probe, (), required=False))
         return probes
 
     async def stop(self) -> None:

@@ -90,6 +90,7 @@ class Metrics:
         self._outboxes: dict[str, Callable[[], OutboxBacklog]] = {}
         self._reservations: list[Callable[[], Mapping[str, int]]] = []
         self._consumer_lags: list[Callable[[], Mapping[str, int]]] = []
+        self._degraded: list[Callable[[], Mapping[str, int]]] = []
         meter = meter_provider.get_meter(_METER_NAME)
         self._rpc_duration = meter.create_histogram(
             "rpc.server.duration", unit="s", description="Duration of inbound RPCs",
@@ -117,6 +118,10 @@ class Metrics:
         meter.create_observable_gauge(
             "messaging.kafka.consumer.lag", callbacks=[self._observe_consumer_lag], unit="{message}",
             description="Messages on the broker a consumer group of this process has not handled yet (as of its last fetch)",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "croupier.health.degraded", callbacks=[self._observe_degraded], unit="{dependency}",
+            description="1 per dependency found away or behind at the last health look (the process serves on, degraded)",
         )  # fmt: skip
         meter.create_observable_gauge(
             "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
@@ -218,6 +223,14 @@ class Metrics:
         """Report `lag()` (the bus's consumer lag per group, from memory) at each scrape."""
         with self._lock:
             self._consumer_lags.append(lag)
+
+    def watch_degraded(self, degraded: Callable[[], Mapping[str, int]]) -> None:
+        """Report `degraded()` (the health watch's findings: 1 per dependency away or behind, 0 once it recovered)."""
+        with self._lock:
+            self._degraded.append(degraded)
+
+    def _observe_degraded(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._observe_each(self._degraded, "degraded dependencies", "croupier.dependency")
 
     def _observe_consumer_lag(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._consumer_lags, "consumer lag", "messaging.consumer.group.name")
