@@ -71,6 +71,10 @@ class LeaderLoop(ABC):
         self._leading = await asyncio.shield(self._acquiring)
         return self._leading
 
+    def backoff_s(self, failures: int) -> float:
+        """How long the loop waits after `failures` failed passes in a row: doubling from the interval, at most `max_backoff_s`."""
+        return min(self._max_backoff_s, self.interval_s * 2**failures)
+
     @abstractmethod
     async def run_once(self) -> Any:
         """One pass (it calls `lead` first and does nothing when it does not lead)."""
@@ -124,7 +128,7 @@ class LeaderLoop(ABC):
                 delay = self.interval_s
             except Exception:  # noqa: BLE001 - the store or the broker may be unreachable for a while
                 failures += 1
-                delay = min(self._max_backoff_s, self.interval_s * 2**failures)
+                delay = self.backoff_s(failures)
                 logger.warning("%s failed (%d in a row); retrying in %.2fs", self.name, failures, delay, exc_info=True)
             # Another replica leads (wakes are for the leader), or backing off (a wake must not cut a
             # backoff short, or a broker outage is retried at every commit): only a stop ends the wait.
