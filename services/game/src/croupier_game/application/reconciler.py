@@ -50,6 +50,7 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.faults import transient_cause
 from croupier_platform.leader_loop import LeaderLoop
 from croupier_platform.leadership import Leadership
+from croupier_platform.logs import RateLimitedLog
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
@@ -68,6 +69,8 @@ MAX_RETRY_DELAY_S = 300.0
 REDRIVE_CONCURRENCY = 16
 # Rounds a pass's summary line names (the rest are counted).
 NAMED_IN_LOG = 5
+# A failure that repeats pass after pass (a service away for minutes) is logged at most this often per reason.
+FAILURE_LOG_INTERVAL_S = 30.0
 
 
 @dataclass
@@ -118,6 +121,7 @@ class Reconciler(LeaderLoop):
         self._streams: dict[str, tuple[int, list[EventEnvelope]]] = {}
         self._failures: dict[str, int] = {}
         self._concurrency = asyncio.Semaphore(REDRIVE_CONCURRENCY)
+        self._failure_log = RateLimitedLog(logger, FAILURE_LOG_INTERVAL_S)
 
     # -------------------------------------------------------------- one pass
 
@@ -302,7 +306,8 @@ class Reconciler(LeaderLoop):
                            self.name, ", ".join(f"the {s} had not applied {t} of {n} round(s)" for (s, t), n in missed.items()),
                            _some(rounds))  # fmt: skip
         for reason, rounds in done.failures.items():
-            logger.warning("%s: %d round(s) could not be reconciled (%s); retrying later: %s", self.name, len(rounds), reason, _some(rounds))
+            self._failure_log.warning(reason, "%s: %d round(s) could not be reconciled (%s); retrying later: %s",
+                                      self.name, len(rounds), reason, _some(rounds))  # fmt: skip
 
 
 def _some(round_ids: Sequence[str]) -> str:
