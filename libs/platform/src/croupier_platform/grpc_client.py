@@ -2,12 +2,18 @@
 
 A subclass names its peer (`service`) and its stub (`stub_type`) and calls `self._call(method, request)`:
 the call carries the service token, waits at most what is left of the inbound call's deadline
-(croupier_platform.deadlines), waits for a restarting peer within that time, and turns the peer's
-refusal into this service's own error (errors.relayed keeps the peer's reason, metadata and fields):
+(croupier_platform.deadlines), fails fast (UNAVAILABLE at once) while the peer is known to be down, and turns
+the peer's refusal into this service's own error (errors.relayed keeps the peer's reason, metadata and fields):
 
     FAILED_PRECONDITION -> FailedPrecondition       ABORTED -> Conflict ("try again")
     UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED -> Unavailable
     anything else -> InternalCallFailed (a bug here or there: INTERNAL, logged)
+
+Fail fast, not wait-for-ready: a channel that failed to connect (the peer restarting, every replica down) fails
+the call at once rather than queue it for the whole deadline (issue 27: a restarted wallet took ~7 s to come
+back, and each of the game's calls waited its full 5 s meanwhile, holding the player's call and a slot of the
+game's). The caller sees UNAVAILABLE ("try again") and retries; a call on a channel still connecting (first
+use, a reconnect under way) still waits for it, and with several replicas a call goes to one that is up.
 
 `relayed_codes` extends the table per client (a shoe the shuffler does not know is NOT_FOUND for the dealer's
 caller too). A method that treats a code as an answer rather than an error catches it around `_raw_call`.
@@ -62,9 +68,9 @@ class GrpcClient:
             raise self._translated(error) from None
 
     async def _raw_call(self, method: str, request: Any, stub: Any = None) -> Any:
-        """`method` with the service token, bounded by the caller's deadline (and waiting for a restarting service)."""
+        """`method` with the service token, bounded by the caller's deadline (failing fast while the peer is down)."""
         timeout = self._timeouts.timeout_s(self.cap_s)
-        return await getattr(stub or self._stub, method)(request, metadata=self._metadata, timeout=timeout, wait_for_ready=True)
+        return await getattr(stub or self._stub, method)(request, metadata=self._metadata, timeout=timeout, wait_for_ready=False)
 
     def _translated(self, error: grpc.aio.AioRpcError) -> Exception:
         code, details = error.code(), error.details() or error.code().name
