@@ -20,6 +20,7 @@ croupier.keeper.actions            counter     croupier.keeper.action (decided, 
 croupier.reconciler.redrives       counter     croupier.service (the service re-driven), croupier.event.type
 croupier.audit.violations          counter     (none)
 messaging.kafka.consumer.lag       gauge       messaging.consumer.group.name (messages not yet handled, as of the last fetch; Kafka only)
+croupier.health.degraded           gauge       croupier.dependency (1 while away or behind, the process serving on; docs/operations.md)
 =================================  ==========  ==============================================================
 
 Prometheus sees them with dots as underscores, the unit as a suffix and ``_total`` on counters:
@@ -75,6 +76,7 @@ PROMETHEUS_SERIES = frozenset(
         "croupier_reconciler_redrives_total",
         "croupier_audit_violations_total",
         "messaging_kafka_consumer_lag",
+        "croupier_health_degraded",
     }
 )
 
