@@ -120,7 +120,6 @@ class Reconciler(LeaderLoop):
         # the bound and looked at again once past it, and its stream is the same unless the version moved.
         self._streams: dict[str, tuple[int, list[EventEnvelope]]] = {}
         self._failures: dict[str, int] = {}
-        self._concurrency = asyncio.Semaphore(REDRIVE_CONCURRENCY)
         self._failure_log = RateLimitedLog(logger, FAILURE_LOG_INTERVAL_S)
 
     # -------------------------------------------------------------- one pass
@@ -169,9 +168,10 @@ class Reconciler(LeaderLoop):
             ready[round_id] = envelopes
         unapplied = await self._unapplied(ready, now, done)
         away: list[Exception] = []  # a service or the store went away during the pass: the rest wait for the next
+        concurrency = asyncio.Semaphore(REDRIVE_CONCURRENCY)
 
         async def reconcile(round_id: str, envelopes: list[EventEnvelope]) -> None:
-            async with self._concurrency:
+            async with concurrency:
                 if self.stopping or round_id in done.failed:
                     return
                 if away:
