@@ -353,6 +353,27 @@ def test_a_backlog_drains_in_back_to_back_passes_of_a_page_each(w: World, caplog
     assert len([r for r in caplog.records if "had not applied" in r.getMessage()]) == 3
 
 
+def test_a_full_page_that_reaches_rounds_within_the_bound_waits_for_the_interval(w: World) -> None:
+    """Through a broker outage the page was full of rounds not yet due: a pass at once each time one became
+    due ran ~1.5 passes a second (and logged each) for a round or two."""
+    reconciler = Reconciler(w.book, [w.wallet, w.shuffler, w.commission], w.wallet, w.clock, interval_s=5,
+                            settle_after_s=BOUND_S, batch_size=3)  # fmt: skip
+    wakes: list[bool] = []
+    reconciler.wake = lambda: wakes.append(True)  # type: ignore[method-assign]
+    due = [w.play_round(key=f"due{n}") for n in range(2)]
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(BOUND_S + 1)
+    w.play_round(key="recent")  # ended now: within the bound
+    w.deliver(drop=("RoundSettled",))
+    done = w.run(reconciler.run_once())
+    assert sorted(done.reconciled) == sorted(due) and wakes == []
+    for n in range(4):
+        w.play_round(key=f"more{n}")
+    w.deliver(drop=("RoundSettled",))
+    w.clock.advance(BOUND_S + 1)  # all due now: a full page of them, and more behind it
+    assert len(w.run(reconciler.run_once()).reconciled) == 3 and wakes == [True]
+
+
 # ---------------------------------------------------------------- pending reservations past their expiry
 
 

@@ -133,21 +133,25 @@ class Reconciler(LeaderLoop):
         done = ReconcilerPass()
         now = self._clock()
         seen: set[str] = set()
-        page_full = await self._over_rounds(now, done, seen)
+        backlog = await self._over_rounds(now, done, seen)
         await self._expired_reservations(now, done, seen)
         self._later = {k: v for k, v in self._later.items() if k in seen}
         self._streams = {k: v for k, v in self._streams.items() if k in seen}
         self._failures = {k: v for k, v in self._failures.items() if k in seen}
         self._log_pass(done)
-        if page_full and done.reconciled and not self.stopping:
+        if backlog and done.reconciled and not self.stopping:
             self.wake()  # a backlog (a broker outage's): the next page now, not after the interval
         return done
 
     async def _over_rounds(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> bool:
-        """Reconcile the oldest page of rounds over; True when the page was full (more may wait behind it)."""
+        """Reconcile the oldest page of rounds over; True when more may be due behind it: the page was full and
+        none of it was left waiting (within the bound, or backing off). A page that reaches rounds still within
+        the bound has reached the present: the rounds behind it are not due either, and the next pass is the
+        interval's (a pass at once each time a round or two became due was ~1.5 passes a second)."""
         rows = await self._book.read(lambda uow: uow.rounds.unreconciled_over(self._batch_size))
         versions = {row.round_id: row.version for row in rows}
         page = [row.round_id for row in rows if not self._waiting(row.round_id, now)]
+        left_waiting = len(page) < len(rows)
         seen.update(versions)
         unread = [round_id for round_id in page if self._kept(round_id, versions[round_id]) is None]
         streams = await self._book.read(lambda uow: uow.events.read_each_stream(unread)) if unread else {}
@@ -164,6 +168,7 @@ class Reconciler(LeaderLoop):
             due = datetime.fromisoformat(over[-1].occurred_at) + timedelta(seconds=self.settle_after_s)
             if now <= due:  # the consumers' normal lag: theirs to apply first (over for longer than the bound: ours)
                 self._later[round_id] = due
+                left_waiting = True
                 continue
             ready[round_id] = envelopes
         unapplied = await self._unapplied(ready, now, done)
@@ -190,7 +195,7 @@ class Reconciler(LeaderLoop):
         if done.reconciled:
             marked = list(done.reconciled)
             await self._book.in_transaction(lambda uow: uow.rounds.mark_reconciled(marked))
-        return len(rows) >= self._batch_size
+        return len(rows) >= self._batch_size and not left_waiting
 
     async def _unapplied(self, rounds: dict[str, list[EventEnvelope]], now: datetime, done: ReconcilerPass) -> dict[str, set[str]]:
         """Per service, the ids of the rounds' final events it has not applied: one call per service (per
