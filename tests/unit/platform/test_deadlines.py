@@ -124,3 +124,27 @@ def test_a_call_to_a_peer_that_is_down_fails_fast_rather_than_wait_out_its_deadl
 
     failed = asyncio.run(scenario())
     assert "the shuffler service is unavailable" in str(failed) and "Deadline" not in str(failed)
+
+
+def test_a_peer_that_is_back_is_reached_by_the_next_call() -> None:
+    """Failing fast must not fail the calls after the peer is back: the channel reconnects within the wait."""
+    reconnect = (("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
+
+    async def scenario() -> int:
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=reconnect) as channel:
+            client = _ShufflerClient(channel, token=None, timeouts=CallTimeouts(default_s=60.0))
+            with pytest.raises(Unavailable):
+                await asyncio.wait_for(client._call("NewShoe", internal_pb2.NewShoeRequest()), timeout=30)
+            server = grpc.aio.server()  # the peer comes back
+            internal_pb2_grpc.add_ShufflerServiceServicer_to_server(_Shuffler(CallTimeouts(default_s=7.0)), server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            await server.start()
+            try:
+                return (await asyncio.wait_for(client._call("NewShoe", internal_pb2.NewShoeRequest()), timeout=30)).size
+            finally:
+                await server.stop(None)
+
+    assert asyncio.run(scenario()) == 7_000
