@@ -15,7 +15,7 @@ BUF := $(BIN)/buf
 
 install: $(STAMP) $(PROTO_STAMP) $(BUF)
 	@# Every source root on the path, so a new service or the generated stubs need no reinstall.
-	@printf '%s\n' $(abspath $(wildcard libs/*/src services/*/src cli/src)) \
+	@printf '%s\n' $(abspath $(wildcard libs/*/src services/*/src cli/src reference_operator/src)) \
 		> $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/croupier-src.pth
 
 $(STAMP): pyproject.toml setup.py $(wildcard libs/rules/native/*.c libs/rules/native/*.h)

@@ -14,6 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -63,26 +64,33 @@ def pytest_runtest_makereport(item, call):
                 pass
 
 
-@pytest.fixture(scope="package")
-def web_server(tmp_path_factory) -> Iterator[str]:
-    """`croupier serve` on loopback ports picked by the OS; the page's URL."""
-    data = tmp_path_factory.mktemp("web") / "data"
-    env = {**os.environ, "LOG_LEVEL": "WARNING"}
-    log = open(data.parent / "serve.log", "w")  # noqa: SIM115 - closed below
-    process = subprocess.Popen([CROUPIER, "serve", "--data", str(data), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"],
-                               stdout=log, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+@contextmanager
+def serving(data: Path, tables: Path | None = None, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`croupier serve` on loopback ports picked by the OS (with a table catalogue of its own, when given);
+    the page's URL."""
+    data.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "LOG_LEVEL": "WARNING", **(env or {})}
+    log = open(data.parent / f"{data.name}-serve.log", "w")  # noqa: SIM115 - closed below
+    command = [CROUPIER, "serve", "--data", str(data), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"]
+    process = subprocess.Popen([*command, *(["--tables", str(tables)] if tables else [])], stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 60
         served = data / "serve.json"
         while not (served.exists() and "http" in served.read_text()):
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"croupier serve did not start: {(data.parent / 'serve.log').read_text()[-2000:]}")
+                raise RuntimeError(f"croupier serve did not start: {Path(log.name).read_text()[-2000:]}")
             time.sleep(0.1)
         yield json.loads(served.read_text())["http"]
     finally:
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="package")
+def web_server(tmp_path_factory) -> Iterator[str]:
+    with serving(tmp_path_factory.mktemp("web") / "data") as url:
+        yield url
 
 
 # Package scope, not session: Playwright's sync API runs its event loop in this thread while it is open,
@@ -148,18 +156,33 @@ class Table:
         page.wait_for_selector("#seat:not([hidden])")
 
     def set_bet(self, bet: str, chips: list[int]) -> None:
+        """Clear the bet's circle, then for each chip: pick it from the rack and click the circle."""
         self.page.click(f"button[data-clear='{bet}']")
         for chip in chips:
-            self.page.click(f"button.chip[data-bet='{bet}'][data-chip='{chip}']")
+            self.page.click(f"#rack button.chip[data-chip='{chip}']")
+            self.page.click(f"button.circle[data-bet='{bet}']")
+
+    def bet(self, bet: str) -> int:
+        """The amount on the bet's circle, minor units."""
+        return int(self.page.get_attribute(f"#bet-{bet}", "data-minor") or 0)
+
+    def status(self, field: str) -> str:
+        """A seat status box's value as the server sent it (data-value: the raw figure, not the formatted text)."""
+        return self.page.get_attribute(f"#seat-status output[data-field='{field}']", "data-value") or ""
 
     def play_round(self, choose=None, rebet: bool = False) -> str:
         """Place the bets (or rebet) and deal, decide while asked (the first choice unless `choose`
         picks), until settled and checked in the page; the verdict element's state."""
         page = self.page
+        before = page.get_attribute("#round", "data-round") or ""
         page.click("#rebet" if rebet else "#place")
         self.idle()
         assert not self.error(), f"the server refused: {self.error()}"
-        page.wait_for_selector("#round[data-phase]:not([data-phase='betting'])")
+        # The new round on the felt (the last one's phase and verdict stand until it replaces them).
+        page.wait_for_function(
+            "before => { const r = document.querySelector('#round'); return r.dataset.round && r.dataset.round !== before"
+            " && r.dataset.phase && r.dataset.phase !== 'betting'; }", arg=before, timeout=TIMEOUT_MS,
+        )  # fmt: skip
         deadline = time.monotonic() + TIMEOUT_MS / 1000
         while page.get_attribute("#round", "data-phase") == "deciding" and time.monotonic() < deadline:
             buttons = page.locator("button.decision")
@@ -167,11 +190,36 @@ class Table:
             pick = choose(choices) if choose else choices[0]
             page.click(f"button.decision[data-choice='{pick}'] >> nth=0")
             self.idle()
-        return self.verdict()
+        return self.verdict(page.get_attribute("#round", "data-round") or "")
 
-    def verdict(self) -> str:
-        self.page.wait_for_selector("#verdict[data-state='ok'], #verdict[data-state='failed']", timeout=TIMEOUT_MS)
+    def verdict(self, round_id: str = "") -> str:
+        """The verdict's state once the page has checked the round (`round_id`: that round's, not the last one's)."""
+        mine = f"[data-round='{round_id}']" if round_id else ""
+        self.page.wait_for_selector(f"#verdict{mine}[data-state='ok'], #verdict{mine}[data-state='failed']", timeout=TIMEOUT_MS)
         return self.page.get_attribute("#verdict", "data-state") or ""
+
+    def boxes_against_server(self) -> dict[str, list[str]]:
+        """Each seat status box (and the balance) whose figure differs from GetSeatStatus read now, through
+        the page's own client: {field: [shown, the server's]}."""
+        return self.page.evaluate("""async () => {
+          const seatId = document.querySelector('#seat-title').dataset.seat;
+          const { status } = await window.croupier.tables.getSeatStatus({ seatId });
+          const differ = {};
+          for (const box of document.querySelectorAll('#seat-status output[data-field]')) {
+            const server = String(status[box.dataset.field]);
+            if (server !== box.dataset.value) differ[box.dataset.field] = [box.dataset.value, server];
+          }
+          const balance = document.querySelector('#balance').dataset.minor;
+          if (String(status.balance) !== balance) differ.balance = [balance, String(status.balance)];
+          return differ;
+        }""")
+
+    def wait_boxes_equal_server(self) -> None:
+        """The boxes once they show the server's figures (settled by other services a moment after a round)."""
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while (differ := self.boxes_against_server()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert differ == {}, f"the boxes differ from GetSeatStatus: {differ}"
 
     def error(self) -> str:
         box = self.page.locator("#error")
@@ -184,13 +232,13 @@ def open_table(browser, web_server, request):
     contexts = []
     request.node.pages = []
 
-    def open_one() -> Table:
-        context = browser.new_context(viewport={"width": 1100, "height": 900})
+    def open_one(url: str = web_server, viewport: tuple[int, int] = (1100, 900), **context_options) -> Table:
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, **context_options)
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
         request.node.pages.append(page)
-        return Table(page, web_server)
+        return Table(page, url)
 
     yield open_one
     for context in contexts:

@@ -45,7 +45,7 @@ def test_a_round_of_every_game_is_played_settled_and_verified_in_the_page(open_t
     lines = {results.nth(i).get_attribute("data-bet") for i in range(results.count())}
     assert set(bets) <= lines, "a settlement line per bet placed (and per raise, call or war bet)"
     staked = sum(sum(chips) for chips in bets.values())
-    net = sum(int(float(cell.replace("−", "-").replace("+", "")) * 100) for cell in page.locator("#settlement td:nth-child(4)").all_text_contents())
+    net = sum(int(minor) for minor in page.eval_on_selector_all("#settlement td:nth-child(4)", "cells => cells.map(c => c.dataset.minor)"))
     assert table.wait_balance(before + net) == before + net, f"the balance moved by the settlement's net ({net}, staked at least {staked})"
     assert table.error() == ""
     assert table.errors == []
@@ -87,6 +87,8 @@ def test_limits_and_the_servers_refusal_are_shown(open_table) -> None:
     limits = json.loads(page.text_content("#limits-view"))["limits"]
     play = next(c for c in limits["currencies"] if c["currency"] == "PLAY")
     assert play["maxStake"]["amount"] == "200", "2 units: the player's lowering holds at once"
+    shown = page.text_content("#limits-list li[data-limit='maxStake'][data-currency='PLAY']")
+    assert shown.endswith(": 2.00"), f"read as people do, in the currency's units: {shown!r}"
     table.join("casino-war-play")
     table.set_bet("ante", [500])
     page.click("#place")

@@ -12,7 +12,18 @@ TABLE = "war-p2p-ii-play"  # type II: 400 dealer points and 240.00 to deal; its 
 
 
 def status(table, field: str) -> str:
-    return table.page.text_content(f"#seat-status output[data-field='{field}']") or ""
+    return table.status(field)
+
+
+def both_sides_show_the_servers_figures(dealer, player) -> None:
+    """After a round: each page's boxes are GetSeatStatus's, and the dealer's history line carries the
+    dealer's own result (dealer_net), not the player's."""
+    for side in (dealer, player):
+        side.wait_boxes_equal_server()
+    dealer.page.wait_for_function("document.querySelector('#history li') !== null")
+    latest = dealer.page.get_attribute("#history li >> nth=0", "data-net")
+    assert latest == dealer.status("lastRoundResult"), "the dealer's history shows the dealer's result"
+    assert dealer.page.get_attribute("#totals", "data-net") == latest
 
 
 def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
@@ -22,7 +33,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     dealer.set_bet("ante", [10000, 10000])  # 200.00, the table's maximum: 200 points a round
     for _ in range(3):  # 600 points: two rounds dealt (-5 each) keep them over the 400 needed
         assert dealer.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
-    dealer.page.wait_for_function("Number(document.querySelector(\"#seat-status output[data-field='dealerPoints']\").textContent) >= 600")
+    dealer.page.wait_for_function("Number(document.querySelector(\"#seat-status output[data-field='dealerPoints']\").dataset.value) >= 600")
     dealer.page.click("#leave")
     dealer.idle()
     dealer.join(TABLE, role="dealer", nickname="Dee")
@@ -33,20 +44,23 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     player.sign_in()
     player.join(TABLE, nickname="Pat")
     assert status(player, "opponentNickname") == "Dee", "paired with the waiting player-dealer"
-    dealer.page.wait_for_function("document.querySelector(\"#seat-status output[data-field='opponentNickname']\").textContent === 'Pat'")
+    dealer.page.wait_for_function("document.querySelector(\"#seat-status output[data-field='opponentNickname']\").dataset.value === 'Pat'")
     dealer.page.click("#confirm")
     dealer.idle()
     assert status(dealer, "confirmed") == "true"
 
     player.set_bet("ante", [500])
+    circle_max = player.page.get_attribute(".spot[data-bet='ante'] .limits", "data-max")
+    assert circle_max == player.status("maxAnte"), "the ante's circle takes at most what the dealer covers (SeatStatus.max_ante)"
     assert player.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
     assert "vs Dee" in player.page.text_content("#round-title")
     round_id = player.page.get_attribute("#history li >> nth=0", "data-round")
     # The dealer's page learns of the round by itself (WatchSeat) and verifies it.
-    dealer.page.wait_for_function(f"document.querySelector('#round-title').textContent.includes('{round_id}')")
+    dealer.page.wait_for_selector(f"#round[data-round='{round_id}']")
     assert dealer.verdict() == "ok", dealer.page.text_content("#verdict")
     assert "you: dealer" in dealer.page.text_content("#round-title")
     assert "dealer net" in dealer.page.text_content("#totals")
+    both_sides_show_the_servers_figures(dealer, player)
 
     dealer.page.click("#auto-on")
     dealer.idle()
@@ -57,14 +71,15 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     second = player.page.get_attribute("#history li >> nth=0", "data-round")
     assert dealer.page.locator(f"#live [data-round='{second}']").count() == 0, "the round was played while the dealer was away"
     dealer.page.evaluate("window.croupier.watch.resume()")  # ... and comes back: it resumes from its last position
-    dealer.page.wait_for_selector(f"#live [data-round='{second}'][data-event='RoundSettled']")
+    dealer.page.wait_for_selector(f"#live [data-round='{second}'][data-event='RoundSettled']", state="attached")  # the live log sits folded
     versions = [int(v) for v in dealer.page.eval_on_selector_all(f"#live [data-round='{second}']", "els => els.map(e => e.dataset.version)")]
     assert sorted(versions) == list(range(1, max(versions) + 1)), f"every step once, none missed: {sorted(versions)}"
     positions = dealer.page.evaluate("window.croupier.watch.positions")
     assert len(positions) == len(set(positions)), "nothing received twice"
     assert second != round_id
-    dealer.page.wait_for_function(f"document.querySelector('#round-title').textContent.includes('{second}')")
+    dealer.page.wait_for_selector(f"#round[data-round='{second}']")
     assert dealer.verdict() == "ok"
+    both_sides_show_the_servers_figures(dealer, player)
     assert dealer.errors == [] and player.errors == []
     save_screenshot(dealer.page, "war-p2p-player-dealer-dealer")
     save_screenshot(player.page, "war-p2p-player-dealer-player")

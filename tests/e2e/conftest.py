@@ -31,6 +31,13 @@ class ServerThread:
         asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=60)
         return self.server.port
 
+    def run(self, coroutine, timeout: float = 30):  # noqa: ANN001, ANN201
+        """A coroutine run on the server's loop, its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
+
+    def module(self, name: str):  # noqa: ANN201
+        return next(module for module in self.server.modules if module.name == name)
+
     def stop(self) -> None:
         stopping = asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop)
         try:
@@ -144,6 +151,7 @@ class Casino:
     stop: object = None
     processes: object = None  # distributed: the ServiceProcesses, to kill and restart services
     store_args: tuple[str, ...] = ()  # where the services keep their data, for offline tools (ledger check)
+    host: object = None  # embedded: the ServerThread (its server's modules, its loop), for counts a test checks
 
     def player(self, name: str | None = None, role: str = "player") -> Player:
         name = name or f"p-{uuid.uuid4().hex[:8]}"
@@ -171,15 +179,16 @@ def start_embedded(tmp_path: Path, **options) -> Casino:
     target = f"127.0.0.1:{port}"
     channel = ready_channel(target)
     return Casino("embedded", authority_for(tmp_path / "data"), channel, channel, target, target, stop=thread.stop,
-                  store_args=("--data", str(tmp_path / "data")))
+                  store_args=("--data", str(tmp_path / "data")), host=thread)
 
 
-def start_distributed(tmp_path: Path) -> Casino:
+def start_distributed(tmp_path: Path, **options) -> Casino:
+    """The five services as processes on the infrastructure's Kafka and PostgreSQL; `options` go to ServiceProcesses.start."""
     from croupier_platform.auth import TokenAuthority
 
     from croupier_cli.localstack import ServiceProcesses
 
-    processes = ServiceProcesses.start(tmp_path)
+    processes = ServiceProcesses.start(tmp_path, **options)
     game, wallet = processes.target("game"), processes.target("wallet")
     return Casino("distributed", TokenAuthority(processes.secret), ready_channel(game), ready_channel(wallet),
                   game, wallet, stop=processes.stop, processes=processes,

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from croupier.v1 import audit_pb2, wallet_pb2
+from croupier_platform.events import EventRecord, record_hash
 from croupier_platform.settings import database_url_for
 from tests.conftest import CROUPIER
 
@@ -126,6 +127,18 @@ def edit(db: sqlite3.Connection, round_id: str, version: int, change) -> None:  
     db.execute("UPDATE events SET payload = ? WHERE stream_id = ? AND version = ?", (json.dumps(payload), round_id, version))
 
 
+def reseal(db: sqlite3.Connection, round_id: str) -> None:
+    """The stream's hash chain recomputed after an edit, as a rogue administrator would: every link holds,
+    so only the replay (the rules, the shoe, the wallet) can tell."""
+    query = f"SELECT {', '.join(EventRecord._fields)} FROM events WHERE stream_id = ? ORDER BY version"
+    previous = None
+    for row in db.execute(query, (round_id,)).fetchall():
+        record = EventRecord(*row)._replace(prev_hash=previous) if previous else EventRecord(*row)
+        previous = record_hash(record)
+        db.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE stream_id = ? AND version = ?",
+                   (record.prev_hash, previous, round_id, record.version))  # fmt: skip
+
+
 def edit_card(db: sqlite3.Connection, round_id: str, position: int) -> None:
     """The card dealt at `position` of a Casino War round's CardsDealt (v4) made another."""
     edit(db, round_id, 4, lambda p: p["cards"][position].update(card="Ac" if p["cards"][position]["card"] != "Ac" else "Kc"))
@@ -206,6 +219,10 @@ def test_an_audit_split_over_processes_reports_exactly_what_one_process_reports(
             gone = rounds[2]["war"]  # paid by the wallet, the stream and its projection row deleted
             db.execute("DELETE FROM events WHERE stream_id = ?", (gone,))
             db.execute("DELETE FROM game_rounds WHERE round_id = ?", (gone,))
+            resealed = rounds[2]["holdem"]  # its settlement pays 1,000 more, and the chain is re-sealed over it
+            (head,) = db.execute("SELECT max(version) FROM events WHERE stream_id = ?", (resealed,)).fetchone()
+            edit(db, resealed, head, lambda p: p["results"]["ante"].update(returned=p["results"]["ante"]["returned"] + 1000))
+            reseal(db, resealed)
 
         def without_seconds(*args: str) -> dict:
             code, report = audit_json(*casino.store_args, *args)
@@ -215,7 +232,9 @@ def test_an_audit_split_over_processes_reports_exactly_what_one_process_reports(
         for page, jobs in (("4", "0"), ("1", "2")):  # 0: one per core
             alone = without_seconds("--page", page)
             assert without_seconds("--page", page, "--jobs", jobs) == alone, page
-        assert {v["round_id"] for v in alone["violations"]} == {rounds[0]["war"], rounds[1]["voided"], rounds[1]["holdem"], gone}
+        assert {v["round_id"] for v in alone["violations"]} == {rounds[0]["war"], rounds[1]["voided"], rounds[1]["holdem"], gone, resealed}
+        assert [v["problem"] for v in alone["violations"] if v["round_id"] == resealed and "hash chain" in v["problem"]] == []
+        assert any(v["problem"].startswith("recorded ") for v in alone["violations"] if v["round_id"] == resealed)
         assert alone["rounds"] == 7 and alone["ledger"]["entries"] > 0
 
         human = run_cli("audit", *casino.store_args, "--jobs", "2", "--page", "1")

@@ -5,6 +5,7 @@ the dev login minting a player's token without the secret leaving the server."""
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import time
@@ -95,6 +96,67 @@ def test_malformed_json_is_invalid_argument_not_unknown(web) -> None:
     assert status == 400 and json.loads(body)["code"] == "invalid_argument"
 
 
+def error_reason(body: dict) -> str:
+    """The ErrorInfo reason of a Connect error ("" when it carries none)."""
+    return next((d.get("debug", {}).get("reason", "") for d in body.get("details", ()) if d.get("type") == "google.rpc.ErrorInfo"), "")
+
+
+PAGING = ["croupier.v1.TableService/ListRounds", "croupier.v1.WalletService/ListTransactions"]
+NESTED_TOKEN = base64.urlsafe_b64encode(b"\x01" + b"[" * 50_000 + b"]" * 50_000).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("method", PAGING)
+@pytest.mark.parametrize("page_token", [NESTED_TOKEN, "A" * 500_000,
+                                        base64.urlsafe_b64encode(b"\x01" + b"[" * 300 + b"]" * 300).decode()])  # fmt: skip
+def test_a_nested_or_oversized_page_token_is_invalid_argument_on_every_paging_rpc(web, method: str, page_token: str) -> None:
+    status, body = call_json(web, method, {"page_token": page_token}, token(web[1]))
+    assert (status, body["code"], error_reason(body)) == (400, "invalid_argument", "INVALID_FIELD"), body["message"][:300]
+    assert len(body["message"]) < 2048
+
+
+@pytest.mark.parametrize(("method", "body", "content_type"), [
+    ("croupier.v1.TableService/GetRound", b'{"round_id":', "application/json"),
+    ("croupier.v1.TableService/GetRound", b"[" * 200_000 + b"]" * 200_000, "application/json"),  # nested past the parser's depth
+    ("croupier.v1.TableService/GetRound", b'{"round_id": 7}', "application/json"),
+    ("croupier.v1.TableService/GetRound", b'{"bogus": 1}', "application/json"),
+    ("croupier.v1.TableService/GetRound", b"\xff\xff\xff\xff", "application/proto"),
+    ("croupier.v1.TableService/GetRound", b"\xff\xfe{}", "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": "1e3"}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": 1e1}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": 100.0}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": "1_0"}', "application/json"),
+    ("croupier.v1.TableService/ListRounds", '{"page_size": "１０"}'.encode(), "application/json"),
+    ("croupier.v1.TableService/ListRounds", '{"page_size": "١٠"}'.encode(), "application/json"),
+    ("croupier.v1.TableService/ListRounds", b'{"page_size": true}', "application/json"),
+    ("croupier.v1.TableService/PlaceBets", b'{"seat_id": "s", "bets": {"ante": "1e3"}, "idempotency_key": "k"}', "application/json"),
+    ("croupier.v1.WalletService/TopUpPlayMoney", b'{"amount": {"amount_minor": 100.0, "currency": "PLAY"}}', "application/json"),
+    ("croupier.v1.WalletService/ListTransactions", b'{"page_size": "\xd9\xa1"}', "application/json"),
+])  # fmt: skip
+def test_an_unparseable_or_loosely_typed_request_is_refused_as_grpc_refuses_it(web, method, body: bytes, content_type: str) -> None:
+    """As the gRPC port answers a request it cannot decode: INVALID_ARGUMENT, ErrorInfo MALFORMED_REQUEST."""
+    status, _, reply = post(f"{web[0]}/{method}", body, {"content-type": content_type, "authorization": f"Bearer {token(web[1])}"})
+    answer = json.loads(reply)
+    assert (status, answer["code"], error_reason(answer)) == (400, "invalid_argument", "MALFORMED_REQUEST"), answer["message"][:300]
+
+
+def test_integers_as_json_numbers_and_ascii_digit_strings_are_taken(web) -> None:
+    for page_size in (5, "5"):
+        status, body = call_json(web, "croupier.v1.TableService/ListRounds", {"page_size": page_size}, token(web[1]))
+        assert status == 200, body
+
+
+def test_a_content_type_not_spoken_and_a_path_not_served_answer_connect_errors(web) -> None:
+    bearer = {"authorization": f"Bearer {token(web[1])}"}
+    status, headers, reply = post(f"{web[0]}/croupier.v1.TableService/ListTables", b"{}", {"content-type": "text/plain"} | bearer)
+    answer = json.loads(reply)
+    assert (status, answer["code"], error_reason(answer)) == (415, "invalid_argument", "MALFORMED_REQUEST")
+    assert "application/json" in answer["message"] and headers["content-type"] == "application/json"
+    for path in ("/croupier.v1.TableService/NoSuchMethod", "/croupier.v1.NoService/Call", "/anything"):
+        status, headers, reply = post(web[0] + path, b"{}", {"content-type": "application/json"} | bearer)
+        answer = json.loads(reply)
+        assert (status, answer["code"], error_reason(answer)) == (404, "unimplemented", "NOT_FOUND"), path
+
+
 @pytest.mark.parametrize("path", ["/croupier.internal.v1.StakeService/ReserveStakes", "/croupier.internal.v1.ShufflerService/NewShoe",
                                   "/grpc.health.v1.Health/Check"])  # fmt: skip
 def test_internal_services_are_not_served(web, path: str) -> None:
@@ -172,6 +234,72 @@ def test_the_dev_login_mints_a_players_token(web) -> None:
     assert body["code"] == "permission_denied", "a player's token, never an operator's"
     status, _, body = post(f"{base}/dev/login", json.dumps({"player": "no spaces!"}).encode(), {"content-type": "application/json"})
     assert status == 400 and "player name" in json.loads(body)["message"]
+
+
+def dev_login(web, body: bytes, **headers: str) -> tuple[int, dict]:
+    status, _, reply = post(f"{web[0]}/dev/login", body, {"content-type": "application/json"} | headers)
+    return status, json.loads(reply)
+
+
+def test_the_dev_login_never_mints_for_another_players_name(web) -> None:
+    """A name the wallet knows (real money deposited, or play money of a player signed in with a token)
+    is refused, without credentials or with; a name the dev login took it mints for again."""
+    operator, victim, player = token(web[1], "operator"), f"cash.{uuid.uuid4().hex[:6]}", f"p-{uuid.uuid4().hex[:6]}"
+    status, _ = call_json(web, "croupier.v1.WalletService/Deposit", {"player_id": victim, "transaction_id": "d1",
+                          "amount": {"amount_minor": 50000, "currency": "USD"}}, operator)  # fmt: skip
+    assert status == 200
+    player_token = web[1].mint(player, "player", int(time.time()), 600)
+    status, _ = call_json(web, "croupier.v1.WalletService/TopUpPlayMoney",
+                          {"amount": {"amount_minor": 500, "currency": "PLAY"}, "transaction_id": "t1"}, player_token)  # fmt: skip
+    assert status == 200
+    for name in (victim, player):
+        status, body = dev_login(web, json.dumps({"player": name}).encode())
+        assert (status, body["code"]) == (403, "permission_denied"), name
+        assert "token" not in body
+    fresh = f"dev-{uuid.uuid4().hex[:6]}"
+    first, again = dev_login(web, json.dumps({"player": fresh}).encode()), dev_login(web, json.dumps({"player": fresh}).encode())
+    assert first[0] == again[0] == 200 and again[1]["player"] == fresh
+    status, body = call_json(web, "croupier.v1.WalletService/Deposit", {"player_id": fresh, "transaction_id": "d2",
+                             "amount": {"amount_minor": 100, "currency": "USD"}}, operator)  # fmt: skip
+    assert status == 200
+    status, body = dev_login(web, json.dumps({"player": fresh}).encode())
+    assert status == 403 and "play money only" in body["message"], "real money deposited makes it a real account"
+
+
+@pytest.mark.parametrize("headers", [{"host": "casino.attacker.example"}, {"host": "192.168.1.20:8080"},
+                                     {"origin": "https://attacker.example"}])  # fmt: skip
+def test_the_dev_login_answers_pages_of_this_machine_only(web, headers) -> None:
+    status, body = dev_login(web, json.dumps({"player": f"dev-{uuid.uuid4().hex[:6]}"}).encode(), **headers)
+    assert (status, body["code"]) == (403, "permission_denied") and "token" not in body
+
+
+def test_a_20_mb_dev_login_is_refused_from_its_length_unread(web) -> None:
+    import http.client
+
+    host, port = web[0].removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.putrequest("POST", "/dev/login")
+        connection.putheader("content-type", "application/json")
+        connection.putheader("content-length", str(20_000_000))
+        connection.endheaders(b"{" * 4096)  # the rest is never sent: the answer comes first
+        response = connection.getresponse()
+        assert response.status == 413 and json.loads(response.read())["code"] == "resource_exhausted"
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("body", "status", "code"), [
+    (b'{"player": "' + b"a" * 2000 + b'"}', 413, "resource_exhausted"),
+    (b"[" * 500 + b"]" * 500, 400, "invalid_argument"),
+    (b'{"player": ' * 80 + b"1" + b"}" * 80, 400, "invalid_argument"),
+    (b'{"player": 7}', 400, "invalid_argument"),
+    (b"\xff\xfe", 400, "invalid_argument"),
+    (json.dumps({"player": "ａｌｉｃｅ"}).encode(), 400, "invalid_argument"),  # full-width: another name that looks alike
+])  # fmt: skip
+def test_the_dev_login_refuses_large_nested_and_malformed_bodies(web, body: bytes, status: int, code: str) -> None:
+    answered, reply = dev_login(web, body)
+    assert (answered, reply["code"]) == (status, code) and "token" not in reply
 
 
 def open_seat_stream(web, bearer: str, seat_id: str):

@@ -11,6 +11,8 @@ The sizes are bounded for `make test`; HOSTILE_EXAMPLES raises the generated-req
 
 from __future__ import annotations
 
+import base64
+import logging
 import os
 import random
 import threading
@@ -21,6 +23,7 @@ from collections import Counter
 import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from hypothesis import strategies as st
 
 from croupier.internal.v1 import internal_pb2
@@ -45,8 +48,10 @@ EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "300"))
 
 RPCS = rpcs_of([
     *table_pb2.DESCRIPTOR.services_by_name.values(), *wallet_pb2.DESCRIPTOR.services_by_name.values(),
-    *audit_pb2.DESCRIPTOR.services_by_name.values(), *internal_pb2.DESCRIPTOR.services_by_name.values(),
+    *audit_pb2.DESCRIPTOR.services_by_name.values(),
 ])  # fmt: skip
+# Embedded, the services call these in-process: the port does not serve them to anyone.
+INTERNAL_RPCS = rpcs_of(list(internal_pb2.DESCRIPTOR.services_by_name.values()))
 
 
 def _status(call) -> tuple[grpc.StatusCode, str, str]:  # noqa: ANN001
@@ -161,6 +166,128 @@ def test_generated_requests_to_every_rpc_never_answer_internal_or_hang(casino: C
     assert {"TOKEN_INVALID", "TOKEN_EXPIRED", "PERMISSION_DENIED", "INVALID_FIELD"} <= reasons.keys(), reasons
 
 
+def test_the_internal_services_are_neither_served_nor_listed_on_the_embedded_port(casino: Casino, session) -> None:
+    _, credentials, _ = session
+    for rpc in INTERNAL_RPCS:
+        for who in ("operator", "mallory", "none"):
+            code, details, _ = _status(lambda: rpc.call(casino.channel, rpc.request_class(), credentials[who], CALL_TIMEOUT_S))
+            assert code == grpc.StatusCode.UNIMPLEMENTED, f"{rpc.path} as {who} answered {code.name}: {details[:200]}"
+    reflection = reflection_pb2_grpc.ServerReflectionStub(casino.channel)
+    (reply,) = reflection.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=CALL_TIMEOUT_S)
+    listed = {service.name for service in reply.list_services_response.service}
+    assert "croupier.v1.TableService" in listed
+    assert not {name for name in listed if name.startswith("croupier.internal.")}, listed
+
+
+def _crafted_token(body: bytes) -> str:
+    return base64.urlsafe_b64encode(b"\x01" + body).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("page_token", [
+    _crafted_token(b"[" * 50_000 + b"]" * 50_000), _crafted_token(b"[" * 300 + b"]" * 300), "A" * 500_000,
+    _crafted_token(b'["ListRounds",' + b'{"a":' * 200 + b"1" + b"}" * 200 + b"]"),
+])  # fmt: skip
+def test_nested_and_oversized_page_tokens_on_every_paging_rpc_are_invalid_argument(casino: Casino, session, page_token: str) -> None:
+    _, credentials, _ = session
+    paging = [(casino.channel, "/croupier.v1.TableService/ListRounds", table_pb2.ListRoundsRequest(page_token=page_token)),
+              (casino.wallet_channel, "/croupier.v1.WalletService/ListTransactions", wallet_pb2.ListTransactionsRequest(page_token=page_token))]  # fmt: skip
+    for channel, path, request in paging:
+        rpc = next(r for r in RPCS if r.path == path)
+        code, details, reason = _status(lambda: rpc.call(channel, request, credentials["mallory"], CALL_TIMEOUT_S))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD"), f"{path}: {code.name} {details[:200]}"
+        _assert_fine(code, details, reason, path)
+
+
+RESUMING_NAMES = 16
+RESUMES_PER_NAME = 3
+# Rows a resume from "0" of a fresh seat may read (its seat's events, its player's rounds): a few, however long the log.
+ROWS_PER_FRESH_RESUME = 10
+MIN_LOG_FOR_RESUMES = 500  # events logged before the resumes: a scan of the log would read at least these
+
+
+def _last_position(casino: Casino) -> int:
+    """The game log's last position, read as the game reads it."""
+    book = casino.host.module("game").feed._book
+    return casino.host.run(book.read(lambda uow: uow.events.last_position()))
+
+
+def _first_messages(player: Player, seat_id: str, after: str, count: int = 1, idle_s: float | None = None) -> tuple[grpc.StatusCode, str, list]:
+    """The first `count` messages of a WatchSeat resumed from `after` (or those sent within `idle_s`), then the stream cancelled."""
+    request = table_pb2.WatchSeatRequest(seat_id=seat_id, after_position=after)
+    return _first_of(player.tables.WatchSeat(request, metadata=player._meta(), timeout=idle_s or CALL_TIMEOUT_S), count, idle_s is not None)
+
+
+def _first_round_messages(player: Player, round_id: str, count: int) -> tuple[grpc.StatusCode, str, list]:
+    request = table_pb2.WatchRoundRequest(round_id=round_id, after_position="0")
+    return _first_of(player.tables.WatchRound(request, metadata=player._meta(), timeout=CALL_TIMEOUT_S), count)
+
+
+def _first_of(stream, count: int, until_idle: bool = False) -> tuple[grpc.StatusCode, str, list]:  # noqa: ANN001
+    """A stream's first `count` messages, then the stream cancelled; its refusal's code and reason, if any
+    (a deadline is the end of the messages when `until_idle`)."""
+    got: list = []
+    try:
+        for message in stream:
+            got.append(message)
+            if len(got) == count:
+                break
+    except grpc.RpcError as error:
+        refusal = peer_refusal(error)
+        if not (until_idle and refusal.code == grpc.StatusCode.DEADLINE_EXCEEDED):
+            return refusal.code, refusal.reason, got
+    finally:
+        stream.cancel()
+    return grpc.StatusCode.OK, "", got
+
+
+def test_resumes_from_zero_and_past_the_end_from_many_names_read_the_seats_history_only(casino: Casino, tables) -> None:
+    """48 resumes from "0" from 16 fresh names at once: each reads its seat's own few rows through the
+    log's index, whatever the log's length; a position past the log's end is refused, not held open."""
+    war = next(t for t in tables if t.game == "casino-war")
+    busy = casino.player()
+    busy.top_up(2_000_000)
+    busy_seat = busy.seat(war.table_id)
+    while _last_position(casino) < MIN_LOG_FOR_RESUMES:
+        _finish(busy, busy.deal(busy.place(busy_seat, _smallest_bet(war)).round_id))
+    names = [casino.player() for _ in range(RESUMING_NAMES)]
+    seats = [name.seat(war.table_id) for name in names]
+    feed = casino.host.module("game").feed
+    before = feed.catch_up_rows_read
+    resumes = [lambda n=name, s=seat: _first_messages(n, s, "0") for name, seat in zip(names, seats, strict=True)
+               for _ in range(RESUMES_PER_NAME)]  # fmt: skip
+    for code, _, got in _together(resumes):
+        assert code == grpc.StatusCode.OK and got[0].seat_changed.change == "joined", (code, got)
+    read = feed.catch_up_rows_read - before
+    assert 0 < read <= len(resumes) * ROWS_PER_FRESH_RESUME, f"{len(resumes)} resumes read {read} rows of a {MIN_LOG_FOR_RESUMES}+ event log"
+    past_end = str(_last_position(casino) + 1_000_000)
+    for code, reason, got in _together([lambda n=name, s=seat: _first_messages(n, s, past_end) for name, seat in zip(names, seats, strict=True)]):
+        assert (code, reason, got) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD", [])
+
+
+def test_resumed_streams_cancelled_at_every_step_end_cancelled_without_errors(casino: Casino, tables, caplog) -> None:
+    """WatchSeat resumed from "0" and WatchRound from "0", cancelled after each of their messages in
+    turn, many at once: each call ends CANCELLED in the access log, and nothing is logged as an error."""
+    war = next(t for t in tables if t.game == "casino-war")
+    player = casino.player()
+    player.top_up(1_000_000)
+    seat = player.seat(war.table_id)
+    view = _finish(player, player.deal(player.place(seat, _smallest_bet(war)).round_id))
+    seat_messages = len(_first_messages(player, seat, "0", count=100, idle_s=2)[2])
+    round_messages = view.version
+    assert seat_messages >= 3 and round_messages >= 3
+    caplog.set_level(logging.INFO)
+    calls = [lambda k=k: _first_messages(player, seat, "0", count=k) for k in range(1, seat_messages)]
+    calls += [lambda k=k: _first_round_messages(player, view.round_id, k) for k in range(1, round_messages)]
+    for _ in range(3):
+        for code, _, _ in _together(calls[: len(calls) // 2]) + _together(calls[len(calls) // 2 :]):
+            assert code == grpc.StatusCode.OK
+    time.sleep(0.5)  # the server hears of the last cancellations a moment later
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, "\n".join(f"{r.name}: {r.getMessage()[:300]} {logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}" for r in errors[:4])
+    ended = Counter(getattr(r, "code", "") for r in caplog.records if getattr(r, "method", "").endswith(("/WatchSeat", "/WatchRound")))
+    assert "UNKNOWN" not in ended and ended["CANCELLED"] + ended["OK"] >= len(calls), ended
+
+
 def _finish(player: Player, view):  # noqa: ANN001
     """Play a round to its end with the first choice offered."""
     for _ in range(10):
@@ -174,13 +301,18 @@ def _finish(player: Player, view):  # noqa: ANN001
 
 
 def _storm(calls: list) -> list[tuple[grpc.StatusCode, str, str]]:
-    """All calls at once, released together."""
+    """All calls at once, released together: each one's status."""
+    return _together([lambda c=call: _status(c) for call in calls])
+
+
+def _together(calls: list) -> list:
+    """All calls at once, released together: what each returned."""
     barrier = threading.Barrier(len(calls))
-    results: list[tuple[grpc.StatusCode, str, str]] = [(grpc.StatusCode.OK, "", "")] * len(calls)
+    results: list = [None] * len(calls)
 
     def run(index: int, call) -> None:  # noqa: ANN001
         barrier.wait()
-        results[index] = _status(call)
+        results[index] = call()
 
     threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
     for thread in threads:

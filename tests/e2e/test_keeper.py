@@ -48,3 +48,6 @@ def test_embedded_keeper_folds_a_holdem_round_left_deciding(quick_casino):
     report = operator.call(operator.audit.ReplayRound, audit_pb2.ReplayRoundRequest(round_id=view.round_id))
     assert report.ok, list(report.disagreements)
     assert any(line.startswith("v6 DecisionMade (by the keeper): ante fold") for line in report.timeline)
+    kept = [(step.event_type, step.caused_by, step.caused_by_reason) for step in view.steps if step.caused_by]
+    reason = "no decision within 1 s: the table's default (fold) was taken by the keeper"
+    assert kept == [("DecisionMade", "keeper", reason), ("RoundSettled", "keeper", reason)], "labelled on the wire"

@@ -183,6 +183,38 @@ def test_house_result_commission_and_transactions_equal_a_hand_calculation(casin
         (t.transaction_id, t.round_id, t.game, t.table_id, t.amount) for t in transactions(player)]  # fmt: skip
 
 
+def test_an_operator_pays_a_players_winnings_out_and_the_ledger_and_audit_stay_clean(casino):
+    """Cash in (Deposit), play real money, cash out (Withdraw): refused beyond the available balance, naming
+    it; a retry pays nothing more; the balance ends at zero; `croupier ledger check` and `croupier audit` clean."""
+    from croupier.v1 import common_pb2
+
+    from tests.e2e.test_player_dealer import _audits_clean, _ledger_sums_to_zero
+
+    player, operator = casino.player(), casino.player("cashier", role="operator")
+
+    def usd(amount: int) -> common_pb2.Money:
+        return common_pb2.Money(amount_minor=amount, currency="USD")
+
+    operator.call(operator.wallet.Deposit, wallet_pb2.DepositRequest(player_id=player.name, amount=usd(50_000), transaction_id="in-1"))
+    views = [play(player, player.seat("casino-war-usd"), {"ante": ante}) for ante in (1_000, 2_500)]
+    won = 50_000 - sum(v.total_staked for v in views) + sum(v.total_returned for v in views)
+    assert player.wait_balance(won, "USD") == won and player.wait_reserved(0, "USD") == 0
+
+    def withdraw(amount: int, tid: str):  # noqa: ANN202
+        return operator.call(operator.wallet.Withdraw, wallet_pb2.WithdrawRequest(player_id=player.name, amount=usd(amount), transaction_id=tid))
+
+    with pytest.raises(grpc.RpcError) as refused:
+        withdraw(won + 1, "out-1")
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert refusal_of(refused.value).reason == "INSUFFICIENT_FUNDS" and refusal_of(refused.value).metadata["available"] == str(won)
+    paid = withdraw(won, "out-1").transaction
+    assert withdraw(won, "out-1").transaction == paid and (paid.kind, paid.amount) == ("withdrawal", -won)
+    assert player.balance("USD") == 0
+    assert [t.kind for t in transactions(player)][0] == "withdrawal"
+    _ledger_sums_to_zero(casino)
+    _audits_clean(casino)
+
+
 def cli(*args: str) -> dict:
     done = subprocess.run([CROUPIER, "ledger", args[0], "--json", *args[1:]], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr

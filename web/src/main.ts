@@ -1,66 +1,60 @@
-// Croupier's reference web table: sign in (dev mode), play money, the five games, war-p2p's dealer seat,
-// history with step-by-step recall, responsible-gaming limits, and the fairness check of every round.
-import { toJson, toJsonString } from "@bufbuild/protobuf";
-import { describeError, devLogin, setToken, tables, wallet } from "./api";
+// Croupier's reference web table: sign in (dev mode), play money, the five games on a felt, war-p2p's
+// dealer seat, history with step-by-step recall, responsible-gaming limits, and the fairness check of
+// every round. The sign-in and the seat survive a reload (session.ts): the round in progress comes back
+// with its choices, their cost and the countdown. The seat's stream (WatchSeat) keeps the page current.
+import { toJson } from "@bufbuild/protobuf";
+import { describeError, devLogin, setToken, tables } from "./api";
+import { BetSlip, renderSlip } from "./chips";
+import { $, h, shortRef } from "./dom";
 import * as fairness from "./fairness";
-import { RoundViewSchema, type RoundView, type SeatStatus, type TableInfo } from "./gen/croupier/v1/table_pb";
-import type { WatchSeatResponse } from "./gen/croupier/v1/table_pb";
-import { GetLimitsResponseSchema } from "./gen/croupier/v1/wallet_pb";
+import { RoundViewSchema, type RoundView, type SeatStatus, type TableInfo, type WatchSeatResponse } from "./gen/croupier/v1/table_pb";
+import { currentLocale, initialLocale, named, setLocale, t } from "./i18n";
+import { CURRENCY, key, refreshBalance, refreshLimits, setLimits, showBalance, topUp } from "./purse";
+import { renderHistory, renderRecall } from "./history";
+import { isOver, renderRound } from "./round";
+import { loadSession, saveSession, type Session } from "./session";
+import { renderStatusBoxes } from "./status";
 import { SeatWatch } from "./watch";
 
 // The verifier on the page, and the last round it checked as shown (protobuf JSON with the proto field
 // names, as `croupier verify --save` writes it), for the browser tests and for anyone curious.
-const exposed = { fairness, checked: {} as Record<string, unknown>, watch: undefined as SeatWatch | undefined };
+const exposed = { fairness, tables, checked: {} as Record<string, unknown>, watch: undefined as SeatWatch | undefined };
 (window as unknown as { croupier: unknown }).croupier = exposed;
 const asSaved = (view: RoundView) => toJson(RoundViewSchema, view, { useProtoFieldName: true });
 
-const CURRENCY = "PLAY";
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) k === "text" ? (el.textContent = v) : el.setAttribute(k, v);
-  el.append(...children);
-  return el;
-}
-
-const money = (minor: bigint | number, signed = false) => {
-  const n = Number(minor);
-  const text = (Math.abs(n) / 100).toFixed(2);
-  return `${n < 0 ? "−" : signed && n > 0 ? "+" : ""}${text}`;
-};
-const key = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-
-interface Seat { seatId: string; table: TableInfo; role: string; status?: SeatStatus }
+interface Seat { seatId: string; table: TableInfo; role: string; status?: SeatStatus; slip: BetSlip }
 
 const state = {
-  player: "",
+  session: undefined as Session | undefined,
   tables: [] as TableInfo[],
   seat: undefined as Seat | undefined,
   round: undefined as RoundView | undefined,
   committedBefore: "" as string,
-  bets: {} as Record<string, number>,
   history: [] as RoundView[],
   recall: { view: undefined as RoundView | undefined, step: 0 },
 };
 
 // ---------------------------------------------------------------- errors and busy state
 
-function showError(error: unknown): void {
+/** The refusal beside the action that met it (at the top when no action did). */
+function showError(error: unknown, near?: Element): void {
   const box = $("error");
   box.textContent = describeError(error);
+  if (near) near.insertAdjacentElement("afterend", box);
+  else $("app").prepend(box);
   box.hidden = false;
 }
 
 let busy = 0;  // calls under way: body[data-busy] while any is (the tests wait for it to go)
 
-async function act(what: () => Promise<void>): Promise<void> {
+async function act(what: () => Promise<void>, near?: Element): Promise<void> {
   $("error").hidden = true;
   document.body.dataset.busy = String(++busy);
   try {
     await what();
   } catch (e) {
-    showError(e);
+    showError(e, near);
   } finally {
     if (--busy === 0) delete document.body.dataset.busy;
     else document.body.dataset.busy = String(busy);
@@ -71,99 +65,109 @@ async function act(what: () => Promise<void>): Promise<void> {
 
 async function signIn(token: string, player: string): Promise<void> {
   setToken(token);
-  state.player = player;
-  $("who").textContent = player ? `Playing as ${player} (play money)` : "Signed in with a token";
+  state.tables = (await tables.listTables({})).tables.filter((t) => t.currency === CURRENCY);
+  state.session = { token, player };
+  saveSession(state.session);
+  $("who").textContent = player ? t("who.player", { name: player }) : t("who.token");
   $("signed-in").hidden = false;
   $("login-panel").hidden = true;
-  state.tables = (await tables.listTables({})).tables.filter((t) => t.currency === CURRENCY);
-  const select = $<HTMLSelectElement>("table");
-  select.replaceChildren(...state.tables.map((t) => h("option", { value: t.tableId, text: `${t.tableId} (${t.game}${t.tableType ? ` type ${t.tableType}` : ""})` })));
+  renderLobby();
   await Promise.all([refreshBalance(), refreshLimits(), refreshHistory()]);
 }
 
-async function refreshBalance(): Promise<void> {
-  const { balances } = await wallet.getBalances({});
-  const play = balances.find((b) => b.currency === CURRENCY);
-  $("balance").textContent = `${money(play?.available ?? 0n)} ${CURRENCY}`;
-  $("balance").dataset.minor = String(play?.available ?? 0n);
+function renderLobby(): void {
+  const select = $<HTMLSelectElement>("table");
+  const chosen = select.value;
+  select.replaceChildren(...state.tables.map((t) => h("option", { value: t.tableId, text: `${named("game", t.game)}${t.tableType ? ` ${t.tableType.toUpperCase()}` : ""} — ${t.tableId}` })));
+  if (chosen) select.value = chosen;
 }
 
-async function topUp(): Promise<void> {
-  const amount = Math.round(Number($<HTMLInputElement>("topup-amount").value) * 100);
-  await wallet.topUpPlayMoney({ amount: { amountMinor: BigInt(amount), currency: CURRENCY }, transactionId: key() });
-  await refreshBalance();
-}
-
-function limitField(id: string): bigint | undefined {
-  const raw = $<HTMLInputElement>(id).value.trim();
-  return raw === "" ? undefined : BigInt(Math.round(Number(raw) * 100));
-}
-
-async function setLimits(): Promise<void> {
-  const until = $<HTMLInputElement>("limit-exclude-until").value.trim();
-  await wallet.setLimits({
-    currency: CURRENCY,
-    maxStake: limitField("limit-max-stake"),
-    dailyWager: limitField("limit-daily-wager"),
-    dailyLoss: limitField("limit-daily-loss"),
-    selfExcludedUntil: until === "" ? undefined : until === "-" ? "" : new Date(until).toISOString(),
-  });
-  await refreshLimits();
-}
-
-async function refreshLimits(): Promise<void> {
-  const limits = await wallet.getLimits({});
-  $("limits-view").textContent = toJsonString(GetLimitsResponseSchema, limits, { prettySpaces: 1 });
+function signOut(): void {
+  stopWatching();
+  saveSession(undefined);
+  location.reload();
 }
 
 // ---------------------------------------------------------------- seats
 
 async function join(role: "player" | "dealer"): Promise<void> {
-  stopWatching();
   const tableId = $<HTMLSelectElement>("table").value;
   const nickname = $<HTMLInputElement>("nickname").value.trim();
   const autoConfirm = $<HTMLInputElement>("auto-confirm").checked;
   const joined = await tables.joinTable({ tableId, role, nickname, autoConfirm });
-  state.seat = { seatId: joined.seatId, table: joined.table!, role, status: joined.status };
+  await sit(joined.seatId, joined.table!, role, joined.status);
+}
+
+/** At the seat (joined, or found again after a reload): its stream, and the round left open at it. */
+async function sit(seatId: string, table: TableInfo, role: string, status: SeatStatus | undefined): Promise<void> {
+  stopWatching();
+  const slip = new BetSlip(table);
+  const main = table.bets[0];
+  if (role === "player" && main) slip.fill(main, Number(table.limits[main]?.min ?? 0n));
+  state.seat = { seatId, table, role, status, slip };
   state.round = undefined;
-  state.bets = {};
-  const main = joined.table!.bets[0];
-  if (role === "player" && main) state.bets[main] = Number(joined.table!.limits[main]?.min ?? 0n);
+  state.session = { ...state.session!, seatId, tableId: table.tableId, role };
+  saveSession(state.session);
+  if (status?.currency === CURRENCY) showBalance(status.balance);
   renderSeat();
-  renderRound();
+  draw();
   startWatching();
+  await resumeRound(status);
+}
+
+/** The seat's open round, as a client that comes back finds it: asked, dealt if bets were placed but
+ * not dealt, and finished from here (issue 25, resume). */
+async function resumeRound(status: SeatStatus | undefined): Promise<void> {
+  const seat = state.seat;
+  if (!seat || !status?.lastRoundId || ["", "settled", "voided"].includes(status.lastRoundPhase)) return;
+  const view = (await tables.getRound({ roundId: status.lastRoundId })).round!;
+  state.round = view;
+  $("resumed").textContent = t("round.resumed", { ref: shortRef(view.roundId), phase: named("phase", view.phase) });
+  $("resumed").hidden = false;
+  draw();
+  if (seat.role === "player" && (view.phase === "betting" || view.phase === "dealing") && view.cards.length === 0) {
+    state.round = (await tables.deal({ roundId: view.roundId, version: view.version })).round;
+    draw();
+    await roundMoved();
+  }
+}
+
+async function restore(session: Session): Promise<void> {
+  try {
+    await signIn(session.token, session.player);
+  } catch (error) {
+    saveSession(undefined);  // an expired or foreign token: sign in again
+    throw error;
+  }
+  const table = state.tables.find((t) => t.tableId === session.tableId);
+  if (!session.seatId || !table) return;
+  try {
+    const { status } = await tables.getSeatStatus({ seatId: session.seatId });
+    await sit(session.seatId, table, session.role ?? "player", status);
+  } catch (error) {
+    state.session = { token: session.token, player: session.player };
+    saveSession(state.session);  // the seat is gone (left, idle): back to the lobby
+    throw error;
+  }
 }
 
 async function leave(): Promise<void> {
   if (!state.seat) return;
-  stopWatching();
   await tables.leaveTable({ seatId: state.seat.seatId });
   stopWatching();
   state.seat = undefined;
   state.round = undefined;
+  state.session = { token: state.session!.token, player: state.session!.player };
+  saveSession(state.session);
   renderSeat();
-  renderRound();
+  draw();
   await refreshBalance();
-}
-
-async function refreshSeat(): Promise<void> {
-  if (!state.seat) return;
-  state.seat.status = (await tables.getSeatStatus({ seatId: state.seat.seatId })).status;
-  renderStatus();
-  await refreshBalance();  // a settlement reaches the wallet a moment after the round
-  const last = state.seat.status?.lastRoundId;
-  // After the page's own calls; WatchSeat pushes the rest.
-  if (state.seat.role === "dealer" && last && (state.round?.roundId !== last || !isOver(state.round))) {
-    state.round = (await tables.getRound({ roundId: last })).round;
-    renderRound();
-    if (state.round && isOver(state.round)) void verifyWhenRevealed(state.round.roundId);
-  }
 }
 
 // The seat's live stream (its presence at the table): seat changes and every round step at it.
 function startWatching(): void {
   stopWatching();
-  if (state.seat) exposed.watch = new SeatWatch(state.seat.seatId, onSeatEvent, showError);
+  if (state.seat) exposed.watch = new SeatWatch(state.seat.seatId, onSeatEvent, (e) => showError(e));
   $("live").replaceChildren();
 }
 
@@ -182,25 +186,28 @@ function onSeatEvent(message: WatchSeatResponse): void {
   if (!seat) return;
   if (event.case === "seatChanged") {
     seat.status = event.value.status;
+    // A round's payout reaches the wallet a moment after round_over: its balance is the settled round's
+    // (draw()) until the seat is read again once the round is checked (verifyOnce).
+    if (seat.status?.currency === CURRENCY && event.value.change !== "round_over") showBalance(seat.status.balance);
     renderStatus();
-    $("may-deal").textContent = event.value.mayDeal ? "yes" : event.value.mayDealMissing || "no";
-    logLive(`seat: ${event.value.change}`, { "data-change": event.value.change });
-    if (event.value.change === "round_over") void Promise.all([refreshBalance(), refreshHistory()]).catch(showError);
+    $("may-deal").textContent = event.value.mayDeal ? t("yes") : event.value.mayDealMissing || t("no");
+    logLive(`${event.value.change}`, { "data-change": event.value.change });
+    if (event.value.change === "round_over") void refreshHistory().catch((e) => showError(e));
   } else if (event.case === "roundUpdate") {
     const { step, round, causedBy } = event.value;
     if (!step || !round) return;
-    logLive(`round ${round.roundId.slice(0, 8)} v${step.version} ${step.eventType}${causedBy ? ` (${causedBy})` : ""}`,
+    logLive(`${shortRef(round.roundId)} v${step.version} ${step.eventType}${causedBy ? ` (${causedBy})` : ""}`,
       { "data-round": round.roundId, "data-version": String(step.version), "data-event": step.eventType, "data-caused-by": causedBy });
-    // The dealer follows the paired player's rounds; a player sees the keeper's (or presence's) moves on theirs.
-    const followed = seat.role === "dealer" || causedBy !== "";
-    if (followed && (state.round?.roundId !== round.roundId || round.version >= state.round.version)) {
+    // Every step at the seat: the dealer's view of the paired player's rounds, the keeper's moves, and a
+    // decision taken from another device.
+    if (state.round?.roundId !== round.roundId || round.version >= state.round.version) {
       state.round = round;
-      renderRound();
-      if (isOver(round) && $("verdict").dataset.state === "") void verifyWhenRevealed(round.roundId).catch(showError);
+      draw();
+      if (isOver(round)) void verifyOnce(round.roundId).catch((e) => showError(e));
     }
   } else if (event.case === "seatEnded") {
-    logLive(`seat ended: ${event.value.reason}`, { "data-ended": event.value.reason });
-    showError(new Error(`the seat ended (${event.value.reason}): join a table again`));
+    logLive(`${event.value.reason}`, { "data-ended": event.value.reason });
+    showError(new Error(t("seat.ended", { reason: event.value.reason })));
   }
 }
 
@@ -210,180 +217,109 @@ async function confirm(auto?: "on" | "off"): Promise<void> {
   renderStatus();
 }
 
-const STATUS_FIELDS: [keyof SeatStatus, string, boolean][] = [
-  ["role", "Role", false], ["nickname", "Nickname", false], ["opponentNickname", "Opponent", false],
-  ["lastRoundId", "Last round", false], ["lastRoundPhase", "Last round's phase", false], ["lastRoundResult", "Last round's result", true],
-  ["lastRoundCommission", "Last round's commission", true], ["dealerPoints", "Dealer points", false], ["commissionPaidLastRound", "Commission paid (last dealt)", true],
-  ["balance", "Balance", true], ["maxAnte", "Largest ante now", true], ["autoConfirm", "Auto-confirm", false], ["confirmed", "Next round confirmed", false],
-  ["nextRoundId", "Next round", false], ["nextCommitment", "Next round's commitment", false],
-];
-
 function renderStatus(): void {
-  const status = state.seat?.status;
-  $("seat-status").replaceChildren(
-    ...(status ? STATUS_FIELDS.map(([field, label, isMoney]) => {
-      const value = status[field];
-      const text = isMoney ? money(value as bigint, field === "lastRoundResult") : String(value ?? "");
-      return h("div", { class: "box" }, h("label", { text: label }), h("output", { "data-field": String(field), text }));
-    }) : []),
-  );
+  const seat = state.seat;
+  const status = seat?.status;
+  renderStatusBoxes($("seat-status"), seat?.table.game ?? "", seat?.role ?? "", status);
   $("commitment").textContent = status?.nextCommitment ?? "";
-  $("dealer-controls").hidden = state.seat?.role !== "dealer";
+  $("dealer-controls").hidden = seat?.role !== "dealer";
+  if (seat?.role === "player") drawSlip();  // the dealer's cap on the ante may have moved
 }
 
 function renderSeat(): void {
   const seat = state.seat;
   $("seat").hidden = !seat;
+  $("lobby").hidden = Boolean(seat);
+  $("resumed").hidden = true;
   if (!seat) return;
-  const t = seat.table;
-  $("seat-title").textContent = `${t.tableId} — ${t.game}${t.tableType ? ` type ${t.tableType}` : ""}, ${t.decks} deck(s), seat ${seat.seatId} as ${seat.role}`;
+  const table = seat.table;
+  $("seat-title").textContent = t("seat.title", { table: table.tableId, game: named("game", table.game), decks: table.decks, role: named("role", seat.role) });
+  $("seat-title").dataset.seat = seat.seatId;
   $("betting").hidden = seat.role !== "player";
-  renderBets();
   renderStatus();
 }
 
-function renderBets(): void {
-  const t = state.seat?.table;
-  if (!t) return;
-  $("bets").replaceChildren(
-    ...t.bets.map((name) => {
-      const limit = t.limits[name];
-      const amount = state.bets[name] ?? 0;
-      return h("div", { class: "bet", "data-bet": name },
-        h("span", { class: "bet-name", text: name }),
-        h("output", { id: `bet-${name}`, text: money(amount) }),
-        h("span", { class: "limits", text: `limits ${money(limit?.min ?? 0n)}–${money(limit?.max ?? 0n)}` }),
-        ...t.chips.map((chip) => {
-          const b = h("button", { class: "chip", "data-bet": name, "data-chip": String(chip), text: money(chip) });
-          b.onclick = () => addChip(name, Number(chip));
-          return b;
-        }),
-        Object.assign(h("button", { class: "clear", "data-clear": name, text: "clear" }), { onclick: () => { delete state.bets[name]; renderBets(); } }),
-      );
-    }),
-  );
-}
-
-function addChip(name: string, chip: number): void {
-  const max = Number(state.seat?.table.limits[name]?.max ?? 0n);
-  const next = (state.bets[name] ?? 0) + chip;
-  if (max && next > max) return showError(new Error(`${name}: at most ${money(max)} at this table`));
-  state.bets[name] = next;
-  renderBets();
+function drawSlip(): void {
+  const seat = state.seat;
+  if (seat?.role === "player") renderSlip(seat.slip, seat.status?.maxAnte ?? 0n, drawSlip);
 }
 
 // ---------------------------------------------------------------- a round
 
-const isOver = (view?: RoundView) => view !== undefined && (view.phase === "settled" || view.phase === "voided");
+function draw(): void {
+  const seat = state.seat;
+  const verdict = $("verdict");
+  if (verdict.dataset.round !== (state.round?.roundId ?? "")) {
+    // Another round: the last one's verdict goes (the same round drawn again, e.g. once revealed, keeps it).
+    for (const id of ["verdict", "tampered-verdict"]) $(id).replaceChildren();
+    verdict.dataset.state = "";
+    verdict.dataset.round = state.round?.roundId ?? "";
+    $("tamper").hidden = true;
+  }
+  renderRound(state.round, {
+    decide: (choice, bet) => void act(() => decide(choice, bet), document.getElementById("decisions") ?? undefined),
+    defaultAction: seat?.table.defaultAction ?? "",
+  });
+  const round = state.round;
+  if (round && isOver(round) && round.role !== "dealer" && round.balanceAfter && round.currency === CURRENCY) showBalance(round.balanceAfter);
+  $("place").hidden = Boolean(round && !isOver(round));
+  $("rebet").hidden = !(isOver(state.round) && seat?.role === "player");
+  $("betting-chips").hidden = Boolean(state.round && !isOver(state.round));
+}
 
 async function placeAndDeal(): Promise<void> {
   const seat = state.seat!;
-  const { status } = await tables.getSeatStatus({ seatId: seat.seatId });
-  state.committedBefore = status?.nextCommitment ?? "";  // shown before the bets: checked after the round
-  const bets: Record<string, bigint> = {};
-  for (const [name, amount] of Object.entries(state.bets)) if (amount > 0) bets[name] = BigInt(amount);
+  state.committedBefore = seat.status?.nextCommitment ?? "";  // shown before the bets: checked after the round
   const cutSeed = $<HTMLInputElement>("cut-seed").value;
-  const { round } = await tables.placeBets({ seatId: seat.seatId, bets, idempotencyKey: key(), cutSeed });
+  const { round } = await tables.placeBets({ seatId: seat.seatId, bets: seat.slip.bets(), idempotencyKey: key(), cutSeed });
   await afterBets(round!);
 }
 
 async function rebet(): Promise<void> {
   const seat = state.seat!;
-  const { status } = await tables.getSeatStatus({ seatId: seat.seatId });
-  state.committedBefore = status?.nextCommitment ?? "";
+  state.committedBefore = seat.status?.nextCommitment ?? "";
   const { round } = await tables.rebet({ seatId: seat.seatId, idempotencyKey: key(), cutSeed: $<HTMLInputElement>("cut-seed").value });
   await afterBets(round!);
 }
 
 async function afterBets(placed: RoundView): Promise<void> {
+  $("resumed").hidden = true;
   state.round = placed;
-  renderRound();
+  draw();
   state.round = (await tables.deal({ roundId: placed.roundId, version: placed.version })).round;
-  renderRound();
+  draw();
   await roundMoved();
 }
 
 async function decide(choice: string, bet: string): Promise<void> {
   const view = state.round!;
   state.round = (await tables.decide({ roundId: view.roundId, choice, bet, version: view.version })).round;
-  renderRound();
+  draw();
   await roundMoved();
 }
 
 async function roundMoved(): Promise<void> {
-  if (!isOver(state.round)) return;
-  await Promise.all([refreshBalance(), refreshSeat(), refreshHistory()]);
-  await verifyWhenRevealed(state.round!.roundId);
-  // The dealer points and the commission reach the seat from other services a moment after the
-  // round, as the shoe's reveal does: show the seat again once the reveal is in.
-  await refreshSeat();
-}
-
-function cardEl(c: { card: string; hand: string; faceUp: boolean; position: number }): HTMLElement {
-  const red = c.card.endsWith("h") || c.card.endsWith("d");
-  const suit: Record<string, string> = { c: "♣", d: "♦", h: "♥", s: "♠" };
-  const face = c.card ? `${c.card[0] === "T" ? "10" : c.card[0]}${suit[c.card[1]] ?? ""}` : "🂠";
-  return h("span", { class: `card${red ? " red" : ""}${c.card ? "" : " down"}`, "data-card": c.card, "data-hand": c.hand, title: `${c.hand}, position ${c.position}`, text: face });
-}
-
-function renderCards(container: HTMLElement, cards: RoundView["cards"]): void {
-  const hands = new Map<string, HTMLElement>();
-  for (const c of cards) {
-    if (!hands.has(c.hand)) hands.set(c.hand, h("div", { class: "hand", "data-hand": c.hand }, h("label", { text: c.hand })));
-    hands.get(c.hand)!.append(cardEl(c));
-  }
-  container.replaceChildren(...hands.values());
-}
-
-function renderRound(): void {
-  const view = state.round;
-  $("round").hidden = !view;
-  if ($("verdict").dataset.round !== view?.roundId) {
-    // Another round: its verdict goes (the same round shown again, e.g. once revealed, keeps it).
-    for (const id of ["verdict", "tampered-verdict"]) $(id).replaceChildren();
-    $("verdict").dataset.state = "";
-    $("verdict").dataset.round = view?.roundId ?? "";
-    $("tamper").hidden = true;
-  }
-  if (!view) return;
-  $("round-title").textContent = `Round ${view.roundId} — ${view.phase}${view.role ? ` (you: ${view.role}${view.opponentNickname ? `, vs ${view.opponentNickname}` : ""})` : ""}`;
-  $("round").dataset.phase = view.phase;
-  $("round-commitment").textContent = view.commitment ? `commitment ${view.commitment}, cut seed ${JSON.stringify(view.cutSeed)} → offset ${view.cutOffset}` : "";
-  renderCards($("cards"), view.cards);
-  const values = Object.entries(view.handValues).map(([k, v]) => `${k}: ${v}`).join("; ");
-  $("hand-values").textContent = values;
-  const decisions = $("decisions");
-  const bets = view.pendingBets.length ? view.pendingBets : [""];
-  decisions.replaceChildren(
-    ...(view.phase === "deciding" ? bets.flatMap((bet) => view.options.map((choice) => {
-      const b = h("button", { class: "decision", "data-choice": choice, "data-bet": bet, text: bet && view.pendingBets.length > 1 ? `${bet}: ${choice}` : choice });
-      b.onclick = () => void act(() => decide(choice, view.pendingBets.length > 1 ? bet : ""));
-      return b;
-    })) : []),
-  );
-  const rows = view.results.map((r) => h("tr", { "data-bet": r.bet },
-    h("td", { text: r.bet }), h("td", { text: money(r.stake) }), h("td", { text: money(r.returned) }), h("td", { text: money(r.net, true) }), h("td", { text: r.outcome })));
-  $("settlement").replaceChildren(...rows);
-  $("settlement-table").hidden = rows.length === 0;
-  const extra = view.role === "dealer" ? `dealer net ${money(view.dealerNet, true)}, commission ${money(view.commission)}`
-    : `staked ${money(view.totalStaked)}, returned ${money(view.totalReturned)}${view.commission ? `, commission ${money(view.commission)}` : ""}${view.balanceAfter ? `; balance ${money(view.balanceBefore)} → ${money(view.balanceAfter)}` : ""}`;
-  $("totals").textContent = isOver(view) ? `${view.phase}: ${extra}${view.voidReason ? ` (${view.voidReason})` : ""}` : "";
-  $("rebet").hidden = !(isOver(view) && state.seat?.role === "player");
+  if (isOver(state.round)) await verifyOnce(state.round!.roundId);
 }
 
 function renderReport(container: HTMLElement, report: fairness.Report, title: string): void {
   container.dataset.state = report.ok ? "ok" : "failed";
   container.replaceChildren(
-    h("strong", { class: report.ok ? "pass" : "fail", text: `${title}: ${report.ok ? "VERIFIED" : "FAILED"}` }),
-    h("ul", {}, ...report.checks.map((c) => h("li", { class: c.passed ? "pass" : "fail", "data-check": c.name, text: `${c.passed ? "✔" : "✘"} ${c.name}: ${c.reason}` }))),
-    h("small", { text: "settlement: replayed by `croupier verify` (the rules library)" }),
+    h("strong", { class: report.ok ? "pass" : "fail", text: `${title}: ${t(report.ok ? "verify.ok" : "verify.failed")}` }),
+    h("ul", {}, ...report.checks.map((c) => h("li", { class: c.passed ? "pass" : "fail", "data-check": c.name, dir: "ltr", text: `${c.passed ? "✔" : "✘"} ${c.name}: ${c.reason}` }))),
+    h("small", { text: t("verify.note") }),
   );
 }
 
-/** The shoe is revealed a moment after the settlement: poll GetRound briefly, then check it here. */
-async function verifyWhenRevealed(roundId: string): Promise<void> {
-  $("verdict").dataset.state = "waiting";
-  $("verdict").textContent = "waiting for the shoe to be revealed…";
+/** The shoe is revealed a moment after the settlement: poll GetRound briefly, then check it here (once a round). */
+async function verifyOnce(roundId: string): Promise<void> {
+  const verdict = $("verdict");
+  if (verdict.dataset.round === roundId && verdict.dataset.state !== "") return;  // checked, or being checked
+  verdict.dataset.round = roundId;
+  verdict.dataset.state = "waiting";
+  verdict.textContent = t("verify.waiting");
+  $("tampered-verdict").replaceChildren();
+  $("tamper").hidden = true;
   let view = (await tables.getRound({ roundId })).round!;
   for (let i = 0; i < 50 && !view.revealedSalt; i++) {
     await new Promise((r) => setTimeout(r, 200));
@@ -392,11 +328,22 @@ async function verifyWhenRevealed(roundId: string): Promise<void> {
   if (state.round?.roundId !== roundId) return;
   state.round = view;
   const committedBefore = state.seat?.role === "player" && state.committedBefore ? state.committedBefore : undefined;
-  renderRound();  // the round as revealed: every card, the salt and the shoe
+  draw();  // the round as revealed: every card, the salt and the shoe
   const report = fairness.verifyRound(view, { committedBefore });
   exposed.checked = { round: asSaved(view), committedBefore, report };
-  renderReport($("verdict"), report, "This round");
+  renderReport(verdict, report, t("verify.this"));
   $("tamper").hidden = false;
+  await refreshSeat();
+}
+
+/** The seat once a round is checked: the figures other services settle a moment after the round (the
+ * payout, dealer points, commission), the balance among them; one call a round, the stream does the rest. */
+async function refreshSeat(): Promise<void> {
+  const seat = state.seat;
+  if (!seat) return refreshBalance();
+  seat.status = (await tables.getSeatStatus({ seatId: seat.seatId })).status;
+  if (seat.status?.currency === CURRENCY) showBalance(seat.status.balance);
+  renderStatus();
 }
 
 function showTampered(): void {
@@ -404,46 +351,37 @@ function showTampered(): void {
   const tampered = fairness.tampered(state.round);
   const report = fairness.verifyRound(tampered);
   exposed.checked = { ...exposed.checked, tampered: asSaved({ ...state.round, revealedShoe: [...tampered.revealedShoe] } as RoundView), tamperedReport: report };
-  renderReport($("tampered-verdict"), report, "A tampered view of it (two cards of the shoe swapped)");
+  renderReport($("tampered-verdict"), report, t("verify.tampered"));
 }
 
 // ---------------------------------------------------------------- history and recall
 
 async function refreshHistory(): Promise<void> {
-  state.history = (await tables.listRounds({ limit: 20 })).rounds;
-  $("history").replaceChildren(...state.history.map((r) => {
-    const net = r.totalReturned - r.totalStaked;
-    const li = h("li", { "data-round": r.roundId }, h("button", { class: "recall", text: `${r.game} ${r.roundId} — ${r.phase}, ${money(net, true)}` }));
-    li.querySelector("button")!.addEventListener("click", () => void act(() => recall(r.roundId)));
-    return li;
-  }));
+  state.history = (await tables.listRounds({ pageSize: 20 })).rounds;
+  renderHistory($("history"), state.history, (roundId) => void act(() => recall(roundId)));
 }
 
 async function recall(roundId: string): Promise<void> {
   state.recall = { view: (await tables.getRound({ roundId })).round, step: 0 };
   $("recall").hidden = false;
-  renderRecall();
-}
-
-function renderRecall(): void {
-  const { view, step } = state.recall;
-  if (!view) return;
-  const shown = view.steps.slice(0, step + 1);
-  const s = view.steps[step];
-  $("recall-title").textContent = `Round ${view.roundId} (${view.game}) — step ${step + 1} of ${view.steps.length}`;
-  $("recall-step").textContent = s ? `v${s.version} ${s.eventType} at ${s.occurredAt}\n${JSON.stringify(JSON.parse(s.payloadJson || "{}"), null, 1)}` : "";
-  $("recall-step").dataset.event = s?.eventType ?? "";
-  // Cards dealt up to this step, from the CardsDealt steps shown so far.
-  const dealt = shown.filter((x) => x.eventType === "CardsDealt").flatMap((x) => (JSON.parse(x.payloadJson).cards ?? []) as { card?: string; hand: string; face_up?: boolean; position?: number }[]);
-  renderCards($("recall-cards"), dealt.map((c) => ({ card: c.card ?? "", hand: c.hand, faceUp: Boolean(c.face_up), position: c.position ?? -1 })) as RoundView["cards"]);
-  $<HTMLButtonElement>("recall-prev").disabled = step === 0;
-  $<HTMLButtonElement>("recall-next").disabled = step >= view.steps.length - 1;
+  renderRecall(state.recall.view, state.recall.step);
 }
 
 // ---------------------------------------------------------------- wiring
 
 function on(id: string, handler: () => Promise<void> | void): void {
-  $(id).addEventListener("click", () => void act(async () => handler()));
+  const el = $(id);
+  el.addEventListener("click", () => void act(async () => handler(), el));
+}
+
+function switchLocale(): void {
+  setLocale(currentLocale() === "he" ? "en" : "he");
+  renderLobby();
+  if (state.session) $("who").textContent = state.session.player ? t("who.player", { name: state.session.player }) : t("who.token");
+  renderSeat();
+  draw();
+  renderRecall(state.recall.view, state.recall.step);
+  void act(async () => { await Promise.all([refreshHistory(), refreshLimits()]); });
 }
 
 on("login", async () => {
@@ -451,6 +389,8 @@ on("login", async () => {
   await signIn(await devLogin(player), player);
 });
 on("use-token", () => signIn($<HTMLInputElement>("token").value.trim(), ""));
+on("signout", signOut);
+on("lang", switchLocale);
 on("topup", topUp);
 on("set-limits", setLimits);
 on("join", () => join("player"));
@@ -463,6 +403,9 @@ on("auto-on", () => confirm("on"));
 on("auto-off", () => confirm("off"));
 on("tamper", showTampered);
 on("history-refresh", refreshHistory);
-on("recall-next", () => { state.recall.step++; renderRecall(); });
-on("recall-prev", () => { state.recall.step--; renderRecall(); });
-$("app").dataset.ready = "1";
+on("recall-next", () => renderRecall(state.recall.view, ++state.recall.step));
+on("recall-prev", () => renderRecall(state.recall.view, --state.recall.step));
+
+setLocale(initialLocale());
+const saved = loadSession();
+void (saved ? act(() => restore(saved)) : Promise.resolve()).finally(() => { $("app").dataset.ready = "1"; });

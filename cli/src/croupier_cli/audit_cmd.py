@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from sqlalchemy.exc import OperationalError
 
 from croupier.v1 import audit_pb2
@@ -68,19 +68,21 @@ def audit(
     target: Annotated[Optional[str], typer.Option(help="a running server HOST:PORT instead (AuditService.AuditAll, operator token)")] = None,
     page: Annotated[int, typer.Option(help="rounds per page read from the log", min=1, max=1000)] = 500,
     as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line: rounds, events, violations, seconds")] = False,
-    jobs: Annotated[int, typer.Option(help="processes auditing the stores' pages in parallel (0: one per core)", min=0)] = 1,
+    jobs: Annotated[int, typer.Option(help="processes auditing the stores' pages in parallel (0: one per core, "
+                                           "when the log has enough pages to repay their start)", min=0)] = 0,
     lag_bound: Annotated[float, typer.Option(help="seconds after a round ended that the wallet may still be applying it; "
                                                   "past them, a round open in the wallet is a violation", min=0)] = LAG_BOUND_S,
 ) -> None:
     """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation
     (2: no store or server to read, 3: the server refuses, e.g. a player's token).
 
-    Reads the stores directly (--data DIR, --database-url URL), which is the fast way (--jobs N: N
-    processes), or asks a running server with --target. The progress bar goes to stderr, so --json's
-    stdout holds the JSON line only.
+    Reads the stores directly (--data DIR, --database-url URL), which is the fast way (by default one
+    process per core; --jobs N: N processes, 1: this one), or asks a running server with --target. The
+    progress bar (rounds done, time taken, time left) goes to stderr, so --json's stdout holds the JSON
+    line only.
     """
     if target:
-        if jobs != 1:
+        if jobs > 1:
             err.print("[red]--jobs splits an audit of the stores; a server's AuditAll runs in one process[/red]")
             raise typer.Exit(2)
         steps: Iterable = _over_grpc(target, page)
@@ -92,11 +94,11 @@ def audit(
         except StoreMissing as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(2) from None
-        steps = audit_steps(urls, page=page, jobs=jobs or os.cpu_count() or 1, lag_bound=LagBound(utc_now(), lag_bound))
+        steps = audit_steps(urls, page=page, jobs=jobs, lag_bound=LagBound(utc_now(), lag_bound))
     violations: list = []
     final = None
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TextColumn("rounds"), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:  # fmt: skip
+                  TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=True) as bar:  # fmt: skip
         task = bar.add_task("audit", total=None)
         try:
             for step in steps:

@@ -1,6 +1,6 @@
 """The full audit's sources read straight from the services' stores (embedded SQLite files or the
 distributed PostgreSQL schemas): the game's log through its own store, the shuffler's shoes and the
-wallet's ledger through their own adapters. `croupier audit` and bench/replay.py run the game's
+wallet's ledger through their own adapters. `croupier audit` and bench/audit.py run the game's
 `run_audit` on these (`audit_steps`: inline, the command's only work, or a page at a time in worker
 processes with --jobs); the AuditService's AuditAll runs it on the same ports over gRPC."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -28,6 +29,7 @@ from croupier_shuffler.adapters.sql import SqlShoeRepository
 from croupier_wallet.adapters.ledger_audit import check_ledger, ledger_round_ids, round_ledgers, snapshot
 
 AUDITED = ("game", "shuffler", "wallet")
+PAGES_PER_WORKER = 4  # --jobs 0: a worker process only for every 4 pages of the log (~1 s of auditing each)
 
 
 class StoreMissing(Exception):
@@ -40,8 +42,9 @@ class DirectShoeArchive:
 
     def reveal_now(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
         with self._engine.connect() as connection:
-            shoes = SqlShoeRepository(connection).get_many(shoe_ids)
-        return {s.shoe_id: RevealedShoe(s.shoe_id, s.commitment, s.salt.hex(), s.cards) for s in shoes}
+            shoes = SqlShoeRepository(connection).stored_texts(shoe_ids)
+        return {shoe_id: RevealedShoe(shoe_id, commitment, salt_hex, tuple(cards.split(",")))
+                for shoe_id, commitment, salt_hex, cards in shoes}  # fmt: skip
 
     async def reveal_shoes(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
         return self.reveal_now(shoe_ids)  # inline: the audit command is this process's only work
@@ -110,13 +113,16 @@ def audit_steps(urls: dict[str, str], *, page: int, jobs: int = 1, lag_bound: La
     """`run_audit` on the stores, stepped from a synchronous caller. With `jobs` > 1 the log is cut into
     pages (`audit_shares`) that `jobs` worker processes audit, each on engines of its own, in page order;
     their steps are merged here in that order and the ledger as a whole is checked here, once: the same
-    violations in the same order and the same counts as in one process."""
+    violations in the same order and the same counts as in one process. `jobs` 0: one process per core,
+    as many as the log has `PAGES_PER_WORKER` pages for (a worker's start costs about as much as auditing
+    a few pages), else this one."""
     started = time.perf_counter()
     with open_stores(urls) as stores:
-        if jobs > 1:
+        if jobs != 1:
             total, shares = audit_shares(stores.game, page)
-            if len(shares) > 1:
-                yield from _in_processes(stores, urls, page, min(jobs, len(shares)), total, shares, started, lag_bound)
+            workers = jobs if jobs > 1 else min(os.cpu_count() or 1, len(shares) // PAGES_PER_WORKER)
+            if len(shares) > 1 and workers > 1:
+                yield from _in_processes(stores, urls, page, min(workers, len(shares)), total, shares, started, lag_bound)
                 return
         yield from _drain(run_audit(stores.game, stores.shoes, stores.ledger, page=page, threaded=False, lag_bound=lag_bound))
 

@@ -92,6 +92,8 @@ class Host:
     internal_listen: str | None = None
     internal_tls: ServerTls | None = None
     health_listen: str | None = None
+    # Services (by full-name prefix) called in-process only, never served on the ports (embedded: the internal ones).
+    in_process_only: tuple[str, ...] = ()
     # Channels to the services hosted elsewhere (their internal ports); those hosted here are called in-process.
     client_tls: ClientTls | None = None
     internal_port: int = 0
@@ -122,7 +124,7 @@ class Host:
             self.metrics = Metrics.prometheus("croupier" if len(self.services) > 1 else f"croupier-{self.services[0]}")
             self.metrics.serve(self.listen.rpartition(":")[0].strip("[]") or "0.0.0.0", self.metrics_port)
         record = self.metrics.rpc_finished if self.metrics.enabled else None
-        self._server, registry = platform_server(self.authority, record, self.server_interceptors)
+        self._server, registry = platform_server(self.authority, record, self.server_interceptors, self.in_process_only)
         self.port = listen(self._server, self.listen, self.server_tls)
         if self.internal_listen:
             self.internal_port = listen(self._server, self.internal_listen, self.internal_tls)
@@ -150,7 +152,7 @@ class Host:
             module.subscribe(self.bus)
             names += module.service_names
             self.modules.append(module)
-        self._health = await add_health_and_reflection(registry, names)  # type: ignore[arg-type]
+        self._health = await add_health_and_reflection(registry, names, registry.networked)  # type: ignore[arg-type]
         if self.health_listen:
             self._health_server = grpc.aio.server(options=SERVER_OPTIONS)
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)

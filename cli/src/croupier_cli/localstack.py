@@ -108,15 +108,17 @@ class ServiceProcesses:
     processes: dict[str, list[subprocess.Popen]] = field(default_factory=dict)
     identity: StackIdentity | None = None
     internal_ports: dict[str, list[int]] = field(default_factory=dict)
+    service_env: dict[str, dict[str, str]] = field(default_factory=dict)  # settings of one service's processes only
 
     @classmethod
     def start(
         cls, workdir: Path, replicas: dict[str, int] | None = None, infra: dict[str, str] | None = None,
-        identity: StackIdentity | None = None,
+        identity: StackIdentity | None = None, service_env: dict[str, dict[str, str]] | None = None,
     ) -> ServiceProcesses:
         """`infra`: KAFKA_BOOTSTRAP_SERVERS and DATABASE_URL of servers of the caller's own (a chaos
         test kills them); by default those scripts/infra.sh started. Without `identity` the stack is
-        in dev mode: one HS256 secret (`secret`) signs every token and the services' calls."""
+        in dev mode: one HS256 secret (`secret`) signs every token and the services' calls.
+        `service_env`: settings for one service's processes only (a fault on the wallet's consumers, say)."""
         infra = infra or infra_env()
         name = f"croupier_e2e_{secrets.token_hex(4)}"
         url = create_database(infra["DATABASE_URL"], name)
@@ -144,7 +146,8 @@ class ServiceProcesses:
         if migrated.returncode:
             drop_database(infra["DATABASE_URL"], name)
             raise RuntimeError(f"croupier migrate failed: {migrated.stdout}{migrated.stderr}")
-        stack = cls(infra["DATABASE_URL"], name, secret, env, ports, workdir, identity=identity, internal_ports=internal_ports)
+        stack = cls(infra["DATABASE_URL"], name, secret, env, ports, workdir, identity=identity, internal_ports=internal_ports,
+                    service_env=service_env or {})
         try:
             for svc in SERVICES:
                 for index in range(counts[svc]):
@@ -173,7 +176,7 @@ class ServiceProcesses:
 
     def launch(self, service: str, index: int = 0) -> None:
         log = (self.logs / f"{service}-{index}.log").open("ab")
-        own = {"PORT": str(self.ports[service][index])}
+        own = {**self.service_env.get(service, {}), "PORT": str(self.ports[service][index])}
         if self.identity is not None:
             certificate, key = self.identity.certificates[service]
             own |= {"INTERNAL_PORT": str(self.internal_ports[service][index]),

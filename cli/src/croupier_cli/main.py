@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import audit_cmd, client, dlq_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd, verify_cmd
+from . import audit_cmd, client, dlq_cmd, lab_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd, verify_cmd
 
 app = typer.Typer(
     name="croupier",
@@ -24,6 +24,7 @@ migrate_cmd.register(app)
 ledger_cmd.register(app)
 verify_cmd.register(app)
 dlq_cmd.register(app)
+lab_cmd.register(app)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import json
 import random
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Annotated, Optional
 
 import grpc
@@ -201,6 +202,8 @@ def play(
         top_up(client)
     seat = client.call(client.tables.JoinTable, table_pb2.JoinTableRequest(table_id=table.table_id))
     console.print(f"seated at {table.table_id} ({game}, {currency}); chips {', '.join(format_amount(c, currency) for c in table.chips)}")
+    if resume_open_round(client, seat.status) and Prompt.ask("again?", choices=["y", "n"], default="y") != "y":
+        return
     while True:
         console.print(f"balance {money(available(client, currency), currency)}")
         status = client.call(client.tables.GetSeatStatus, table_pb2.GetSeatStatusRequest(seat_id=seat.seat_id)).status
@@ -215,17 +218,62 @@ def play(
                 raise
             console.print(f"[red]{escape(refused_as(error, 'refused'))}[/red]")  # bet again
             continue
-        view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id)).round
-        show(view)
-        while view.phase == "deciding":
-            bet = view.pending_bets[0]
-            choice = Prompt.ask(f"{bet}: decide", choices=list(view.options), default=view.options[0])
-            view = client.call(client.tables.Decide, table_pb2.DecideRequest(round_id=view.round_id, choice=choice, bet=bet)).round
-            show(view)
-        console.print(f"round {view.round_id}: net {money(view.total_returned - view.total_staked, currency, signed=True)}")
-        verify_after(client, view.round_id, status.next_commitment)
+        finish(client, view, status.next_commitment)
         if Prompt.ask("again?", choices=["y", "n"], default="y") != "y":
             return
+
+
+def resume_open_round(client: Client, status: table_pb2.SeatStatus) -> bool:
+    """JoinTable gives back the seat as it was (after a Ctrl-C, or from another terminal): a round left open
+    at it is finished first, where it stopped, before new bets are asked for."""
+    if not status.last_round_id or status.last_round_phase in ("", "settled", "voided"):
+        return False
+    view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=status.last_round_id)).round
+    console.print(f"round {view.round_id} at this seat is still {view.phase}: resuming it")
+    finish(client, view, "")
+    return True
+
+
+def finish(client: Client, view: table_pb2.RoundView, commitment: str) -> None:
+    """Deal a round not dealt yet, ask each decision (its cost and deadline shown) until it is over, then
+    show who decided what and verify it."""
+    if view.phase in ("betting", "dealing") and not view.cards:
+        view = client.call(client.tables.Deal, table_pb2.DealRequest(round_id=view.round_id, version=view.version)).round
+    show(view)
+    while view.phase == "deciding":
+        bet = view.pending_bets[0]
+        console.print(f"  {bet}: {choices_text(view)}; {deadline_text(view.decision_deadline)}")
+        choice = Prompt.ask(f"{bet}: decide", choices=list(view.options), default=view.options[0])
+        try:
+            view = client.call(client.tables.Decide, table_pb2.DecideRequest(
+                round_id=view.round_id, choice=choice, bet=bet, version=view.version)).round  # fmt: skip
+        except grpc.RpcError as error:
+            if exit_code_of(error) != EXIT_REFUSED:
+                raise
+            console.print(f"[red]{escape(refused_as(error, 'refused'))}[/red]")  # the keeper may have answered meanwhile
+            view = client.call(client.tables.GetRound, table_pb2.GetRoundRequest(round_id=view.round_id)).round
+        show(view)
+    for step in view.steps:
+        if step.caused_by:
+            console.print(f"  v{step.version} {step.event_type} by the {step.caused_by}: {escape(step.caused_by_reason)}")
+    console.print(f"round {view.round_id}: net {money(view.total_returned - view.total_staked, view.currency, signed=True)}")
+    verify_after(client, view.round_id, commitment)
+
+
+def choices_text(view: table_pb2.RoundView) -> str:
+    """Each allowed choice with what it adds to the stake."""
+    return ", ".join(
+        f"{choice} (+{money(view.option_costs[choice], view.currency)})" if view.option_costs.get(choice) else f"{choice} (adds nothing)"
+        for choice in view.options
+    )
+
+
+def deadline_text(deadline: str) -> str:
+    """When the keeper answers for the player, as seconds from now."""
+    if not deadline:
+        return "no deadline"
+    left = (datetime.fromisoformat(deadline.replace("Z", "+00:00")) - datetime.now(UTC)).total_seconds()
+    return f"decide within {max(0, int(left))} s (by {deadline}), else the table's default is taken for you"
 
 
 def money(minor: int, currency: str, signed: bool = False) -> str:

@@ -111,11 +111,13 @@ def gateway_host(listen: str | None):
 
 
 def kafka_bus(settings, service: str):
-    from croupier_platform.bus import PrefixedBus, RetryPolicy
+    from croupier_platform.bus import LaggingBus, PrefixedBus, RetryPolicy
     from croupier_platform.kafka_bus import KafkaBus
 
     retry = RetryPolicy(max_s=settings.consumer_retry_max_backoff_s)
     bus = KafkaBus(settings.kafka_bootstrap_servers, client_id=f"croupier-{service}", retry=retry)
+    if settings.croupier_fault_consumer_lag_s:
+        bus = LaggingBus(bus, settings.croupier_fault_consumer_lag_s)
     return PrefixedBus(bus, settings.kafka_topic_prefix) if settings.kafka_topic_prefix else bus
 
 

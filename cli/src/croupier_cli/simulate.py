@@ -84,7 +84,9 @@ def simulate(
     bets: tuple[str, ...] = (),
     choice: str | None = None,
     progress: Callable[[int], None] | None = None,
+    observe: Callable[[dict[str, float]], None] | None = None,
 ) -> SimulationResult:
+    """Play ``rounds`` rounds; ``observe`` (if given) sees each round's net per bet, per unit stake."""
     decider = decider_for(game)
     table = table_for(game)
     table = table.model_copy(update={"limits": {n: BetLimit(min=1, max=10 * STAKE) for n in table.limits}, "chips": (1,)})
@@ -96,10 +98,15 @@ def simulate(
     result = SimulationResult(game=game, rounds=rounds, seed=seed, choice=choice, tallies={b: Tally() for b in bets})
     for done in range(1, rounds + 1):
         state = _play_round(decider, opened, iter(rng.sample(shoe, 16)), choice)
+        results = state.settlement.results  # type: ignore[union-attr]
+        nets = {
+            bet: sum(results[name].net for name in (bet, *PAIRED_BET.get(bet, ())) if name in results) / STAKE
+            for bet in result.tallies
+        }
         for bet, tally in result.tallies.items():
-            results = state.settlement.results  # type: ignore[union-attr]
-            net = sum(results[name].net for name in (bet, *PAIRED_BET.get(bet, ())) if name in results)
-            tally.add(net / STAKE)
+            tally.add(nets[bet])
+        if observe:
+            observe(nets)
         if progress and done % 1000 == 0:
             progress(1000)
     if progress:

@@ -28,6 +28,7 @@ from tests.unit.wallet.test_ledger import *  # noqa: F403 - the SQLite suite, ea
 from tests.unit.wallet.test_ledger_heads import *  # noqa: F403 - and the ledger stream heads' suite
 from tests.unit.wallet.test_settlement_batches import *  # noqa: F403 - and settlements applied in batches
 from tests.unit.wallet.test_account_writes import *  # noqa: F403 - and a unit's accounts written in one statement
+from tests.unit.wallet.test_withdrawals import *  # noqa: F403 - and withdrawals, racing bets on real connections
 
 pytestmark = pytest.mark.integration
 

@@ -64,12 +64,18 @@ class FakeTables(table_pb2_grpc.TableServiceServicer):
 
     def __init__(self) -> None:
         self.placed: list[dict[str, int]] = []
+        self.left_open: table_pb2.RoundView | None = None  # a round left at the seat (Ctrl-C, another device)
+        self.decided: list[tuple[str, str]] = []
 
     async def ListTables(self, request, context):  # noqa: N802, ANN001, ANN201
         return table_pb2.ListTablesResponse(tables=[HOLDEM])
 
     async def JoinTable(self, request, context):  # noqa: N802, ANN001, ANN201
-        return table_pb2.JoinTableResponse(seat_id="seat-1", table=HOLDEM)
+        status = table_pb2.SeatStatus(seat_id="seat-1", currency="PLAY")
+        if self.left_open is not None:
+            status.last_round_id, status.last_round_phase = self.left_open.round_id, self.left_open.phase
+            status.decision_deadline = self.left_open.decision_deadline
+        return table_pb2.JoinTableResponse(seat_id="seat-1", table=HOLDEM, status=status)
 
     async def GetSeatStatus(self, request, context):  # noqa: N802, ANN001, ANN201
         status = table_pb2.SeatStatus(seat_id=request.seat_id, next_round_id="round-1", next_commitment=COMMITMENT, currency="PLAY")
@@ -94,7 +100,17 @@ class FakeTables(table_pb2_grpc.TableServiceServicer):
             total_staked=stake, total_returned=stake * 101, commitment=COMMITMENT,
         ))  # fmt: skip
 
+    async def Decide(self, request, context):  # noqa: N802, ANN001, ANN201
+        self.decided.append((request.round_id, request.choice))
+        view = table_pb2.RoundView(round_id=request.round_id, game="casino-holdem", currency="PLAY", phase="settled",
+                                   total_staked=1000, total_returned=0)  # fmt: skip
+        view.steps.add(version=6, event_type="DecisionMade")
+        self.left_open = view
+        return table_pb2.DecideResponse(round=view)
+
     async def GetRound(self, request, context):  # noqa: N802, ANN001, ANN201
+        if self.left_open is not None and request.round_id == self.left_open.round_id:
+            return table_pb2.GetRoundResponse(round=self.left_open)
         if request.round_id != "round-1":
             await refuse(context, grpc.StatusCode.NOT_FOUND, f"no round {request.round_id}", "ROUND_NOT_FOUND")
         return table_pb2.GetRoundResponse(round=table_pb2.RoundView(round_id="round-1", phase="settled", commitment=COMMITMENT))  # shoe not revealed

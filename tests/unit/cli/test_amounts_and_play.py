@@ -72,3 +72,20 @@ def test_play_asks_and_shows_amounts_in_units_names_the_hands_and_shows_the_comm
     assert "staked 5.00 PLAY returned 505.00 PLAY" in out and "net +500.00 PLAY" in out
     assert f"croupier verify round-1 --commitment {COMMITMENT}" in out  # the check, once the shoe is revealed
 
+
+
+def test_play_resumes_the_round_left_open_at_the_seat_before_new_bets(fake_server, with_token, monkeypatch: pytest.MonkeyPatch) -> None:
+    target, tables = fake_server
+    monkeypatch.setattr(play_cmd, "REVEAL_WAIT_S", 0)
+    tables.left_open = table_pb2.RoundView(
+        round_id="round-0", game="casino-holdem", currency="PLAY", phase="deciding", pending_bets=["ante"],
+        options=["call", "fold"], option_costs={"call": 2000, "fold": 0}, decision_deadline="2999-01-01T00:00:00.000Z",
+    )  # fmt: skip
+    result = CliRunner().invoke(app, ["play", "casino-holdem", "--target", target], input="fold\nn\n")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "round round-0 at this seat is still deciding: resuming it" in out
+    assert "call (+20.00 PLAY), fold (adds nothing)" in out, "the cost of each choice before it is taken"
+    assert "(by 2999-01-01T00:00:00.000Z), else the table's default is taken for you" in out
+    assert tables.decided == [("round-0", "fold")] and tables.placed == [], "finished before any new bet"
+    assert out.index("resuming it") < out.index("round round-0: net")

@@ -15,6 +15,7 @@ from croupier_game.adapters.sql import rounds_table
 from croupier_game.application.full_audit import AuditProgress, Violation, audit_shares, check_whole_ledger, run_audit
 from croupier_game.application.round_check import NOT_CHARGED, LagBound
 from croupier_platform.db import events_table
+from croupier_platform.events import EventRecord, record_hash
 from croupier_platform.errors import PermissionDenied
 from tests.refusals import raises_reason
 
@@ -52,6 +53,21 @@ def edit_payload(game: Game, round_id: str, version: int, change) -> None:  # no
         payload = json.loads(c.execute(select(events_table.c.payload).where(*where)).scalar_one())
         change(payload)
         c.execute(update(events_table).where(*where).values(payload=json.dumps(payload, sort_keys=True, separators=(",", ":"))))
+
+
+def reseal(game: Game, round_id: str) -> None:
+    """A rogue administrator who also recomputes the stream's hash chain: every link holds again."""
+    columns = [events_table.c[name] for name in EventRecord._fields]
+    with game.store.events._engine.begin() as c:  # noqa: SLF001
+        rows = c.execute(select(*columns).where(events_table.c.stream_id == round_id).order_by(events_table.c.version)).all()
+        previous = None
+        for row in rows:
+            record = EventRecord._make(row)
+            record = record._replace(prev_hash=previous.hash if previous else record.prev_hash)
+            record = record._replace(hash=record_hash(record))
+            c.execute(update(events_table).where(events_table.c.stream_id == round_id, events_table.c.version == record.version)
+                      .values(prev_hash=record.prev_hash, hash=record.hash))  # fmt: skip
+            previous = record
 
 
 def delete_events(game: Game, round_id: str, *versions: int) -> None:
@@ -131,6 +147,37 @@ def test_each_changed_or_deleted_event_is_named_by_the_audit_and_by_replay(sql_g
         replay = game.run(game.audit.replay_round(OPERATOR, round_id))
         assert replay.disagreements == found[round_id], round_id
     assert game.run(game.audit.replay_round(OPERATOR, clean)).ok
+
+
+def test_a_resealed_edit_is_found_by_the_replay_though_the_audit_reads_each_text_once(sql_game: Game) -> None:
+    """The audit parses each distinct rules event text once, and each distinct table once. A rogue
+    administrator who re-seals the chain (so only the replay can tell) and writes a text the audit has
+    already read (the settlement of another round) or a table it has not is still caught."""
+    game = sql_game
+    won = war_round(game, ["Ac", "2d"], "won")
+    lost = war_round(game, ["2c", "Ad"], "lost")
+    table = war_round(game, ["Kc", "2d"], "table")
+    clean = war_round(game, ["Qc", "2d"], "clean")
+    game.pump()
+    assert audit(game)[1] == []  # every text of the casino read (and kept) once
+    with game.store.unit_of_work() as uow:
+        won_settled = uow.events.read_stream_records(won)[4].payload
+
+    edit_payload(game, lost, 5, lambda p: p.update(json.loads(won_settled)))  # the won round's settlement, as its text
+    reseal(game, lost)
+    edit_payload(game, table, 1, lambda p: p["table"].update(decks=8))  # RoundOpened's table: an 8-deck shoe
+    reseal(game, table)
+
+    _, violations = audit(game)
+    found = by_round(violations)
+
+    assert set(found) == {lost, table}, found  # `won` and `clean` stay clean
+    assert not any("hash chain" in problem for problems in found.values() for problem in problems)
+    assert any(f.startswith("v5 RoundSettled: recorded ") and "the rules give" in f for f in found[lost])
+    assert any("not a proper 8-deck shoe" in f for f in found[table]), found[table]
+    for round_id in (lost, table):  # ReplayRound (nothing cached for it: detailed) says the same
+        assert game.run(game.audit.replay_round(OPERATOR, round_id)).disagreements == found[round_id]
+    assert clean not in found
 
 
 def test_a_deleted_last_event_with_a_doctored_projection_is_still_found_by_the_wallet(sql_game: Game) -> None:

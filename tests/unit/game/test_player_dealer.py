@@ -61,6 +61,36 @@ def test_players_and_dealers_of_a_table_are_paired_longest_waiting_first(game: G
     assert status(game, ALICE, other.seat_id).opponent_nickname == "house"
 
 
+def test_seats_joined_without_a_nickname_show_their_role_never_the_player_id(game: Game) -> None:
+    game.points.points[("bob", "USD")] = 800
+    dealer_seat = game.run(game.seats.join_table(BOB, TABLE, "dealer"))[0].seat_id
+    player_seat = game.run(game.seats.join_table(ALICE, TABLE))[0].seat_id
+    mine, theirs = status(game, ALICE, player_seat), status(game, BOB, dealer_seat)
+    assert (mine.nickname, mine.opponent_nickname, theirs.opponent_nickname) == ("player", "dealer", "player")
+    game.run(game.seats.confirm_round(BOB, dealer_seat))
+    game.shuffler.stack("Kc", "2d")
+    round_id = game.run(game.play.place_bets(ALICE, player_seat, {"ante": 2500}, "k1", "")).round_id
+    dealers_view = game.run(game.play.get_round(BOB, round_id))
+    assert "alice" not in str(dealers_view), "the dealer knows the player by nickname only"
+    assert '"player_nickname": "player"' in dealers_view.steps[0].payload_json.replace('":"', '": "')
+
+
+@pytest.mark.parametrize("nickname", [
+    "house", "House", "HOUSE", "dealer", "player",  # the server's own names
+    "ｈｏｕｓｅ", "Ａｌ", "Bo\u0301b",  # full-width and combining look-alikes of other names
+    "<script>alert(1)</script>", "Al\u200bice", "Al\nice", "a" * 41, "x;DROP",
+])  # fmt: skip
+def test_a_nickname_that_impersonates_or_carries_markup_is_refused(game: Game, nickname: str) -> None:
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="nickname"):
+        game.run(game.seats.join_table(ALICE, TABLE, "player", nickname))
+
+
+@pytest.mark.parametrize("nickname", ["Al", "Jean-Luc O.", "Zoë", "Ли", "r2_d2"])
+def test_plain_nicknames_in_any_script_are_taken(game: Game, nickname: str) -> None:
+    seat, _ = game.run(game.seats.join_table(ALICE, TABLE, "player", f"  {nickname} "))
+    assert status(game, ALICE, seat.seat_id).nickname == nickname
+
+
 def test_the_dealer_confirms_each_round_unless_auto_confirm_is_on(game: Game) -> None:
     dealer_seat, player_seat = sit_dealer(game), sit_player(game)
     with raises_reason("DEALER_NOT_CONFIRMED", FailedPrecondition, match="Bobby has not confirmed the next round"):

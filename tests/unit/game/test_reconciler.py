@@ -19,6 +19,7 @@ from croupier_game.application.dealer_qualification import DealerQualification
 from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
+from croupier_game.application.settling import SettledFigures
 from croupier_game.application.views import RoundViews
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue
@@ -104,20 +105,23 @@ class World:
         return self.run(self.play.get_round(ALICE, round_id)).phase
 
 
-def world(store: Any) -> World:
+def world(store: Any, *, settled_figures: bool = False) -> World:
+    """`settled_figures`: the game drives a round's ending to the wallet and the commission service itself
+    (settling.SettledFigures, as the service is wired); by default only the bus and the reconciler do."""
     clock = ManualClock()
     cards = FakeShuffler()
     wallet = ExpiringWallet(clock=clock, timeout_s=120)
     for who in ("alice", "bob"):
         wallet.fund(who, START, "USD")
-    book = RoundBook(store, clock, wake_log_readers=lambda: None)
+    shuffler = CountingSink("shuffler")
+    commission = CountingSink("commission", handles=("RoundOpened", "RoundSettled", "RoundVoided"))
+    figures = SettledFigures([wallet, shuffler, commission]) if settled_figures else None
+    book = RoundBook(store, clock, wake_log_readers=lambda: None, figures=figures)
     points = FakeDealerPoints(points={("bob", "USD"): 800})
     catalogue = Catalogue.from_toml(DEFAULT_TABLES_FILE)
     dealers = DealerQualification(wallet, points)
     seats = SeatUseCases(book, catalogue, cards, wallet, dealers, clock)
     play = PlayUseCases(book, RoundViews(cards), catalogue, cards, FakeDealer(cards), wallet, dealers, clock)
-    shuffler = CountingSink("shuffler")
-    commission = CountingSink("commission", handles=("RoundOpened", "RoundSettled", "RoundVoided"))
     return World(store, clock, wallet, shuffler, commission, seats, play, book, cards)
 
 

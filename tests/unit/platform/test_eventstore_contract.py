@@ -6,6 +6,7 @@ with an `engine` fixture under @pytest.mark.integration.
 """
 
 import threading
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
@@ -322,6 +323,23 @@ class EventStoreContract(ABC):
             page = uow.events.read_all(after_position=everything[1].position, limit=2)
 
         assert page == everything[2:4]
+
+    def test_read_streams_after_gives_those_streams_events_within_the_positions(self, store: EventStore) -> None:
+        for _ in range(3):
+            append_round(store, f"round-{uuid.uuid4()}", 2)
+        a, b = append_round(store, "seat-a", 2), append_round(store, "round-b", 3)
+        more_a = append_round(store, "seat-a", 1, expected_version=2)
+        with store.reading() as uow:
+            log = uow.events.read_all()
+            at = {s.envelope.event_id: s.position for s in log}
+            everything = uow.events.read_streams_after(["seat-a", "round-b", "nothing"], 0, log[-1].position, 100)
+            after_first = uow.events.read_streams_after(["seat-a", "round-b"], at[a[0].event_id], at[b[1].event_id], 100)
+            limited = uow.events.read_streams_after(["seat-a", "round-b"], 0, log[-1].position, 2)
+            assert uow.events.read_streams_after([], 0, log[-1].position, 100) == []
+        assert [s.envelope for s in everything] == a + b + more_a
+        assert [s.position for s in everything] == [at[e.event_id] for e in a + b + more_a]
+        assert [s.envelope for s in after_first] == [a[1], b[0], b[1]]  # (after, upto]
+        assert [s.envelope for s in limited] == a
 
     def test_last_position_is_where_a_reader_of_what_comes_next_starts(self, store: EventStore) -> None:
         with store.reading() as uow:

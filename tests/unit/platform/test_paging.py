@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from croupier_platform.errors import InvalidArgument
 from tests.refusals import raises_reason
-from croupier_platform.paging import PageSize, decode_page_token, encode_page_token, is_int, is_str, page_of
+from croupier_platform.paging import TOKEN_VERSION, PageSize, decode_page_token, encode_page_token, is_int, is_str, page_of
 
 
 def test_a_token_carries_its_lists_key_back() -> None:
@@ -23,6 +25,21 @@ def test_a_token_carries_its_lists_key_back() -> None:
 def test_a_token_of_another_list_or_out_of_the_stores_range_is_refused(token: str) -> None:
     with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListThings gave"):
         decode_page_token("ListThings", token, lambda key: is_int(key) or is_str(key))
+
+
+def _crafted(body: bytes) -> str:
+    return base64.urlsafe_b64encode(bytes([TOKEN_VERSION]) + body).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("token", [
+    _crafted(b"[" * 50_000 + b"]" * 50_000),  # deep enough for the JSON parser's RecursionError
+    _crafted(b"[" * 400 + b"]" * 400),  # nested, short enough to be parsed
+    _crafted(b'["ListThings","' + b"x" * 100_000 + b'"]'),
+    "A" * 1_000_000,
+])  # fmt: skip
+def test_a_nested_or_oversized_token_is_refused_as_invalid_not_internal(token: str) -> None:
+    with raises_reason("INVALID_FIELD", InvalidArgument, match="page_token is not one ListThings gave"):
+        decode_page_token("ListThings", token, is_int)
 
 
 def test_a_page_has_a_next_token_only_when_more_follow() -> None:

@@ -175,6 +175,32 @@ def test_deposits_are_for_operators_and_real_money(tmp_path):
     run(tmp_path, scenario)
 
 
+def test_withdrawals_are_for_operators_and_real_money_and_name_the_available_balance(tmp_path):
+    async def scenario(h: Harness) -> None:
+        def money(amount: int, currency: str = "USD") -> common_pb2.Money:
+            return common_pb2.Money(amount_minor=amount, currency=currency)
+
+        def withdraw(who: str, amount: int, tid: str, currency: str = "USD"):
+            request = wallet_pb2.WithdrawRequest(player_id="alice", amount=money(amount, currency), transaction_id=tid)
+            return h.wallet.Withdraw(request, metadata=h.auth(who))
+
+        await h.wallet.Deposit(wallet_pb2.DepositRequest(player_id="alice", amount=money(5_000), transaction_id="d1"), metadata=h.auth("ops"))
+        code, details, reason = await status_of(withdraw("alice", 1_000, "w1"))
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED") and "operators" in details
+        code, _, reason = await status_of(withdraw("ops", 1_000, "w1", "PLAY"))
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+        code, details, reason = await status_of(withdraw("ops", 5_001, "w1"))
+        assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "INSUFFICIENT_FUNDS") and "5000" in details
+        transaction = (await withdraw("ops", 2_000, "w1")).transaction
+        assert (transaction.kind, transaction.amount, transaction.currency) == ("withdrawal", -2_000, "USD")
+        assert transaction.kind_enum == wallet_pb2.TRANSACTION_KIND_WITHDRAWAL
+        assert (await withdraw("ops", 2_000, "w1")).transaction == transaction  # a retry: nothing more paid out
+        reply = await h.wallet.GetBalances(wallet_pb2.GetBalancesRequest(), metadata=h.auth("alice"))
+        assert {b.currency: b.available for b in reply.balances} == {"PLAY": 0, "USD": 3_000}
+
+    run(tmp_path, scenario)
+
+
 def test_stakes_are_refused_when_the_balance_cannot_cover_them_and_nothing_moves(tmp_path):
     async def scenario(h: Harness) -> None:
         await h.top_up("alice", 100, "t1")

@@ -12,11 +12,13 @@ then the message goes to `dead_letter_topic(topic)` and the partition moves on.
 import asyncio
 import logging
 import random
+import time
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from croupier_platform.events import EventEnvelope
@@ -241,11 +243,45 @@ class InProcessBus(Bus):
         await self.publish(dead_letter_topic(topic), key, envelope)
 
 
-class PrefixedBus(Bus):
+class ForwardingBus(Bus):
+    """Another bus, as it is: the base of the wrappers below, each changing one thing about it."""
+
+    def __init__(self, inner: Bus) -> None:
+        self._inner = inner
+
+    async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
+        await self._inner.publish(topic, key, envelope)
+
+    async def publish_many(self, messages: Sequence[Outgoing]) -> tuple[int, BaseException | None]:
+        return await self._inner.publish_many(messages)
+
+    async def publish_stored(self, messages: Sequence["OutboxMessage"]) -> tuple[int, BaseException | None]:
+        return await self._inner.publish_stored(messages)
+
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
+        self._inner.subscribe(topic, group, handler, event_types, batch=batch)
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    async def stop(self) -> None:
+        await self._inner.stop()
+
+    async def pending_dead_letters(self) -> dict[str, int]:
+        return await self._inner.pending_dead_letters()
+
+    def consumer_lag(self) -> dict[str, int]:
+        return self._inner.consumer_lag()
+
+
+class PrefixedBus(ForwardingBus):
     """Namespaces every topic of another bus (a test run's own topics on a shared broker)."""
 
     def __init__(self, inner: Bus, prefix: str) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._prefix = prefix
 
     async def publish(self, topic: str, key: str, envelope: EventEnvelope) -> None:
@@ -264,11 +300,31 @@ class PrefixedBus(Bus):
         # Groups too: on a shared broker one stack's consumers must not rebalance another's.
         self._inner.subscribe(self._prefix + topic, self._prefix + group, handler, event_types, batch=batch)
 
-    async def start(self) -> None:
-        await self._inner.start()
 
-    async def stop(self) -> None:
-        await self._inner.stop()
+class LaggingBus(ForwardingBus):
+    """Consumers seconds behind, on purpose (a fault for tests, CROUPIER_FAULT_CONSUMER_LAG_S; dev stacks
+    only): every message reaches its handler no sooner than `lag_s` after it was recorded, as behind a
+    slow consumer. What is published, and anything a service applies by a direct call, is not delayed."""
 
-    async def pending_dead_letters(self) -> dict[str, int]:
-        return await self._inner.pending_dead_letters()
+    def __init__(self, inner: Bus, lag_s: float) -> None:
+        super().__init__(inner)
+        self._lag_s = lag_s
+
+    def subscribe(
+        self, topic: str, group: str, handler: Handler, event_types: Collection[str] | None = None,
+        *, batch: BatchHandler | None = None,
+    ) -> None:
+        async def late(envelope: EventEnvelope) -> None:
+            await self._behind(envelope)
+            await handler(envelope)
+
+        async def late_batch(envelopes: Sequence[EventEnvelope]) -> tuple[int, BaseException | None]:
+            assert batch is not None
+            await self._behind(envelopes[-1])
+            return await batch(envelopes)
+
+        self._inner.subscribe(topic, group, late, event_types, batch=late_batch if batch is not None else None)
+
+    async def _behind(self, envelope: EventEnvelope) -> None:
+        recorded = datetime.fromisoformat(envelope.occurred_at).timestamp()
+        await asyncio.sleep(max(0.0, recorded + self._lag_s - time.time()))

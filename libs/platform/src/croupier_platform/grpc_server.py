@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -87,13 +88,18 @@ class CallLayers:
 
         inner_stream = handler.unary_stream
 
-        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> None:
+            # A coroutine writing each message, not an async generator: gRPC leaves a generator it stops
+            # (the client cancelled) suspended at its yield, to be closed later in another task and
+            # Context, where the context variables set here cannot be reset. Here the messages are closed
+            # in this task, whatever ends the call.
             with _Ending(finished, context) as call:
                 call.caller = await admitted(request, context)
                 marker = set_identity(call.caller)
                 try:
-                    async for message in inner_stream(request, context):
-                        yield message
+                    async with contextlib.aclosing(inner_stream(request, context)) as messages:
+                        async for message in messages:
+                            await context.write(message)
                 finally:
                     reset_identity(marker)
 
@@ -183,15 +189,18 @@ def _code_of_escape(exc: BaseException, context: grpc.aio.ServicerContext) -> gr
 class ServiceRegistry:
     """Stands for the gRPC server while the services register (`add_*Servicer_to_server(servicer, registry)`):
     every method is registered on the server inside the CallLayers, wrapped once, here; and each
-    method's handler as the service registered it is kept for in-process calls (local_channel)."""
+    method's handler as the service registered it is kept for in-process calls (local_channel). A service
+    `networked` refuses is kept for in-process calls only: the server answers it UNIMPLEMENTED, as a
+    service it never heard of."""
 
-    def __init__(self, server: grpc.aio.Server, layers: CallLayers) -> None:
+    def __init__(self, server: grpc.aio.Server, layers: CallLayers, networked: Callable[[str], bool] = lambda _name: True) -> None:
         self._server = server
         self._layers = layers
+        self.networked = networked
         self.handlers: dict[str, grpc.RpcMethodHandler] = {}
 
     def add_generic_rpc_handlers(self, generic_handlers: Iterable[grpc.GenericRpcHandler]) -> None:
-        self._server.add_generic_rpc_handlers(tuple(_LayeredGeneric(each, self._layers) for each in generic_handlers))
+        self._server.add_generic_rpc_handlers(tuple(_LayeredGeneric(each, self._layers, self.networked) for each in generic_handlers))
 
     def add_registered_method_handlers(self, service_name: str, method_handlers: Mapping[str, grpc.RpcMethodHandler]) -> None:
         layered = {}
@@ -200,7 +209,8 @@ class ServiceRegistry:
             self.handlers[method] = handler
             if (served := self._layers.around(method, handler)) is not None:
                 layered[name] = served
-        self._server.add_registered_method_handlers(service_name, layered)
+        if self.networked(service_name):
+            self._server.add_registered_method_handlers(service_name, layered)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
@@ -210,10 +220,12 @@ class _LayeredGeneric(grpc.GenericRpcHandler):
     """A generic handler (looked up by the server per call, when no registered method matches) whose
     methods are served inside the layers."""
 
-    def __init__(self, generic: grpc.GenericRpcHandler, layers: CallLayers) -> None:
-        self._generic, self._layers = generic, layers
+    def __init__(self, generic: grpc.GenericRpcHandler, layers: CallLayers, networked: Callable[[str], bool]) -> None:
+        self._generic, self._layers, self._networked = generic, layers, networked
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if not self._networked(handler_call_details.method.strip("/").partition("/")[0]):
+            return None
         return self._layers.remembered(handler_call_details.method, self._generic.service(handler_call_details))
 
 
@@ -230,13 +242,16 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
 
 def platform_server(
-    authority: TokenVerifier, record: CallRecorder | None = None, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+    authority: TokenVerifier, record: CallRecorder | None = None, interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    in_process_only: Sequence[str] = (),
 ) -> tuple[grpc.aio.Server, ServiceRegistry]:
     """The gRPC server every host builds and the registry its services register on: each method served
     inside the CallLayers (`record`: the metrics' rpc_finished, or None), with `interceptors` (tracing,
-    when on) around them. With none, a call goes from gRPC's method lookup straight to its handler."""
+    when on) around them. With none, a call goes from gRPC's method lookup straight to its handler.
+    Services whose full name starts with one of `in_process_only` are not served on the network at all."""
     server = grpc.aio.server(interceptors=list(interceptors) or None, options=SERVER_OPTIONS)
-    return server, ServiceRegistry(server, CallLayers(authority, record=record))
+    prefixes = tuple(in_process_only)
+    return server, ServiceRegistry(server, CallLayers(authority, record=record), lambda name: not name.startswith(prefixes))
 
 
 # Hostile or broken clients can send thousands a second: one line per kind per interval.
@@ -330,11 +345,17 @@ def handles_stream_errors(
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
             with inbound_deadline(context.time_remaining()):
-                async for message in method(self, request, context):
-                    yield message
+                # Closed here when this stream is (the client went away): the method's own cleanup runs
+                # now, in this task, not whenever the loop finalizes an abandoned generator.
+                async with contextlib.aclosing(method(self, request, context)) as messages:
+                    async for message in messages:
+                        yield message
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - every error leaves as a status
+            if context.cancelled():
+                logger.debug("%s: the call was cancelled; its cleanup then failed: %s", where, exc)
+                return  # nobody to answer: the client went away
             await abort_with(context, _translated(exc, translate, translated), where)
 
     return wrapper
@@ -381,15 +402,17 @@ DEAD_LETTERS_HEALTH = "croupier.deadletters"
 DEPENDENCIES_HEALTH = "croupier.dependencies"
 
 
-async def add_health_and_reflection(server: grpc.aio.Server, service_names: Iterable[str]) -> health.aio.HealthServicer:
+async def add_health_and_reflection(
+    server: grpc.aio.Server, service_names: Iterable[str], networked: Callable[[str], bool] = lambda _name: True
+) -> health.aio.HealthServicer:
     """grpc.health.v1 (every service, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH and "" SERVING) and
-    reflection v1 and v1alpha, so grpcurl and probes work."""
+    reflection v1 and v1alpha, so grpcurl and probes work; reflection lists the `networked` services only."""
     names = list(service_names)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in [*names, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH, ""]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    add_reflection(server, [*names, health.SERVICE_NAME])
+    add_reflection(server, [*(name for name in names if networked(name)), health.SERVICE_NAME])
     return health_servicer
 
 

@@ -19,6 +19,9 @@ from typing import Any
 from .errors import InvalidArgument
 
 TOKEN_VERSION = 1
+# A token this module gives is far shorter (a key is at most MAX_KEY_CHARS); a longer one is refused
+# before it is decoded, so a crafted one costs its parser nothing (nor its depth a RecursionError).
+MAX_TOKEN_CHARS = 1024
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ def decode_page_token(list_name: str, token: str, is_key: Callable[[Any], bool])
     if not token:
         return None
     try:
+        if len(token) > MAX_TOKEN_CHARS:
+            raise ValueError(f"longer than {MAX_TOKEN_CHARS} characters")
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         if not raw or raw[0] != TOKEN_VERSION:
             raise ValueError("unknown version")
@@ -59,7 +64,7 @@ def decode_page_token(list_name: str, token: str, is_key: Callable[[Any], bool])
             raise ValueError("another list's token")
         if not is_key(key):
             raise ValueError("not a position in this list")
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidArgument(
             f"page_token is not one {list_name} gave ({exc}); pass next_page_token as it came, or leave it empty for the first page",
             fields={"page_token": f"a next_page_token of {list_name}, or empty"},

@@ -153,6 +153,9 @@ class ServiceSettings(CallerSettings):
     dead_letter_check_interval_s: float = Field(default=30.0, ge=1)
     # Prometheus scrapes /metrics on this port (on LISTEN_HOST); 0: no metrics endpoint.
     metrics_port: int = Field(default=0, ge=0, le=65535)
+    # A fault for tests of consumer lag (bus.LaggingBus): every message this service's consumers read waits
+    # until this long after it was recorded. Dev mode only; 0 (none) in production.
+    croupier_fault_consumer_lag_s: float = Field(default=0.0, ge=0, le=60)
 
     @field_validator("croupier_token_secret", mode="before")
     @classmethod
@@ -175,6 +178,8 @@ class ServiceSettings(CallerSettings):
     @model_validator(mode="after")
     def _production_or_dev(self) -> ServiceSettings:
         """Refuse a half-secured service rather than run one: see the class docstring."""
+        if self.croupier_fault_consumer_lag_s and not self.croupier_dev_mode:
+            raise ValueError("CROUPIER_FAULT_CONSUMER_LAG_S delays every consumer on purpose: dev mode (tests) only")
         if self.croupier_dev_mode:
             if self.croupier_token_secret is None and not self.mutual_tls:
                 raise ValueError("CROUPIER_DEV_MODE needs CROUPIER_TOKEN_SECRET (services sign their calls with it) or mTLS")

@@ -18,20 +18,21 @@ import asyncio
 import contextlib
 import contextvars
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-import connectrpc._codec
 import grpc
 import uvicorn
+from connectrpc._protocol import ConnectWireError, HTTPException
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.method import IdempotencyLevel, MethodInfo
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
-from google.protobuf import descriptor_pool, json_format
+from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
@@ -40,9 +41,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+
+from .connect_codec import refuse_malformed_requests, refused
+from .dev_login import DevLogin, dev_login_route
 
 # The services a browser may call, by proto file; the internal ones (shuffler, dealer, stakes,
 # commission, ledger audit) are never exposed. Looked up by name, so a service added to these
@@ -55,30 +59,6 @@ CORS_ALLOW_HEADERS = ("authorization", "content-type", "connect-protocol-version
                       "traceparent", "tracestate")  # fmt: skip
 CORS_EXPOSE_HEADERS = ("grpc-status", "grpc-message", "grpc-status-details-bin")
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-
-
-class _RefusingMalformed:
-    """A connect-python codec whose decode failure is INVALID_ARGUMENT naming the message, as on
-    the gRPC port (connect-python 0.9 lets it out as UNKNOWN). Installed over its codec registry:
-    the one place every unary and streaming request is decoded."""
-
-    def __init__(self, codec: Any) -> None:
-        self._codec = codec
-        self.name, self.encode = codec.name, codec.encode
-
-    def decode(self, data: bytes | bytearray, message: Any) -> Any:
-        try:
-            return self._codec.decode(data, message)
-        except (json_format.ParseError, DecodeError, UnicodeDecodeError, ValueError) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:200]
-            raise ConnectError(Code.INVALID_ARGUMENT, f"the request is not a valid {message.DESCRIPTOR.full_name} message ({error})") from None
-
-
-def _refuse_malformed_requests() -> None:
-    codecs = connectrpc._codec._codecs
-    for name, codec in list(codecs.items()):
-        if not isinstance(codec, _RefusingMalformed):
-            codecs[name] = _RefusingMalformed(codec)
 
 
 def public_services() -> list[ServiceDescriptor]:
@@ -156,6 +136,7 @@ class _Client:
     def __init__(self) -> None:
         self.gone = False
         self._on_gone: list[Callable[[], object]] = []
+        self.receive: Callable[[], Awaitable[Any]] | None = None
 
     def on_gone(self, callback: Callable[[], object]) -> None:
         self._on_gone.append(callback)
@@ -176,6 +157,7 @@ class ConnectBridge(ConnectASGIApplication):
 
     def __init__(self, service: ServiceDescriptor, channel: grpc.aio.Channel, read_max_bytes: int) -> None:
         self._path = f"/{service.full_name}"
+        self._methods = [m.name for m in service.methods]
         if any(m.client_streaming for m in service.methods):
             raise ValueError(f"{service.full_name}: client streaming is not served over Connect")
         super().__init__(
@@ -188,6 +170,26 @@ class ConnectBridge(ConnectASGIApplication):
     def path(self) -> str:
         return self._path
 
+    async def _handle_error(self, exc: Exception, ctx: RequestContext | None, send: Any) -> None:
+        """Every error connect-python answers itself, as a Connect error with an ErrorInfo (as gRPC's port
+        gives one), where it gives a bare HTTP status (an unknown method, a content type it does not speak)
+        or an error without details (a message too large, a GET without its message)."""
+        if isinstance(exc, HTTPException):
+            # Read the (bounded) body first: a connection closed with it unread is reset, and the
+            # client may lose the answer with it.
+            client = _client.get(None)
+            if client is not None and client.receive is not None:
+                await _drain(client.receive, READ_MAX_BYTES)
+            if exc.status == HTTPStatus.NOT_FOUND:
+                error = refused(Code.UNIMPLEMENTED, f"{self._path} has no such method; its methods are {', '.join(sorted(self._methods))}", "NOT_FOUND")
+            else:
+                error = refused(Code.INVALID_ARGUMENT, f"{exc.status.phrase}: send content-type {SPOKEN_CONTENT_TYPES}", "MALFORMED_REQUEST")
+            await send_connect_error(send, error, exc.status.value, exc.headers)
+            return
+        if isinstance(exc, ConnectError) and not exc.details:
+            exc = refused(exc.code, exc.message, "MALFORMED_REQUEST" if exc.code == Code.INVALID_ARGUMENT else "")
+        await super()._handle_error(exc, ctx, send)
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         client = _Client()
 
@@ -197,11 +199,40 @@ class ConnectBridge(ConnectASGIApplication):
                 client.went_away()
             return message
 
+        client.receive = watched_receive
         marker = _client.set(client)
         try:
             await super().__call__(scope, watched_receive, send)
         finally:
             _client.reset(marker)
+
+
+async def _drain(receive: Callable[[], Awaitable[Any]], limit: int) -> None:
+    """Read a request's body to its end, or until `limit` bytes were read."""
+    read = 0
+    while read <= limit:
+        message = await receive()
+        read += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+
+
+SPOKEN_CONTENT_TYPES = "application/json or application/proto (unary), application/connect+json or application/connect+proto (streams)"
+
+
+async def send_connect_error(send: Any, error: ConnectError, status: int | None = None, headers: Sequence[tuple[str, str]] = ()) -> None:
+    """`error` as a Connect unary error: JSON with its code, message and details; `status` or the code's own."""
+    wire = ConnectWireError.from_exception(error)
+    await send({"type": "http.response.start", "status": status or wire.to_http_status().code, "trailers": False,
+                "headers": [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers)]})  # fmt: skip
+    await send({"type": "http.response.body", "body": wire.to_json_bytes(), "more_body": False})
+
+
+async def _no_such_service(request: Request) -> Response:
+    """A POST to a path no public service has: UNIMPLEMENTED, as gRPC answers a method it does not serve."""
+    names = ", ".join(s.full_name for s in public_services())
+    error = refused(Code.UNIMPLEMENTED, f"{request.url.path[:200]} is no method of the public services ({names})", "NOT_FOUND")
+    return Response(ConnectWireError.from_exception(error).to_json_bytes(), HTTPStatus.NOT_FOUND.value, media_type="application/json")
 
 
 # A request larger than this is refused (RESOURCE_EXHAUSTED) before it is parsed.
@@ -211,7 +242,7 @@ READ_MAX_BYTES = 1 << 20
 def connect_routes(channel_for: Callable[[str], grpc.aio.Channel]) -> list[BaseRoute]:
     """A Mount per public service, its calls forwarded to `channel_for(its name)`, e.g. "TableService"
     (the caller knows which process hosts it)."""
-    _refuse_malformed_requests()
+    refuse_malformed_requests()
     return [
         Mount(f"/{service.full_name}", app=ConnectBridge(service, channel_for(service.name), READ_MAX_BYTES))
         for service in public_services()
@@ -219,24 +250,6 @@ def connect_routes(channel_for: Callable[[str], grpc.aio.Channel]) -> list[BaseR
 
 
 # ---------------------------------------------------------------- the HTTP app
-
-
-DevLogin = Callable[[str], str]
-
-
-def dev_login_route(mint_player_token: DevLogin) -> Route:
-    """POST /dev/login {"player": NAME} -> {"token", "player"}: a play-money player's token minted
-    by the server (embedded mode only; the secret never leaves the server)."""
-
-    async def login(request: Request) -> JSONResponse:
-        try:
-            body = await request.json()
-            player = str(body.get("player", "")).strip() if isinstance(body, dict) else ""
-            return JSONResponse({"player": player, "token": mint_player_token(player)})
-        except ValueError as exc:
-            return JSONResponse({"code": "invalid_argument", "message": str(exc)}, status_code=400)
-
-    return Route("/dev/login", login, methods=["POST"])
 
 
 def web_app(
@@ -254,6 +267,7 @@ def web_app(
         routes.append(Route("/healthz", lambda _request: PlainTextResponse("ok"), methods=["GET"]))
     if dev_login is not None:
         routes.append(dev_login_route(dev_login))
+    routes.append(Route("/{path:path}", _no_such_service, methods=["POST"]))
     if static_dir is not None:
         routes.append(Mount("/", app=StaticFiles(directory=static_dir, html=True)))
     middleware = []

@@ -22,6 +22,7 @@ from .application.play import PlayUseCases
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
 from .application.seats import SeatUseCases
+from .application.settling import SettledFigures
 from .application.shoes import KnownShoes
 from .application.views import RoundViews
 from .application.watching import Presence, WatchUseCases
@@ -56,12 +57,14 @@ class GameModule:
         )
         shuffler = GrpcShuffler(shuffler_channel, ctx.service_token, ctx.call_timeouts)
         stakes = GrpcStakes(wallet_channel, ctx.service_token, ctx.call_timeouts)
+        points = GrpcDealerPoints(commission_channel, ctx.service_token, ctx.call_timeouts)
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
-        book = RoundBook(store, ctx.clock, wake_log_readers=self._wake_log_readers, metrics=ctx.metrics)
+        book = RoundBook(
+            store, ctx.clock, wake_log_readers=self._wake_log_readers, metrics=ctx.metrics, figures=SettledFigures([stakes, points])
+        )
         shoes = KnownShoes(shuffler)  # the use cases' shuffler: a round's shoe and a reveal asked for once
         views = RoundViews(shoes)
         self.catalogue = catalogue
-        points = GrpcDealerPoints(commission_channel, ctx.service_token, ctx.call_timeouts)
         dealers = DealerQualification(stakes, points)
         dealer = GrpcDealer(dealer_channel, ctx.service_token, ctx.call_timeouts)
         self.seats = SeatUseCases(book, catalogue, shoes, stakes, dealers, ctx.clock)

@@ -87,6 +87,12 @@ class _MemoryEventLog(EventLog):
         window = self._state.log[after_position : after_position + limit]
         return [StoredEvent(p, _copy(e)) for p, e in enumerate(window, start=after_position + 1)]
 
+    def read_streams_after(self, stream_ids: Sequence[str], after_position: int, upto_position: int, limit: int) -> list[StoredEvent]:
+        wanted = set(stream_ids)
+        window = self._state.log[after_position:upto_position]
+        found = [StoredEvent(p, e) for p, e in enumerate(window, start=after_position + 1) if e.stream_id in wanted]
+        return [StoredEvent(s.position, _copy(s.envelope)) for s in found[:limit]]
+
     def last_position(self) -> int:
         return len(self._state.log)
 

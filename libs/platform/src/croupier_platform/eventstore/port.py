@@ -171,6 +171,12 @@ class EventLog(ABC):
         """Events of every stream in commit order."""
 
     @abstractmethod
+    def read_streams_after(self, stream_ids: Sequence[str], after_position: int, upto_position: int, limit: int) -> list[StoredEvent]:
+        """The events of those streams after `after_position` up to `upto_position` (read_all's positions),
+        in read_all's order, at most `limit`: found through the streams' index, so the cost is those
+        streams' events, not the log's length (a resumed watcher's catch-up)."""
+
+    @abstractmethod
     def last_position(self) -> int:
         """The position of the last event read_all would return now (0: none): where a reader that wants
         only what comes next starts."""

@@ -138,6 +138,26 @@ class _SqlEventLog(EventLog):
             for row in self._connection.execute(query)
         ]
 
+    def read_streams_after(self, stream_ids: Sequence[str], after_position: int, upto_position: int, limit: int) -> list[StoredEvent]:
+        if not stream_ids:
+            return []
+        t = events_table
+        if self._connection.dialect.name != "postgresql":
+            query = (
+                select(t).where(t.c.stream_id.in_(stream_ids), t.c.position > after_position, t.c.position <= upto_position)
+                .order_by(t.c.position).limit(limit)
+            )  # fmt: skip
+            return [StoredEvent(row.position, _envelope_from_row(row)) for row in self._connection.execute(query)]
+        after, upto = divmod(after_position, _TXID_SHIFT), divmod(upto_position, _TXID_SHIFT)
+        key = tuple_(t.c.txid, t.c.position)
+        query = (
+            select(t)
+            .where(t.c.stream_id.in_(stream_ids), key > tuple_(*map(literal, after)), key <= tuple_(*map(literal, upto)))
+            .order_by(t.c.txid, t.c.position)
+            .limit(limit)
+        )
+        return [StoredEvent(row.txid * _TXID_SHIFT + row.position, _envelope_from_row(row)) for row in self._connection.execute(query)]
+
     def last_position(self) -> int:
         if self._connection.dialect.name == "postgresql":  # read_all's packed (txid, position) of committed rows
             query = (

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
-from croupier_platform.errors import InvalidArgument, PermissionDenied
+from croupier_platform.errors import InvalidArgument
 from croupier_platform.events import EventEnvelope
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
@@ -37,15 +37,13 @@ class CommissionServicer(internal_pb2_grpc.CommissionServiceServicer):
 
     @handles_errors
     async def GetDealerStatus(self, request, context):
-        identity = current_identity()
+        current_identity().require_service()  # players see their points through GetSeatStatus
         if not request.player_id:
             raise InvalidArgument("player_id is required", fields={"player_id": "required"})
         if not request.currency:
             raise InvalidArgument(
                 "currency is required: dealer points are kept per currency (PLAY or e.g. USD)", fields={"currency": "required"}
             )
-        if not identity.may_act_for(request.player_id):
-            raise PermissionDenied("a player may read only their own dealer status")
         status = await asyncio.to_thread(self._commission.dealer_status, request.player_id, request.currency)
         return internal_pb2.GetDealerStatusResponse(
             dealer_points=status.points,

@@ -86,6 +86,7 @@ class LogFeed:
         self._task: asyncio.Task[None] | None = None
         self._round_seats: FIFOCache[str, tuple[str, ...]] = FIFOCache(maxsize=ROUND_SEATS_CACHE_SIZE)
         self._round_seats_lock = threading.Lock()  # the tail and catch-ups fill it from the store's threads
+        self.catch_up_rows_read = 0  # rows resumed streams' catch-ups read (rounds and events): their cost, for tests
 
     def wake(self) -> None:
         """Something was committed: read the log now rather than at the next poll."""
@@ -119,25 +120,26 @@ class LogFeed:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 
-    async def read_after(self, position: int, upto: int, keys: frozenset[str], limit: int) -> list[StoredEvent]:
-        """The logged events with one of `keys` after `position` up to `upto` (a resumed stream's catch-up),
-        at most `limit` of them scanned (more: ValueError, the gap is too long to catch up)."""
-        found: list[StoredEvent] = []
-        scanned = 0
-        while position < upto:
-            page = await self._book.read(lambda uow, after=position: self._keyed_page(uow, after))
-            if not page:
-                break
-            for event, event_keys in page:
-                if event.position > upto:
-                    return found
-                if keys & event_keys:
-                    found.append(event)
-            scanned += len(page)
-            if scanned > limit:
-                raise ValueError(f"more than {limit} events were logged since that position")
-            position = page[-1][0].position
-        return found
+    async def read_seat_after(
+        self, seat_id: str, player_id: str, position: int, upto: int, *, max_rounds: int, max_events: int
+    ) -> list[StoredEvent]:
+        """The logged events a watcher of `seat_id` (the player's) is sent after `position` up to `upto`:
+        a resumed stream's catch-up. Read through the streams' index — the seat's stream and those of the
+        player's last `max_rounds` rounds — never by scanning the log, so its cost is the seat's history,
+        not the log's length. ValueError when the gap holds more than `max_events` of them, or reaches back
+        past those rounds (too long to catch up)."""
+
+        def read(uow: GameUnitOfWork) -> tuple[list[str], list[tuple[StoredEvent, frozenset[str]]]]:
+            rounds = [round_id for _, round_id in uow.rounds.recent(player_id, max_rounds + 1)]
+            events = uow.events.read_streams_after([seat_id, *rounds], position, upto, max_events + 1)
+            return rounds, [(event, self._keys(uow, event.envelope)) for event in events]
+
+        rounds, keyed = await self._book.read(read)
+        self.catch_up_rows_read += len(rounds) + len(keyed)
+        if len(keyed) > max_events or (len(rounds) > max_rounds and any(e.envelope.stream_id == rounds[-1] for e, _ in keyed)):
+            raise ValueError(f"more than {max_events} events or {max_rounds} rounds were logged at this seat since that position")
+        key = seat_key(seat_id)
+        return [event for event, keys in keyed if key in keys]
 
     # -------------------------------------------------------------- the tail
 

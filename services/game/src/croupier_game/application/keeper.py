@@ -41,6 +41,7 @@ from croupier_platform.leadership import Leadership
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.errors import RuleError
 
+from ..domain.asking import decision_deadline, moment
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
 from ..domain.seat import PLAYER, Seat
@@ -84,17 +85,8 @@ class KeeperPass:
         return bool(self.decided or self.voided or self.disconnected or self.ended)
 
 
-def _moment(occurred_at: str) -> datetime:
-    return datetime.fromisoformat(occurred_at)
-
-
-def pending_since(round_: Round) -> datetime:
-    """When the round's pending decision was asked: the occurred_at of its last DecisionRequired."""
-    return _moment(next(e.occurred_at for e in reversed(round_.envelopes) if e.event_type == "DecisionRequired"))
-
-
 def last_progress(round_: Round) -> datetime:
-    return _moment(round_.envelopes[-1].occurred_at)
+    return moment(round_.envelopes[-1].occurred_at)
 
 
 class Keeper(LeaderLoop):
@@ -193,7 +185,7 @@ class Keeper(LeaderLoop):
             table = tables.get(seat.table_id)
             if self.stopping or table is None or not seat.seen_at:
                 continue
-            away = now - _moment(seat.seen_at)
+            away = now - moment(seat.seen_at)
             try:
                 if away > timedelta(seconds=table.idle_limit_s):
                     if await self._seats.end_idle_seat(seat.seat_id, iso(now - timedelta(seconds=table.idle_limit_s))):
@@ -226,9 +218,10 @@ class Keeper(LeaderLoop):
     def _due_of(self, round_: Round) -> _Due:
         if round_.is_over:
             return _Due(round_.version, _NEVER, IDLE)
+        deadline = decision_deadline(round_)
+        if deadline is not None:
+            return _Due(round_.version, deadline, DECIDE)
         timeout = timedelta(seconds=round_.table.decision_timeout_s)
-        if round_.state.phase == "deciding":
-            return _Due(round_.version, pending_since(round_) + timeout, DECIDE)
         if round_.opened.dealer_player_id and round_.state.phase == "dealing" and not round_.cards_dealt:
             # RULES.md §2: a player gone after betting, before the deal, gets the bet back; a
             # player-dealer's cover is not held longer than a decision would be.

@@ -105,6 +105,8 @@ class PlayUseCases:
             seat, dealer = found
             asked = bets if bets is not None else await self._last_bets(seat)
             if dealer is not None:
+                # The dealer is judged on their last round's settled figures, whatever the bus's lag.
+                await self._book.require_settled(dealer.last_round_id)
                 dealer = await self._dealer_still_qualified(seat, dealer)
             with round_span("PlaceBets", seat.next_round_id):
                 return await self._open_round(actor, seat, dealer, asked, key, cut_seed, fingerprint)

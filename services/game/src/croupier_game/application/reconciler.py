@@ -54,14 +54,13 @@ from croupier_platform.logs import RateLimitedLog
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
-from ..domain.round import OVER_EVENTS, ROUND_OPENED, new_round_id
+from ..domain.round import OVER_EVENTS, new_round_id
 from .ports import GameUnitOfWork, Reservations, RoundEventSink
 from .rounds import RoundBook
+from .settling import events_for
 
 logger = logging.getLogger(__name__)
 
-COMMISSION = "commission"
-COMMISSION_GAMES = ("war-p2p",)  # the commission service acts on these games' rounds only
 DEFAULT_BATCH_SIZE = 500
 MAX_RETRY_DELAY_S = 300.0
 # Rounds of a page re-driven at once: a re-drive is a round trip and a transaction in the service, so one at a
@@ -202,7 +201,7 @@ class Reconciler(LeaderLoop):
         MAX_EVENT_IDS). A service that cannot say fails every round of the page it would have been asked about."""
         unapplied: dict[str, set[str]] = {}
         for sink in self._sinks:
-            asked = {round_id: [e.event_id for e in _events_for(sink, envelopes)] for round_id, envelopes in rounds.items()}
+            asked = {round_id: [e.event_id for e in events_for(sink, envelopes)] for round_id, envelopes in rounds.items()}
             ids = [event_id for round_ids in asked.values() for event_id in round_ids]
             try:
                 found: set[str] = set()
@@ -263,7 +262,7 @@ class Reconciler(LeaderLoop):
         service said it had not applied); True when any had missed one."""
         applied_any = False
         for sink in self._sinks:
-            for envelope in _events_for(sink, envelopes):
+            for envelope in events_for(sink, envelopes):
                 if unapplied is not None and envelope.event_id not in unapplied[sink.service]:
                     continue
                 if await sink.apply_round_event(envelope):
@@ -318,18 +317,6 @@ class Reconciler(LeaderLoop):
 def _some(round_ids: Sequence[str]) -> str:
     named = ", ".join(round_ids[:NAMED_IN_LOG])
     return named + (f" and {len(round_ids) - NAMED_IN_LOG} more" if len(round_ids) > NAMED_IN_LOG else "")
-
-
-def _events_for(sink: RoundEventSink, envelopes: list[EventEnvelope]) -> list[EventEnvelope]:
-    """The round's final events the service consumes: its end; for the commission service, at its games
-    only, the RoundOpened before it."""
-    over = [e for e in envelopes if e.event_type in OVER_EVENTS]
-    if sink.service != COMMISSION:
-        return over
-    opened = next((e for e in envelopes if e.event_type == ROUND_OPENED), None)
-    if opened is None or opened.payload.get("game") not in COMMISSION_GAMES:
-        return []
-    return [opened, *over]
 
 
 def _move_seat_past(uow: GameUnitOfWork, round_id: str) -> None:

@@ -120,6 +120,20 @@ def _table_text(opened_payload: str) -> str | None:
     return opened_payload[start + 8 : end] if 0 < start < end else None
 
 
+@lru_cache(maxsize=16384)
+def _rules_event(payload: str) -> RoundEvent:
+    """A rules event from its stored text. Most payloads recur across rounds (the same bets, decisions and
+    settlements; events are frozen models), so each distinct text is parsed and validated once."""
+    return event_from_json(payload)
+
+
+def _opened_without_table(payload: str, table_text: str) -> RoundOpened:
+    """RoundOpened validated with its table left out (`table` read as {}): the table's text is the cache key
+    of `_table`, which validates it once per distinct table, so it is not parsed again for every round."""
+    at = payload.index(table_text)
+    return RoundOpened.model_validate_json(payload[:at] + "{}" + payload[at + len(table_text) :])
+
+
 def _timeline_line(record: EventRecord) -> str:
     try:
         return describe_step(record_envelope(record))
@@ -198,16 +212,24 @@ class RoundCheck:
     def _read_events(self, edited: set[int]) -> None:
         """2. Read the events (a payload edited into nonsense is named by its version). Each payload is
         parsed and validated in one pass from its stored text (pydantic's JSON mode)."""
-        opened_text = ""
+        table_text = None
         for r in self.records:
             try:
                 if r.event_type == ROUND_OPENED:
-                    self.opened = (r.version, RoundOpened.model_validate_json(r.payload))
-                    opened_text = r.payload if r.version not in edited else ""
+                    # A sealed payload (not edited): its table's text is taken as is, and read once per distinct table.
+                    text = _table_text(r.payload) if r.version not in edited else None
+                    opened = None
+                    if text is not None and not self.detailed:
+                        try:
+                            opened = _opened_without_table(r.payload, text)
+                        except ValueError:
+                            text = None  # judged as a whole below, and named if it does not read
+                    self.opened = (r.version, opened or RoundOpened.model_validate_json(r.payload))
+                    table_text = text
                 elif r.event_type == SHOE_COMMITTED:
                     self.shoe = (r.version, ShoeCommitted.model_validate_json(r.payload))
                 elif r.event_type in EVENT_TYPES:
-                    self.rules.append((r.version, event_from_json(r.payload)))
+                    self.rules.append((r.version, _rules_event(r.payload)))
                 else:
                     self.replay.notes.append(f"v{r.version} {r.event_type}: not a round event; ignored")
             except ValueError as exc:
@@ -217,7 +239,7 @@ class RoundCheck:
             return
         version, opened = self.opened
         try:
-            self.table = _table(opened.game, _table_text(opened_text) or json.dumps(opened.table, sort_keys=True, separators=(",", ":")))
+            self.table = _table(opened.game, table_text or json.dumps(opened.table, sort_keys=True, separators=(",", ":")))
         except (RuleError, ValueError, TypeError) as exc:
             self.say(version, f"the recorded table does not read ({exc})")
         if self.detailed:

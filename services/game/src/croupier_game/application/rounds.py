@@ -23,6 +23,7 @@ from croupier_rules.round_decider import Decision
 
 from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
 from .ports import GameStore
+from .settling import SettledFigures
 
 T = TypeVar("T")
 
@@ -35,9 +36,13 @@ KEPT_ENDINGS = 2_000
 
 class RoundBook:
     def __init__(
-        self, store: GameStore, clock: Clock, wake_log_readers: Callable[[], None], metrics: Metrics | None = None
+        self, store: GameStore, clock: Clock, wake_log_readers: Callable[[], None], metrics: Metrics | None = None,
+        figures: SettledFigures | None = None,
     ) -> None:
         self._store = store
+        # The services holding the figures shown about a round (wallet, commission), applied at its end here
+        # and required before they are shown or judged on; None: left to the bus (unit tests of other things).
+        self._figures = figures
         # Rounds opened, settled and voided are counted in `recorded`, where every append of a round ends.
         self.metrics = metrics or Metrics.disabled()
         self._clock = clock
@@ -183,7 +188,16 @@ class RoundBook:
             self.forget(round_.round_id)  # stale, or not written: the next command reads the stream
             raise
         self.recorded(extended, new)
+        if extended.is_over and self._figures is not None:
+            await self._figures.at_end(extended)
         return extended
+
+    async def require_settled(self, round_id: str | None) -> None:
+        """The round's money and dealer points are applied by the services that hold them (settling.py):
+        known so here, or driven now; UNAVAILABLE when that cannot be done now. Nothing for a round under way."""
+        if not round_id or self._figures is None or self._figures.known_applied(round_id):
+            return
+        await self._figures.require(await self.load(round_id))
 
     async def void(self, round_: Round, reason: str, causation_id: str | None = None) -> Round:
         """Void the round (every stake returned, any payout taken back); a void round is left as it is."""

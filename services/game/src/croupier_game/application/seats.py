@@ -24,6 +24,7 @@ from croupier_platform.auth import Identity
 from croupier_platform.errors import FailedPrecondition, InvalidArgument, NotFound, ServiceError
 from croupier_platform.runtime import Clock, iso
 
+from ..domain.asking import decision_deadline, rfc3339
 from ..domain.catalogue import Catalogue, TableEntry
 from ..domain.round import KEEPER_CAUSATION, OVER_PHASES, new_round_id
 from ..domain.seat import (
@@ -45,6 +46,7 @@ from ..domain.seat import (
     Seat,
     check_nickname,
     check_role,
+    default_nickname,
     seat_event,
 )
 from .dealer_qualification import DealerQualification
@@ -77,6 +79,7 @@ class SeatStatus:
     confirmed: bool
     next_round_id: str  # a player's: the id the next round at this seat will have
     next_commitment: str  # the SHA-256 commitment of its shoe, fixed before any bet or cut seed
+    decision_deadline: str = ""  # RFC 3339 UTC while the seat's open round waits for the player (domain/asking.py)
 
 
 class SeatUseCases:
@@ -116,7 +119,7 @@ class SeatUseCases:
                 return with_next_round(uow, seat)
             seat = Seat(
                 seat_id=str(uuid.uuid4()), player_id=actor.subject, table_id=table_id, role=role,
-                nickname=nickname or actor.subject, auto_confirm=auto_confirm and role == DEALER, joined_at=at,
+                nickname=nickname or default_nickname(role), auto_confirm=auto_confirm and role == DEALER, joined_at=at,
                 next_round_id=new_round_id() if role == PLAYER else "", seen_at=at,
             )  # fmt: skip
             uow.seats.add(seat)
@@ -200,6 +203,9 @@ class SeatUseCases:
             return seat, uow.seats.get(seat.partner_seat_id) if seat.partner_seat_id else None
 
         seat, partner = await self._book.in_transaction(read)
+        # The figures below (balances, dealer points, the dealer's cover) as the seats' last rounds settled them.
+        for last_round_id in (seat.last_round_id, partner.last_round_id if partner else None):
+            await self._book.require_settled(last_round_id)
         entry = self._catalogue.get(seat.table_id)
         next_commitment = (await next_shoe(self._shuffler, entry, seat)).commitment if seat.role == PLAYER else ""
         last = await self._book.load(seat.last_round_id) if seat.last_round_id else None
@@ -211,7 +217,9 @@ class SeatUseCases:
             settlement = last.state.settlement
             player_net = sum(r.net for r in settlement.results.values())
             result = (settlement.dealer_net or 0) if seat.role == DEALER else player_net
-        round_commission = last.state.settlement.commission if last and last.state.settlement else 0
+        round_commission = (last.state.settlement.commission or 0) if last and last.state.settlement else 0
+        if seat.role == DEALER and last is not None and last.state.settlement is not None:
+            last_commission = round_commission  # the round decides it: the seat's own last round, not the last applied
         max_ante = entry.config.whole_chips(entry.config.limits["ante"].max) if "ante" in entry.config.limits else 0
         if seat.role == PLAYER and partner is not None:
             max_ante = min(max_ante, await self._dealers.largest_ante(partner.player_id, entry.config, entry.currency))
@@ -220,12 +228,13 @@ class SeatUseCases:
             opponent_nickname=partner.nickname if partner else ("" if seat.role == DEALER else "house"),
             opponent_seat_id=partner.seat_id if partner else "",
             last_round_id=seat.last_round_id or "", last_round_phase=last.state.phase if last else "",
-            last_round_result=result, last_round_commission=round_commission or 0,
+            last_round_result=result, last_round_commission=round_commission,
             dealer_points=points, commission_paid_last_round=last_commission if seat.role == DEALER else 0,
             currency=entry.currency, balance=await self._wallet.available_balance(actor.subject, entry.currency),
             max_ante=max_ante, auto_confirm=seat.auto_confirm,
             next_round_id=seat.next_round_id, next_commitment=next_commitment,
             confirmed=seat.auto_confirm or seat.confirmed or bool(partner and (partner.auto_confirm or partner.confirmed)),
+            decision_deadline=rfc3339(deadline) if seat.role == PLAYER and last and (deadline := decision_deadline(last)) else "",
         )  # fmt: skip
 
     async def end_idle_seat(self, seat_id: str, idle_since: str) -> bool:

@@ -40,8 +40,10 @@ logger = logging.getLogger(__name__)
 SEAT_CHANGES = {SEAT_JOINED: "joined", SEAT_PAIRED: "paired", OPPONENT_LEFT: "opponent_left", ROUND_CONFIRMED: "confirmed"}
 CURRENT = "current"
 ROUND_OVER = "round_over"
-# A resumed seat stream catches up from the log; a position older than this many events is refused.
-MAX_CATCH_UP_EVENTS = 100_000
+# A resumed seat stream catches up from the log (the seat's stream and its player's last rounds, through
+# their index); a position further back than this many of the seat's events, or rounds, is refused.
+MAX_CATCH_UP_EVENTS = 5_000
+MAX_CATCH_UP_ROUNDS = 200
 ALL = 1 << 62  # a bare position's index: every notice of that event was sent
 
 
@@ -164,6 +166,8 @@ class WatchUseCases:
     async def watch_seat(self, actor: Identity, seat_id: str, after_position: str = "") -> AsyncIterator[SeatNotice]:
         after = parse_position(after_position)
         await self._check_seat_owner(actor, seat_id)
+        if after is not None and after[0] > await self._book.read(lambda uow: uow.events.last_position()):
+            raise _not_a_position(after_position)  # past the log's end: no stream sent it
         async with self._stream(actor):
             subscription = await self._feed.subscribe([seat_key(seat_id)])
             await self._presence.arrive(seat_id)
@@ -176,9 +180,10 @@ class WatchUseCases:
                 else:
                     cursor = after
                     try:
-                        missed = await self._feed.read_after(
-                            max(after[0] - 1, 0), subscription.start, subscription.keys, MAX_CATCH_UP_EVENTS
-                        )
+                        missed = await self._feed.read_seat_after(
+                            seat_id, actor.subject, max(after[0] - 1, 0), subscription.start,
+                            max_rounds=MAX_CATCH_UP_ROUNDS, max_events=MAX_CATCH_UP_EVENTS,
+                        )  # fmt: skip
                     except ValueError as exc:
                         raise FailedPrecondition(
                             f"{exc}: watch again from now (an empty after_position)", reason="WATCH_POSITION_TOO_OLD"

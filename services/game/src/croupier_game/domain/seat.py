@@ -8,6 +8,7 @@ order with the seat's rounds. The rows stay the seats' state; these events are t
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,12 +75,27 @@ def check_role(role: str, entry: TableEntry) -> str:
     return role
 
 
+# Names only the server gives: the house, and the nicknames of seats joined without one.
+RESERVED_NICKNAMES = frozenset({"house", PLAYER, DEALER})
+_NICKNAME_PUNCTUATION = frozenset(" -_.")
+
+
+def default_nickname(role: str) -> str:
+    """The nickname of a seat joined without one: its role, never the player's id (the opponent sees it)."""
+    return role
+
+
 def check_nickname(nickname: str) -> str:
+    """A nickname the opponent may be shown: letters, digits, spaces, '-', '_' and '.', in their plain
+    forms (NFKC: no full-width or other look-alike variants of another name), not a name the server gives."""
     nickname = nickname.strip()
-    if len(nickname) > MAX_NICKNAME_LENGTH or not nickname.isprintable():
+    allowed = f"at most {MAX_NICKNAME_LENGTH} letters, digits, spaces, '-', '_' or '.'"
+    if (len(nickname) > MAX_NICKNAME_LENGTH or unicodedata.normalize("NFKC", nickname) != nickname
+            or not all(c.isalnum() or c in _NICKNAME_PUNCTUATION for c in nickname)):  # fmt: skip
+        raise InvalidArgument(f"nickname must be {allowed}, in plain (not full-width) forms", fields={"nickname": allowed})
+    if nickname.casefold() in RESERVED_NICKNAMES:
         raise InvalidArgument(
-            f"nickname must be at most {MAX_NICKNAME_LENGTH} printable characters",
-            fields={"nickname": f"at most {MAX_NICKNAME_LENGTH} printable characters"},
+            f"nickname {nickname!r} is the server's own; choose another, or none", fields={"nickname": f"not {', '.join(sorted(RESERVED_NICKNAMES))}"}
         )
     return nickname
 

@@ -14,7 +14,8 @@ from typing import Any
 from croupier_platform.events import EventEnvelope, canonical_json
 from croupier_rules.round_checker import RevealedShoe
 
-from .round import ROUND_OPENED, Round
+from .asking import decision_deadline, keeper_reasons, option_costs, rfc3339
+from .round import KEEPER_CAUSATION, ROUND_OPENED, Round
 
 HIDDEN_POSITION = -1
 PHASES = {"betting": "betting", "dealing": "dealing", "dealt": "dealing", "deciding": "deciding",
@@ -44,6 +45,8 @@ class StepView:
     event_type: str
     occurred_at: str
     payload_json: str
+    caused_by: str = ""  # "keeper" where the keeper acted; empty for the player's (or an operator's) own calls
+    caused_by_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class RoundView:
     version: int = 0
     role: str = ""  # at a player-dealer's round: the viewer's side, "player" or "dealer"
     opponent_nickname: str = ""
+    decision_deadline: str = ""  # RFC 3339 UTC while a decision is asked (the keeper's default after it)
+    option_costs: dict[str, int] = field(default_factory=dict)  # choice -> what it adds to the stake
 
 
 def sees_everything(round_: Round, operator: bool) -> bool:
@@ -109,7 +114,7 @@ def side_of(round_: Round, viewer: str, operator: bool) -> str:
     return "dealer" if viewer == round_.opened.dealer_player_id and viewer != round_.player_id else "player"
 
 
-def _step(round_: Round, envelope: EventEnvelope, show_all: bool, side: str) -> StepView:
+def _step(round_: Round, envelope: EventEnvelope, show_all: bool, side: str, reasons: dict[int, str]) -> StepView:
     """The event as a step the viewer may see, built once per event and what it depends on (the cards of a
     CardsDealt on whether all are shown, a RoundOpened on the viewer's side) and kept with the round."""
     event_type = envelope.event_type
@@ -119,6 +124,8 @@ def _step(round_: Round, envelope: EventEnvelope, show_all: bool, side: str) -> 
         step = round_.step_views[key] = StepView(
             version=envelope.version, event_type=event_type, occurred_at=envelope.occurred_at,
             payload_json=canonical_json(visible_payload(envelope, show_all, side)).decode("utf-8"),
+            caused_by=KEEPER_CAUSATION if envelope.causation_id == KEEPER_CAUSATION else "",
+            caused_by_reason=reasons.get(envelope.version, ""),
         )  # fmt: skip
     return step
 
@@ -134,7 +141,9 @@ def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: Revea
         else CardView(card="", hand=c.hand, face_up=False, position=HIDDEN_POSITION)
         for c in round_.dealt
     ]
-    steps = [_step(round_, e, show_all, side) for e in round_.envelopes]
+    reasons = keeper_reasons(round_)
+    steps = [_step(round_, e, show_all, side, reasons) for e in round_.envelopes]
+    deadline = decision_deadline(round_)
     settlement = state.settlement if state.void is None else None
     results = [
         ResultView(bet=name, stake=r.stake, returned=r.returned, net=r.net, outcome=r.outcome)
@@ -176,5 +185,7 @@ def round_view(round_: Round, *, viewer: str = "", operator: bool, reveal: Revea
         version=round_.version,
         role=side,
         opponent_nickname={"player": opened.dealer_nickname, "dealer": opened.player_nickname}.get(side, ""),
+        decision_deadline=rfc3339(deadline) if deadline else "",
+        option_costs=option_costs(round_) if side != "dealer" else {},
     )
 

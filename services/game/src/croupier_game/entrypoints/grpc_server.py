@@ -21,7 +21,7 @@ from ..application.seats import SeatStatus, SeatUseCases
 from ..application.watching import RoundUpdate, SeatNotice, WatchUseCases
 from ..domain.catalogue import TableEntry
 from ..domain.seat import SEAT_ROLES
-from ..domain.visibility import RoundView
+from ..domain.visibility import RoundView, StepView
 from .errors import handles_errors
 
 
@@ -53,6 +53,13 @@ def table_info(entry: TableEntry) -> table_pb2.TableInfo:
     )
 
 
+def step_message(step: StepView) -> common_pb2.RoundStep:
+    return common_pb2.RoundStep(
+        version=step.version, event_type=step.event_type, occurred_at=step.occurred_at, payload_json=step.payload_json,
+        caused_by=step.caused_by, caused_by_reason=step.caused_by_reason,
+    )  # fmt: skip
+
+
 def round_message(view: RoundView) -> table_pb2.RoundView:
     return table_pb2.RoundView(
         round_id=view.round_id,
@@ -79,8 +86,7 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         revealed_shoe=view.revealed_shoe,
         void_reason=view.void_reason,
         steps=[
-            common_pb2.RoundStep(version=s.version, event_type=s.event_type, occurred_at=s.occurred_at, payload_json=s.payload_json)
-            for s in view.steps
+            step_message(s) for s in view.steps
         ],
         balance_before=view.balance_before,
         balance_after=view.balance_after,
@@ -94,6 +100,8 @@ def round_message(view: RoundView) -> table_pb2.RoundView:
         phase_enum=ROUND_PHASE.number(view.phase),
         options_enum=CHOICE.numbers(view.options),
         role_enum=SEAT_ROLE.number(view.role),
+        decision_deadline=view.decision_deadline,
+        option_costs=view.option_costs,
     )
 
 
@@ -110,7 +118,7 @@ def seat_message(status: SeatStatus) -> table_pb2.SeatStatus:
 def update_message(update: RoundUpdate) -> table_pb2.RoundUpdate:
     step = update.step
     return table_pb2.RoundUpdate(
-        step=common_pb2.RoundStep(version=step.version, event_type=step.event_type, occurred_at=step.occurred_at, payload_json=step.payload_json),
+        step=step_message(step),
         caused_by=update.caused_by, round=round_message(update.view),
     )  # fmt: skip
 

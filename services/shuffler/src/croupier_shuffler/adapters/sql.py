@@ -24,6 +24,9 @@ from .sql_schema import shoes_table
 # Built once and run on the driver (a statement made afresh costs more to build than to run: bench/PROFILE.md).
 _SHOE = Prepared(select(shoes_table).where(shoes_table.c.shoe_id == bindparam("shoe_id")))
 _SHOES = select(shoes_table).where(shoes_table.c.shoe_id.in_(bindparam("shoe_ids", expanding=True)))
+_SHOE_TEXTS = select(shoes_table.c.shoe_id, shoes_table.c.commitment, shoes_table.c.salt_hex, shoes_table.c.cards).where(
+    shoes_table.c.shoe_id.in_(bindparam("shoe_ids", expanding=True))
+)
 _ROUND_SHOE = Prepared(select(shoes_table).where(shoes_table.c.round_id == bindparam("round_id")))
 # UPDATE … RETURNING (SQLite 3.35+, PostgreSQL): the mark and the shoe in one statement; on
 # PostgreSQL a concurrent reveal waits for the row, then finds it revealed and matches nothing.
@@ -45,6 +48,13 @@ class SqlShoeRepository:
         if not shoe_ids:
             return []
         return [_shoe_from_row(row) for row in self._connection.execute(_SHOES, {"shoe_ids": list(shoe_ids)})]
+
+    def stored_texts(self, shoe_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
+        """(shoe_id, commitment, salt_hex, cards) of many shoes as stored, the cards comma-joined: for an audit
+        that checks every shoe's commitment and cards, with no Shoe built (no card interned, no time parsed)."""
+        if not shoe_ids:
+            return []
+        return [tuple(row) for row in self._connection.execute(_SHOE_TEXTS, {"shoe_ids": list(shoe_ids)})]
 
     def for_round(self, round_id: str) -> Shoe | None:
         return self._one(_ROUND_SHOE, {"round_id": round_id})

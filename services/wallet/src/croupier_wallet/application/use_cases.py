@@ -157,7 +157,7 @@ class WalletApp:
         if currency != PLAY:
             raise InvalidTransfer(f"top-ups are play money only: the currency must be {PLAY}, not {currency!r}", fields={"currency": PLAY})
         check_amount(amount, low=TOP_UP_MIN, high=TOP_UP_MAX, what="a play-money top-up")
-        return self._credit_from_world(player_id, amount, currency, transaction_id, Kind.TOP_UP)
+        return self._move_with_world(player_id, amount, currency, transaction_id, Kind.TOP_UP)
 
     @retries_conflicts
     def deposit(self, player_id: str, amount: int, currency: str, transaction_id: str) -> TransactionView:
@@ -166,15 +166,33 @@ class WalletApp:
         if currency == PLAY:
             raise InvalidTransfer(f"a deposit is real money; {PLAY} is credited with TopUpPlayMoney")
         check_amount(amount, high=MAX_AMOUNT, what="a deposit")
-        return self._credit_from_world(player_id, amount, currency, transaction_id, Kind.DEPOSIT)
+        return self._move_with_world(player_id, amount, currency, transaction_id, Kind.DEPOSIT)
 
-    def _credit_from_world(self, player_id: str, amount: int, currency: str, transaction_id: str, kind: Kind) -> TransactionView:
+    # ------------------------------------------------------------------ money out
+
+    @retries_conflicts
+    def withdraw(self, player_id: str, amount: int, currency: str, transaction_id: str) -> TransactionView:
+        """Real money paid out by an operator: at most what the player can bet now. Stakes that open rounds
+        hold stay where they are (their rounds settle or void them); the player's account is locked for the
+        check, so bets and withdrawals racing each other take turns and never overdraw it. Allowed to a
+        self-excluded player: money out is never refused for responsible-gaming limits."""
+        check_currency(currency)
+        if currency == PLAY:
+            raise InvalidTransfer(f"play money is not paid out; only real-money balances are withdrawn, not {PLAY}")
+        check_amount(amount, high=MAX_AMOUNT, what="a withdrawal")
+        return self._move_with_world(player_id, amount, currency, transaction_id, Kind.WITHDRAWAL, outward=True)
+
+    def _move_with_world(
+        self, player_id: str, amount: int, currency: str, transaction_id: str, kind: Kind, *, outward: bool = False
+    ) -> TransactionView:
+        """Money from the outside world to the player, or back to it (`outward`: refused beyond the available balance)."""
         check_id("player_id", player_id)
         check_id("transaction_id", transaction_id)
+        player, world = player_account(player_id), WORLD
         # Scoped by player, so two players' client ids never collide.
         request = TransferRequest(
-            id=f"{kind.value}:{player_id}:{transaction_id}", debit=WORLD, credit=player_account(player_id),
-            amount=amount, currency=currency, kind=kind, player_id=player_id,
+            id=f"{kind.value}:{player_id}:{transaction_id}", debit=player if outward else world,
+            credit=world if outward else player, amount=amount, currency=currency, kind=kind, player_id=player_id,
         )  # fmt: skip
         with self._uow() as uow:
             session = LedgerSession(uow, self._now())

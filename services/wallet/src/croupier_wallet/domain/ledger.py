@@ -43,6 +43,7 @@ class Kind(StrEnum):
     REFUND = "refund"
     TOP_UP = "top_up"
     DEPOSIT = "deposit"
+    WITHDRAWAL = "withdrawal"  # real money paid out to the operator for the player (the reverse of a deposit)
     SETTLEMENT = "settlement"
     REVERSAL = "reversal"
     COVER = "cover"  # a player-dealer's reservation: the player's largest win (war-p2p)

@@ -108,6 +108,13 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.DepositResponse(transaction=_transaction(view))
 
     @handles_errors
+    async def Withdraw(self, request: wallet_pb2.WithdrawRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_operator()
+        amount, currency = _money(request.amount)
+        view = await asyncio.to_thread(self._app.withdraw, request.player_id, amount, currency, request.transaction_id)
+        return wallet_pb2.WithdrawResponse(transaction=_transaction(view))
+
+    @handles_errors
     async def ListTransactions(self, request: wallet_pb2.ListTransactionsRequest, context: grpc.aio.ServicerContext):
         player_id = _player_named(current_identity(), request.player_id)
         page = await asyncio.to_thread(self._app.transactions, player_id, request.page_size, request.page_token, request.limit)
