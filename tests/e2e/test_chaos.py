@@ -256,13 +256,14 @@ def _broker_outage_under_load(infra: PrivateInfra, stack: ServiceProcesses) -> N
         drain_began = time.monotonic()
         while (now_backlog := _backlog(engine)) > DRAINED_BELOW and time.monotonic() - drain_began < DRAIN_BOUND_S:
             time.sleep(0.5)
-        seconds = time.monotonic() - drain_began
+        seconds = max(time.monotonic() - drain_began, 0.001)
         new_rounds = _over(engine) - played
         played_per_s, closed_per_s = new_rounds / seconds, (backlog - now_backlog + new_rounds) / seconds
         print(f"chaos: backlog of {backlog} rounds open in the wallet after the outage, {now_backlog} after {seconds:.1f} s; "
               f"closed in the wallet {closed_per_s:.1f} rounds/s vs played {played_per_s:.1f} rounds/s")  # fmt: skip
         assert now_backlog <= DRAINED_BELOW, f"the backlog did not drain: {backlog} -> {now_backlog} in {seconds:.0f} s"
-        assert closed_per_s > played_per_s
+        # (Nothing to drain when the rounds' ends reached the wallet through the outage: no rate to compare.)
+        assert closed_per_s > played_per_s or backlog <= DRAINED_BELOW
     finally:
         engine.dispose()
 
