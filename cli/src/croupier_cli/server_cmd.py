@@ -36,7 +36,8 @@ def serve(
     """Serve the whole API in one process on SQLite (embedded), or one service on Kafka and PostgreSQL.
 
     Logs are JSON lines on stderr at LOG_LEVEL (default INFO); health looks at the stores, the
-    broker and the outbox relays every HEALTH_CHECK_INTERVAL_S (OUTBOX_STUCK_AFTER_S: a stuck relay).
+    broker and the outbox relays every HEALTH_CHECK_INTERVAL_S (OUTBOX_STUCK_AFTER_S: a relay behind);
+    readiness is the store, the broker and relays only degrade (docs/operations.md).
     CORS_ORIGINS (comma-separated) lets pages of other origins call the browser port; off by default.
     TLS_CERT_FILE and TLS_KEY_FILE serve TLS; JWKS_URL, JWT_ISSUER and JWT_AUDIENCE accept the
     operator's tokens. A distributed service also needs mTLS (INTERNAL_PORT, TLS_CA_FILE) unless

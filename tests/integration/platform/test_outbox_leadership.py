@@ -6,6 +6,7 @@ once, in order per stream. The schema comes from test_postgres_eventstore's fixt
 """
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Iterator
 
@@ -359,3 +360,28 @@ def test_the_other_replicas_commits_told_in_one_window_wake_the_leader_once(
         assert [e for _, e in replicas.log] == replicas.appended
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+
+
+def test_a_listen_connection_the_server_ended_is_let_go_with_one_warning_and_no_error(
+    engines: dict[str, Engine], admin: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 item 10: every PostgreSQL restart logged an ERROR traceback ("Exception during reset or
+    similar", the pool's rollback on the dead LISTEN connection) for a condition the relay handles."""
+    from croupier_platform.outbox import PostgresCommitNotifications
+
+    async def scenario() -> None:
+        notifications = PostgresCommitNotifications(engines["a"])
+        await notifications.start(lambda: None)
+        pid = notifications._driver.info.backend_pid
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar_one()
+        await eventually(lambda: not notifications.listening)
+        await notifications.start(lambda: None)  # and it listens again
+        assert notifications.listening
+        await notifications.stop()
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    [lost] = [r for r in caplog.records if "outbox notifications lost" in r.getMessage()]
+    assert lost.levelno == logging.WARNING and lost.exc_info is None

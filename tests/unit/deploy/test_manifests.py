@@ -19,7 +19,7 @@ import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from croupier_cli.deployment import DEPENDENCIES, PUBLIC_SERVICE_HOSTS
-from croupier_platform.grpc_server import LIVENESS_HEALTH
+from croupier_platform.grpc_server import DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH, LIVENESS_HEALTH
 
 ROOT = Path(__file__).resolve().parents[3]
 K8S = ROOT / "infra" / "k8s"
@@ -201,13 +201,17 @@ def test_every_deployment_probes_grpc_health_on_the_plaintext_health_port(probe:
 
 
 def test_readiness_asks_the_overall_health_and_liveness_only_whether_the_process_answers() -> None:
-    """A database or broker outage turns "" NOT_SERVING: the pod becomes unready, never restarted
-    (liveness and startup ask LIVENESS_HEALTH, which no dependency turns NOT_SERVING)."""
+    """Readiness is "can serve players now" (docs/operations.md): "" turns NOT_SERVING while the store is
+    unreachable, so the pod becomes unready, never restarted (liveness and startup ask LIVENESS_HEALTH, which
+    no dependency turns NOT_SERVING). No probe asks the degraded entries (a broker outage, dead letters): the
+    services serve through those, and a probe on them would take every pod out of service."""
     for name, deployment in service_deployments().items():
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             assert container["readinessProbe"]["grpc"].get("service", "") == "", f"{name} readiness"
             for probe in ("livenessProbe", "startupProbe"):
                 assert container[probe]["grpc"]["service"] == LIVENESS_HEALTH, f"{name} {probe}"
+            for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+                assert container[probe]["grpc"].get("service", "") not in (DEPENDENCIES_HEALTH, DEAD_LETTERS_HEALTH), f"{name} {probe}"
 
 
 def test_every_container_has_requests_and_limits() -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import grpc
 import pytest
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.deadlines import CallTimeouts, DeadlineSpent, inbound_deadline
+from croupier_platform.errors import Unavailable
+from croupier_platform.grpc_client import GrpcClient
 from croupier_platform.grpc_server import handles_errors
 from tests.refusals import raises_reason, refusal_of
 
@@ -96,3 +99,52 @@ def test_the_inbound_grpc_deadline_reaches_the_helper_through_handles_errors() -
             await server.stop(None)
 
     asyncio.run(scenario())
+
+
+class _ShufflerClient(GrpcClient):
+    service = "shuffler"
+    stub_type = internal_pb2_grpc.ShufflerServiceStub
+
+
+def test_a_call_to_a_peer_that_is_down_fails_fast_rather_than_wait_out_its_deadline() -> None:
+    """Issue 27 item 10: the game's calls to a restarting wallet waited their full 5 s (wait-for-ready) before
+    failing; a peer known down is UNAVAILABLE at once, and the caller retries. Here the deadline is a minute:
+    a call that waited for the peer would end as DEADLINE_EXCEEDED (or be cut by the test's bound)."""
+
+    async def scenario() -> Unavailable:
+        with socket.socket() as closed:  # a port nothing listens on
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            client = _ShufflerClient(channel, token=None, timeouts=CallTimeouts(default_s=60.0))
+            for _ in range(2):  # the first call finds the channel connecting; the second, known down
+                with pytest.raises(Unavailable) as failed:
+                    await asyncio.wait_for(client._call("NewShoe", internal_pb2.NewShoeRequest()), timeout=30)
+            return failed.value
+
+    failed = asyncio.run(scenario())
+    assert "the shuffler service is unavailable" in str(failed) and "Deadline" not in str(failed)
+
+
+def test_a_peer_that_is_back_is_reached_by_the_next_call() -> None:
+    """Failing fast must not fail the calls after the peer is back: the channel reconnects within the wait."""
+    reconnect = (("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
+
+    async def scenario() -> int:
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=reconnect) as channel:
+            client = _ShufflerClient(channel, token=None, timeouts=CallTimeouts(default_s=60.0))
+            with pytest.raises(Unavailable):
+                await asyncio.wait_for(client._call("NewShoe", internal_pb2.NewShoeRequest()), timeout=30)
+            server = grpc.aio.server()  # the peer comes back
+            internal_pb2_grpc.add_ShufflerServiceServicer_to_server(_Shuffler(CallTimeouts(default_s=7.0)), server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            await server.start()
+            try:
+                return (await asyncio.wait_for(client._call("NewShoe", internal_pb2.NewShoeRequest()), timeout=30)).size
+            finally:
+                await server.stop(None)
+
+    assert asyncio.run(scenario()) == 7_000

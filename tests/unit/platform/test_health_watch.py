@@ -1,6 +1,7 @@
 """The HealthWatch and its store probe, without a server: fake probes for the health it sets, a
 SQLite store for SELECT 1 and the stuck-relay rule (PostgreSQL stopped and started again is
-tests/integration/platform/test_health.py)."""
+tests/integration/platform/test_health.py). Readiness ("" and the services' names) means "can
+serve players now": a store down takes it away, a broker outage or a relay behind only degrades."""
 
 import asyncio
 from datetime import UTC, datetime
@@ -10,18 +11,20 @@ import pytest
 from sqlalchemy import event, insert, update
 
 from croupier_platform.db import create_schema, make_engine, outbox_table
-from croupier_platform.health import HealthWatch, Probe, StoreProbe, Unhealthy
+from croupier_platform.grpc_server import DEPENDENCIES_HEALTH
+from croupier_platform.health import Degraded, HealthWatch, Probe, StoreProbe, Unhealthy
 
 
 class Switch:
-    """A probe that fails while `down` says why."""
+    """A probe that fails while `down` says why (as `finding`: Unhealthy, or Degraded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, finding: type[Unhealthy] = Unhealthy) -> None:
         self.down: str | None = None
+        self.finding = finding
 
     async def __call__(self) -> None:
         if self.down:
-            raise Unhealthy(self.down)
+            raise self.finding(self.down)
 
 
 class Recorder:
@@ -56,8 +59,61 @@ def test_a_failing_probe_turns_its_services_and_the_overall_entry_not_serving_un
     clear, failing, while_down, recovered, after = asyncio.run(scenario())
     assert clear == recovered == {}
     assert failing == {"wallet store": "store unreachable: connection refused"}
-    assert while_down == {"": False, "croupier.v1.WalletService": False, "croupier.v1.TableService": True}
-    assert after == {"": True, "croupier.v1.WalletService": True, "croupier.v1.TableService": True}
+    assert while_down == {"": False, "croupier.v1.WalletService": False, "croupier.v1.TableService": True, DEPENDENCIES_HEALTH: True}
+    assert after == {"": True, "croupier.v1.WalletService": True, "croupier.v1.TableService": True, DEPENDENCIES_HEALTH: True}
+
+
+GAME = ("croupier.v1.TableService",)
+
+
+def degraded_scenario(store: Switch, broker: Switch) -> tuple[dict, dict, dict, dict, HealthWatch]:
+    """The game's store probe and the broker probe (as hosting registers it: not required, gating nothing):
+    health after a look with both clear, after one with the given findings, and after recovery."""
+    health = Recorder()
+    watch = HealthWatch([Probe("game store", store, GAME), Probe("broker", broker, (), required=False)], health, interval_s=1)
+
+    async def scenario() -> tuple[dict, dict, dict, dict]:
+        await watch.check()
+        clear = dict(health.status)
+        store.down, broker.down = store.finding.__name__, broker.finding.__name__
+        failing = await watch.check()
+        during, degraded = dict(health.status), watch.degraded
+        store.down = broker.down = None
+        await watch.check()
+        return clear, failing, during, degraded
+
+    clear, failing, during, degraded = asyncio.run(scenario())
+    return clear, failing, during, degraded, watch
+
+
+def test_a_broker_outage_with_the_relay_stuck_behind_it_degrades_but_keeps_serving() -> None:
+    """Issue 27 item 8: during a broker outage the game served every call, yet its health went NOT_SERVING
+    ("game store is unhealthy: outbox relay stuck") and readiness would have taken every pod out."""
+    clear, failing, during, degraded, watch = degraded_scenario(Switch(Degraded), Switch(Unhealthy))
+    serving = {"": True, "croupier.v1.TableService": True}
+    assert clear == {**serving, DEPENDENCIES_HEALTH: True}
+    assert failing == {}
+    assert during == {**serving, DEPENDENCIES_HEALTH: False}  # readiness kept; the degradation reported
+    assert degraded == {"game store": "Degraded", "broker": "Unhealthy"}
+    assert watch.degraded == {} and watch.degraded_count() == {"game store": 0, "broker": 0}
+
+
+def test_a_store_that_cannot_be_reached_takes_readiness_away() -> None:
+    clear, failing, during, degraded, watch = degraded_scenario(Switch(Unhealthy), Switch(Unhealthy))
+    assert failing == {"game store": "Unhealthy"}
+    assert during == {"": False, "croupier.v1.TableService": False, DEPENDENCIES_HEALTH: False}
+    assert degraded == {"broker": "Unhealthy"}
+
+
+def test_a_broker_probe_that_does_not_answer_only_degrades() -> None:
+    async def hangs() -> None:
+        await asyncio.sleep(60)
+
+    health = Recorder()
+    watch = HealthWatch([Probe("broker", hangs, (), required=False)], health, interval_s=0.05)
+    assert asyncio.run(watch.check()) == {}
+    assert health.status == {"": True, DEPENDENCIES_HEALTH: False}
+    assert watch.degraded == {"broker": "no answer within 0.05 s"} and watch.degraded_count() == {"broker": 1}
 
 
 def test_the_health_is_set_only_when_it_changes() -> None:
@@ -69,7 +125,7 @@ def test_the_health_is_set_only_when_it_changes() -> None:
             await watch.check()
 
     asyncio.run(scenario())
-    assert health.changes == 2  # "" and svc, once
+    assert health.changes == 3  # "", svc and the dependencies' entry, once
 
 
 def test_a_probe_that_does_not_answer_within_the_interval_counts_as_failing() -> None:
@@ -136,7 +192,7 @@ def test_the_relay_is_stuck_once_the_same_oldest_row_waits_past_the_threshold(st
             try:
                 await probe()
                 outcomes.append(None)
-            except Unhealthy as exc:
+            except Degraded as exc:  # behind, not down: the service serves on
                 outcomes.append(str(exc))
 
         await look()  # empty outbox
@@ -157,7 +213,7 @@ def test_the_relay_is_stuck_once_the_same_oldest_row_waits_past_the_threshold(st
     outcomes = asyncio.run(scenario())
     probe.close()
     assert outcomes[:4] == [None, None, None, None]
-    assert outcomes[4] is not None and outcomes[4].startswith("outbox relay stuck: row 2 unpublished for 30 s")
+    assert outcomes[4] is not None and outcomes[4].startswith("outbox relay behind: row 2 unpublished for 30 s")
     assert outcomes[5] is None
 
 

@@ -188,3 +188,40 @@ def test_extra_fields_of_any_type_stay_inside_the_json_line(lines: io.StringIO) 
     logging.getLogger("croupier.test").info("odd fields", extra=fields)
     [line] = parsed(lines)
     assert (line["count"], line["share"], line["tags"], line["who"], line["big"]) == (3, 0.5, ["a", "é"], "opaque", 2**40)
+
+
+def test_the_kafka_clients_repeated_lines_are_throttled_and_counted(lines: io.StringIO) -> None:
+    """Issue 27 item 10: through a 26-s broker outage aiokafka logged ~7,400 ERROR lines, one per attempt."""
+    client, ours = logging.getLogger("aiokafka.client"), logging.getLogger("croupier_platform.kafka_bus")
+    for attempt in range(500):
+        client.error("Unable connect to node with id %s: %s", 1, f"attempt {attempt}")
+        client.error("Unable to update metadata from %s", [1])
+    for _ in range(3):
+        ours.warning("our own line")  # the platform's own lines rate-limit themselves where they repeat
+    logged = [json.loads(line) for line in lines.getvalue().splitlines()]
+    assert [line["message"] for line in logged] == [
+        "Unable connect to node with id 1: attempt 0", "Unable to update metadata from [1]", *["our own line"] * 3,
+    ]
+
+
+def test_a_throttled_line_that_goes_out_again_says_how_many_were_held_back() -> None:
+    from croupier_platform.logs import RepeatsThrottled
+
+    now = [0.0]
+    throttle = RepeatsThrottled(interval_s=10, clock=lambda: now[0])
+
+    def record(name: str = "aiokafka.conn") -> logging.LogRecord:
+        return logging.LogRecord(name, logging.ERROR, __file__, 1, "Connect to %s failed", ("broker",), None)
+
+    passed = []
+    for second in range(25):
+        now[0] = float(second)
+        for _ in range(10):
+            if throttle.filter(r := record()):
+                passed.append(r.getMessage())
+    assert passed == [
+        "Connect to broker failed",
+        "Connect to broker failed (99 more like it since the last such line)",
+        "Connect to broker failed (99 more like it since the last such line)",
+    ]
+    assert throttle.filter(record("aiokafkaesque")) and throttle.filter(record("croupier_game.x"))

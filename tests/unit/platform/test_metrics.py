@@ -188,6 +188,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     metrics.watch_outbox("shuffler", database_down)  # left out of the scrape, which still answers
     metrics.watch_reservations(lambda: {"PLAY": 4})
     metrics.watch_consumer_lag(lambda: {"wallet": 12, "shuffler": 0})
+    metrics.watch_degraded(lambda: {"broker": 1, "game store": 0})
 
     found = samples(metrics)
     table = {"croupier_game_name": "war", "croupier_table_id": "war-play"}
@@ -208,5 +209,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     assert value(found, "croupier_wallet_reservations_pending", croupier_currency="PLAY") == 4
     assert value(found, "messaging_kafka_consumer_lag", messaging_consumer_group_name="wallet") == 12
     assert value(found, "messaging_kafka_consumer_lag", messaging_consumer_group_name="shuffler") == 0
+    assert value(found, "croupier_health_degraded", croupier_dependency="broker") == 1
+    assert value(found, "croupier_health_degraded", croupier_dependency="game store") == 0
     names = {name for name, _, _ in found}
     assert names - {"target_info"} <= PROMETHEUS_SERIES

@@ -19,7 +19,7 @@ import grpc
 
 from .errors import ServiceError
 
-DEFAULT_INTERNAL_CALL_TIMEOUT_S = 5.0  # also how long a call waits for a restarting service (wait_for_ready)
+DEFAULT_INTERNAL_CALL_TIMEOUT_S = 5.0  # a peer known down fails the call at once (grpc_client: fail fast)
 # Less than this left of the caller's deadline: not worth a call (a round trip and a transaction).
 DEADLINE_FLOOR_S = 0.05
 

@@ -396,16 +396,21 @@ LIVENESS_HEALTH = "croupier.liveness"
 # not replayed: an operator's alert, not a probe's reason to restart a pod ("" is left as it is).
 DEAD_LETTERS_HEALTH = "croupier.deadletters"
 
+# A health entry of its own, NOT_SERVING while the process is degraded: serving players, with a dependency it
+# works around away or behind (the broker unreachable, an outbox relay not getting past a row). An operator's
+# signal (as is the `croupier.health.degraded` gauge), never a probe's reason to take the pod out of service.
+DEPENDENCIES_HEALTH = "croupier.dependencies"
+
 
 async def add_health_and_reflection(
     server: grpc.aio.Server, service_names: Iterable[str], networked: Callable[[str], bool] = lambda _name: True
 ) -> health.aio.HealthServicer:
-    """grpc.health.v1 (every service, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH and "" SERVING) and
+    """grpc.health.v1 (every service, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH and "" SERVING) and
     reflection v1 and v1alpha, so grpcurl and probes work; reflection lists the `networked` services only."""
     names = list(service_names)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    for name in [*names, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, ""]:
+    for name in [*names, LIVENESS_HEALTH, DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH, ""]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     add_reflection(server, [*(name for name in names if networked(name)), health.SERVICE_NAME])
     return health_servicer

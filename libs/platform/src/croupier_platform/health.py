@@ -1,12 +1,21 @@
-"""Health that means it: the overall gRPC health ("" and each service's name) NOT_SERVING while a
-service's store or the broker is unreachable or its outbox relay is stuck, SERVING again once
-they recover.
+"""Health that means it: readiness is "can serve players now", and an outage the services absorb is
+reported as a degraded state, not as a reason to stop serving (docs/operations.md, "Health").
+
+- Readiness (the overall entry "" and each service's name): NOT_SERVING while a service's store is
+  unreachable (nothing can be served without it), SERVING again once it answers.
+- Degraded (DEPENDENCIES_HEALTH, the `croupier.health.degraded` gauge, a WARNING at most once a
+  minute): the broker unreachable, an outbox relay that has not got past a row for a while. The
+  services keep serving through these (every effect is written to the store with its outbox row,
+  published once the broker is back, and the game's reconciler re-drives what the consumers have
+  not applied), so they leave readiness alone: a broker outage that turned every pod unready would
+  be a player outage of a fault the system absorbs.
+- Liveness is another entry (grpc_server.LIVENESS_HEALTH) that no probe touches: a database outage
+  makes the pods unready, never restarted.
 
 One HealthWatch per process runs every probe each interval in one loop. A probe is an async
 callable that returns when all is well and raises (any exception, its message the reason) when
-not; each gates the health entries of the services that depend on it, and "" is SERVING only
-while every probe passes. Liveness is another entry (grpc_server.LIVENESS_HEALTH) that no probe
-touches: a database outage makes the pods unready, never restarted.
+not: `Degraded` (or any failure of a probe that is not `required`) marks the process degraded,
+anything else turns the entries the probe gates NOT_SERVING, and "" with them.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from typing import Any
 from sqlalchemy import Engine, func, inspect, select, text
 
 from .db import make_engine, outbox_table, reading
+from .grpc_server import DEPENDENCIES_HEALTH
 from .logs import RateLimitedLog
 
 logger = logging.getLogger(__name__)
@@ -33,14 +43,19 @@ UNHEALTHY_LOG_INTERVAL_S = 60.0
 
 
 class Unhealthy(Exception):
-    """A probe's finding: what is wrong, in words for an operator."""
+    """A probe's finding: what is wrong, in words for an operator (the entries it gates cannot serve)."""
+
+
+class Degraded(Unhealthy):
+    """A probe's finding that leaves the service serving: a dependency it works around is away or behind."""
 
 
 @dataclass(frozen=True)
 class Probe:
-    what: str  # "wallet store", "broker": named in the log lines
+    what: str  # "wallet store", "broker": named in the log lines and the degraded gauge
     check: Check
-    gates: tuple[str, ...]  # the health entries it turns NOT_SERVING ("" always)
+    gates: tuple[str, ...]  # the health entries it turns NOT_SERVING ("" always) when it finds them unable to serve
+    required: bool = True  # False: whatever its failure, the process is only degraded (the broker)
 
 
 class HealthWatch:
@@ -52,11 +67,22 @@ class HealthWatch:
         self._probes = list(probes)
         self._set_status = set_status
         self._interval_s = interval_s
-        self._entries = sorted({"", *(name for probe in self._probes for name in probe.gates)})
+        self._entries = sorted({"", DEPENDENCIES_HEALTH, *(name for probe in self._probes for name in probe.gates)})
         self._serving: dict[str, bool] = {}
         self._failing: set[str] = set()
+        self._degraded: dict[str, str] = {}
         self._log = RateLimitedLog(logger, max(UNHEALTHY_LOG_INTERVAL_S, interval_s))
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def degraded(self) -> dict[str, str]:
+        """{probe: reason} of the dependencies found away or behind at the last look (serving all the same)."""
+        return dict(self._degraded)
+
+    def degraded_count(self) -> dict[str, int]:
+        """The degraded gauge's reading: 1 per probe that found its dependency away or behind, 0 per other
+        probe that could (a gauge that drops a series instead of reading 0 looks like a scrape gap)."""
+        return {probe.what: int(probe.what in self._degraded) for probe in self._probes}
 
     def start(self) -> None:
         if self._task is None:
@@ -69,30 +95,43 @@ class HealthWatch:
             await asyncio.gather(task, return_exceptions=True)
 
     async def check(self) -> dict[str, str]:
-        """One look: {probe: reason} of the failing probes (and the health set to match)."""
+        """One look: {probe: reason} of the probes that found their entries unable to serve (and the
+        health set to match); the degraded ones are in `degraded`."""
         outcomes = await asyncio.gather(*(self._run_probe(probe) for probe in self._probes))
-        failing = {probe.what: reason for probe, reason in zip(self._probes, outcomes) if reason is not None}
+        failing: dict[str, str] = {}
+        degraded: dict[str, str] = {}
+        for probe, (reason, only_degraded) in zip(self._probes, outcomes):
+            if reason is not None:
+                (degraded if only_degraded or not probe.required else failing)[probe.what] = reason
         for what, reason in failing.items():
             self._log.warning(what, "health: %s is unhealthy (NOT_SERVING until it recovers): %s", what, reason)
-        for what in self._failing - failing.keys():
+        for what, reason in degraded.items():
+            self._log.warning(f"degraded {what}", "health: degraded, still serving: %s: %s", what, reason)
+        for what in (self._failing | self._degraded.keys()) - failing.keys() - degraded.keys():
             logger.info("health: %s recovered", what)
-        self._failing = set(failing)
+        self._failing, self._degraded = set(failing), degraded
         down = {name for probe in self._probes if probe.what in failing for name in probe.gates}
         for name in self._entries:
-            serving = not failing if name == "" else name not in down
+            if name == "":
+                serving = not failing
+            elif name == DEPENDENCIES_HEALTH:
+                serving = not degraded
+            else:
+                serving = name not in down
             if self._serving.get(name) != serving:
                 self._serving[name] = serving
                 await self._set_status(name, serving)
         return failing
 
-    async def _run_probe(self, probe: Probe) -> str | None:
+    async def _run_probe(self, probe: Probe) -> tuple[str | None, bool]:
+        """(the reason it failed or None, whether it found the service only degraded)."""
         try:
             await asyncio.wait_for(probe.check(), timeout=self._interval_s)
         except TimeoutError:
-            return f"no answer within {self._interval_s:g} s"
+            return f"no answer within {self._interval_s:g} s", False
         except Exception as exc:  # noqa: BLE001 - whatever the probe raised is the reason
-            return f"{type(exc).__name__}: {exc}" if not isinstance(exc, Unhealthy) else str(exc)
-        return None
+            return (str(exc) if isinstance(exc, Unhealthy) else f"{type(exc).__name__}: {exc}"), isinstance(exc, Degraded)
+        return None, False
 
     async def _run(self) -> None:
         while True:
@@ -107,8 +146,9 @@ class HealthWatch:
 
 
 class StoreProbe:
-    """A service's store: `SELECT 1`, then (if the store has an outbox) its oldest unpublished row. The relay counts as
-    stuck once the same row has been the oldest unpublished one for `stuck_after_s` (measured from
+    """A service's store: `SELECT 1` (Unhealthy when it fails: the service cannot serve), then (if the store has an
+    outbox) its oldest unpublished row. The relay counts as behind (Degraded: the service serves on, its
+    events wait; on a broker outage, for the broker) once the same row has been the oldest unpublished one for `stuck_after_s` (measured from
     when this probe first saw it: no clock of the rows is trusted, and a relay that keeps moving
     is never stuck, however long its backlog).
 
@@ -142,7 +182,8 @@ class StoreProbe:
             self._oldest = (oldest, now)
         waited = now - self._oldest[1]
         if waited >= self._stuck_after_s:
-            raise Unhealthy(f"outbox relay stuck: row {oldest} unpublished for {waited:.0f} s (limit {self._stuck_after_s:g} s)")
+            raise Degraded(f"outbox relay behind: row {oldest} unpublished for {waited:.0f} s (limit {self._stuck_after_s:g} s; "
+                           "events wait in the outbox: is the broker reachable?)")
 
     def _oldest_unpublished(self) -> int | None:
         try:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from abc import ABC, abstractmethod
 from typing import Any
 
 from croupier_platform.leadership import AlwaysLeader, Leadership
+from croupier_platform.logs import RateLimitedLog
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 STOP_GRACE_S = 10.0
+# Through an outage a pass fails every backoff (a relay's: every second): the first failure is logged with its
+# traceback, the next at most this often, one line each, counting the others.
+FAILURE_LOG_INTERVAL_S = 30.0
 
 
 class LeaderLoop(ABC):
@@ -41,6 +46,7 @@ class LeaderLoop(ABC):
         self._acquiring: asyncio.Future[bool] | None = None
         self._leading = False
         self._woken_pass = False
+        self._failure_log = RateLimitedLog(logger, FAILURE_LOG_INTERVAL_S)
 
     @property
     def woken_pass(self) -> bool:
@@ -70,6 +76,19 @@ class LeaderLoop(ABC):
         self._acquiring = asyncio.ensure_future(asyncio.to_thread(self._leadership.acquire))
         self._leading = await asyncio.shield(self._acquiring)
         return self._leading
+
+    def _log_failure(self, failures: int, delay: float) -> None:
+        """The first failure of a run of them with its traceback; the next ones rate-limited, one line each."""
+        if failures == 1:
+            logger.warning("%s failed; retrying in %.2fs", self.name, delay, exc_info=True)
+            return
+        error = sys.exc_info()[1]
+        self._failure_log.warning("failing", "%s still failing (%d in a row: %s: %s); retrying in %.2fs", self.name, failures,
+                                  type(error).__name__, str(error).splitlines()[0] if str(error) else "", delay)  # fmt: skip
+
+    def backoff_s(self, failures: int) -> float:
+        """How long the loop waits after `failures` failed passes in a row: doubling from the interval, at most `max_backoff_s`."""
+        return min(self._max_backoff_s, self.interval_s * 2**failures)
 
     @abstractmethod
     async def run_once(self) -> Any:
@@ -124,8 +143,8 @@ class LeaderLoop(ABC):
                 delay = self.interval_s
             except Exception:  # noqa: BLE001 - the store or the broker may be unreachable for a while
                 failures += 1
-                delay = min(self._max_backoff_s, self.interval_s * 2**failures)
-                logger.warning("%s failed (%d in a row); retrying in %.2fs", self.name, failures, delay, exc_info=True)
+                delay = self.backoff_s(failures)
+                self._log_failure(failures, delay)
             # Another replica leads (wakes are for the leader), or backing off (a wake must not cut a
             # backoff short, or a broker outage is retried at every commit): only a stop ends the wait.
             waiting = self._woken if self._leading and not failures else self._stopping

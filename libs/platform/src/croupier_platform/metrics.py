@@ -20,6 +20,7 @@ croupier.keeper.actions            counter     croupier.keeper.action (decided, 
 croupier.reconciler.redrives       counter     croupier.service (the service re-driven), croupier.event.type
 croupier.audit.violations          counter     (none)
 messaging.kafka.consumer.lag       gauge       messaging.consumer.group.name (messages not yet handled, as of the last fetch; Kafka only)
+croupier.health.degraded           gauge       croupier.dependency (1 while away or behind, the process serving on; docs/operations.md)
 =================================  ==========  ==============================================================
 
 Prometheus sees them with dots as underscores, the unit as a suffix and ``_total`` on counters:
@@ -75,6 +76,7 @@ PROMETHEUS_SERIES = frozenset(
         "croupier_reconciler_redrives_total",
         "croupier_audit_violations_total",
         "messaging_kafka_consumer_lag",
+        "croupier_health_degraded",
     }
 )
 
@@ -90,6 +92,7 @@ class Metrics:
         self._outboxes: dict[str, Callable[[], OutboxBacklog]] = {}
         self._reservations: list[Callable[[], Mapping[str, int]]] = []
         self._consumer_lags: list[Callable[[], Mapping[str, int]]] = []
+        self._degraded: list[Callable[[], Mapping[str, int]]] = []
         meter = meter_provider.get_meter(_METER_NAME)
         self._rpc_duration = meter.create_histogram(
             "rpc.server.duration", unit="s", description="Duration of inbound RPCs",
@@ -117,6 +120,10 @@ class Metrics:
         meter.create_observable_gauge(
             "messaging.kafka.consumer.lag", callbacks=[self._observe_consumer_lag], unit="{message}",
             description="Messages on the broker a consumer group of this process has not handled yet (as of its last fetch)",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "croupier.health.degraded", callbacks=[self._observe_degraded], unit="{dependency}",
+            description="1 per dependency found away or behind at the last health look (the process serves on, degraded)",
         )  # fmt: skip
         meter.create_observable_gauge(
             "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
@@ -218,6 +225,14 @@ class Metrics:
         """Report `lag()` (the bus's consumer lag per group, from memory) at each scrape."""
         with self._lock:
             self._consumer_lags.append(lag)
+
+    def watch_degraded(self, degraded: Callable[[], Mapping[str, int]]) -> None:
+        """Report `degraded()` (the health watch's findings: 1 per dependency away or behind, 0 once it recovered)."""
+        with self._lock:
+            self._degraded.append(degraded)
+
+    def _observe_degraded(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._observe_each(self._degraded, "degraded dependencies", "croupier.dependency")
 
     def _observe_consumer_lag(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._consumer_lags, "consumer lag", "messaging.consumer.group.name")

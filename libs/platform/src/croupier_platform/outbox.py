@@ -514,9 +514,11 @@ class PostgresCommitNotifications(CommitNotifications):
             while (notice := pgconn.notifies()) is not None:
                 self.written += 1
                 foreign = foreign or notice.be_pid not in self._own
-        except Exception:  # noqa: BLE001 - the relay's poll still finds the rows; it listens again later
-            logger.warning("outbox notifications lost; the relay reads at each poll until it listens again", exc_info=True)
-            self._close()
+        except Exception as exc:  # noqa: BLE001 - the relay's poll still finds the rows; it listens again later
+            # A handled condition (every PostgreSQL restart ends the LISTEN): one line, no traceback.
+            logger.warning("outbox notifications lost (%s: %s); the relay reads at each poll until it listens again",
+                           type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")  # fmt: skip
+            self._close(dead=True)
             return
         if foreign and self._told is not None:
             self._told()
@@ -524,15 +526,21 @@ class PostgresCommitNotifications(CommitNotifications):
     async def stop(self) -> None:
         self._close()
 
-    def _close(self) -> None:
+    def _close(self, dead: bool = False) -> None:
+        """`dead`: the server ended the connection. It is then closed without the pool's reset (a rollback on a
+        dead connection, which SQLAlchemy logs as an ERROR with a traceback after every PostgreSQL restart)."""
         pooled, self._pooled = self._pooled, None
         if pooled is None:
             return
         if self._loop is not None:
             self._loop.remove_reader(self._fd)
-        self._driver = self._told = None
+        driver, self._driver, self._told = self._driver, None, None
         try:
-            pooled.close()  # detached: closed, not returned
+            if dead:
+                driver.close()  # the socket; then the fairy forgets it, with no I/O (detached: no pool record)
+                pooled.invalidate()
+            else:
+                pooled.close()  # detached: closed, not returned
         except Exception:  # noqa: BLE001
             logger.debug("could not close the outbox notifications' connection", exc_info=True)
 

@@ -34,8 +34,8 @@ class ProcessSettings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # How often the store (SELECT 1), the broker and the outbox relay are looked at for health.
     health_check_interval_s: float = Field(default=DEFAULT_HEALTH_CHECK_INTERVAL_S, gt=0, le=300)
-    # The outbox relay counts as stuck (health NOT_SERVING) once its oldest unpublished row has
-    # waited this long without the relay getting past it.
+    # The outbox relay counts as behind (degraded: croupier.dependencies NOT_SERVING, readiness kept) once
+    # its oldest unpublished row has waited this long without the relay getting past it.
     outbox_stuck_after_s: float = Field(default=DEFAULT_OUTBOX_STUCK_AFTER_S, gt=0)
     # Origins a browser page may call the Connect API from (comma-separated, "*" for any); empty: CORS off.
     cors_origins: str = ""

@@ -12,8 +12,9 @@ leader among the replicas (the keeper's `LeaderLoop`, with an advisory lock of i
    (FindUnappliedRoundEvents: its consumer's tracking rows). Only those are sent to the service's
    ApplyRoundEvent, which applies an event through the very path its consumer uses (`handle_once`,
    keyed by consumer and event id): a message arriving between the question and the re-drive makes the
-   re-drive a no-op (`applied=False`), and a re-drive makes a later message one. Each event a service
-   had not applied is logged at WARNING. Once every service has answered, the round is marked
+   re-drive a no-op (`applied=False`), and a re-drive makes a later message one. The rounds of a page are
+   re-driven `REDRIVE_CONCURRENCY` at a time (a round's events in order); the events a service had not
+   applied are counted in one WARNING a pass, naming a few. Once every service has answered, the round is marked
    reconciled and never looked at again: the mark is the cursor, so a pass reads only the rounds that
    ended since the marked ones (and those still failing). The usual page, applied everywhere in time,
    costs one read and one status call per service, whatever its size.
@@ -24,21 +25,32 @@ leader among the replicas (the keeper's `LeaderLoop`, with an advisory lock of i
    round is over → its settlement or void is re-driven as in 1 (which posts or releases them); the
    round is open (waiting for the player) → left alone, looked at again after `settle_after_s`.
 
-A round that fails (a service unreachable, an event the service refuses) is retried on later passes
-with a growing delay, and stays unmarked: `croupier audit` reports it as a violation once past its
-bound. Nothing here decides money: the services apply the log's events by their own rules.
+Catching up (issue 27): through a broker outage the consumers apply nothing and every round ending
+is the reconciler's, so it must drain faster than rounds end. A pass that reconciled a full page runs
+the next at once (not after `interval_s`); a pass that failed (the store away) is retried every
+`interval_s`, never after a growing backoff, so it resumes as soon as the store is back.
+
+A round that fails because a service refused its event is retried on later passes with a growing
+delay, and stays unmarked: `croupier audit` reports it as a violation once past its bound. A round that
+fails because a service or the store is away (transient: croupier_platform.faults) is retried at the next
+pass, and the pass stops calling that service. Nothing here decides money: the services apply the log's
+events by their own rules.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from croupier_platform.events import EventEnvelope
+from croupier_platform.faults import transient_cause
 from croupier_platform.leader_loop import LeaderLoop
 from croupier_platform.leadership import Leadership
+from croupier_platform.logs import RateLimitedLog
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
@@ -51,6 +63,13 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 500
 MAX_RETRY_DELAY_S = 300.0
+# Rounds of a page re-driven at once: a re-drive is a round trip and a transaction in the service, so one at a
+# time capped the reconciler near the services' latency (~10 rounds/s under load) whatever the page size.
+REDRIVE_CONCURRENCY = 16
+# Rounds a pass's summary line names (the rest are counted).
+NAMED_IN_LOG = 5
+# A failure that repeats pass after pass (a service away for minutes) is logged at most this often per reason.
+FAILURE_LOG_INTERVAL_S = 30.0
 
 
 @dataclass
@@ -63,6 +82,7 @@ class ReconcilerPass:
     released: list[str] = field(default_factory=list)  # rounds the game does not hold: their reservations released
     left_open: list[str] = field(default_factory=list)  # expired reservations of rounds still open in the game
     failed: list[str] = field(default_factory=list)
+    failures: dict[str, list[str]] = field(default_factory=dict, compare=False)  # reason -> the rounds that failed so
 
     @property
     def acted(self) -> bool:
@@ -85,7 +105,9 @@ class Reconciler(LeaderLoop):
     ) -> None:
         if interval_s <= 0 or settle_after_s < 0 or batch_size < 1:
             raise ValueError("the reconciler's interval and batch size must be positive, its bound not negative")
-        super().__init__(interval_s=interval_s, leadership=leadership, name=name)
+        # A failed pass (the store or the leadership's connection away) is tried again every interval, not
+        # after a backoff grown through the outage: a pass that fails costs one refused connection.
+        super().__init__(interval_s=interval_s, leadership=leadership, name=name, max_backoff_s=interval_s)
         self._book = book
         self._sinks = list(sinks)
         self._reservations = reservations
@@ -97,6 +119,7 @@ class Reconciler(LeaderLoop):
         # the bound and looked at again once past it, and its stream is the same unless the version moved.
         self._streams: dict[str, tuple[int, list[EventEnvelope]]] = {}
         self._failures: dict[str, int] = {}
+        self._failure_log = RateLimitedLog(logger, FAILURE_LOG_INTERVAL_S)
 
     # -------------------------------------------------------------- one pass
 
@@ -109,20 +132,25 @@ class Reconciler(LeaderLoop):
         done = ReconcilerPass()
         now = self._clock()
         seen: set[str] = set()
-        await self._over_rounds(now, done, seen)
+        backlog = await self._over_rounds(now, done, seen)
         await self._expired_reservations(now, done, seen)
         self._later = {k: v for k, v in self._later.items() if k in seen}
         self._streams = {k: v for k, v in self._streams.items() if k in seen}
         self._failures = {k: v for k, v in self._failures.items() if k in seen}
-        if done.acted or done.failed:
-            logger.info("%s: re-drove %d event(s), released %d orphan round(s), %d round(s) reconciled, %d failed",
-                        self.name, len(done.redriven), len(done.released), len(done.reconciled), len(done.failed))  # fmt: skip
+        self._log_pass(done)
+        if backlog and done.reconciled and not self.stopping:
+            self.wake()  # a backlog (a broker outage's): the next page now, not after the interval
         return done
 
-    async def _over_rounds(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> None:
+    async def _over_rounds(self, now: datetime, done: ReconcilerPass, seen: set[str]) -> bool:
+        """Reconcile the oldest page of rounds over; True when more may be due behind it: the page was full and
+        none of it was left waiting (within the bound, or backing off). A page that reaches rounds still within
+        the bound has reached the present: the rounds behind it are not due either, and the next pass is the
+        interval's (a pass at once each time a round or two became due was ~1.5 passes a second)."""
         rows = await self._book.read(lambda uow: uow.rounds.unreconciled_over(self._batch_size))
         versions = {row.round_id: row.version for row in rows}
         page = [row.round_id for row in rows if not self._waiting(row.round_id, now)]
+        left_waiting = len(page) < len(rows)
         seen.update(versions)
         unread = [round_id for round_id in page if self._kept(round_id, versions[round_id]) is None]
         streams = await self._book.read(lambda uow: uow.events.read_each_stream(unread)) if unread else {}
@@ -139,21 +167,34 @@ class Reconciler(LeaderLoop):
             due = datetime.fromisoformat(over[-1].occurred_at) + timedelta(seconds=self.settle_after_s)
             if now <= due:  # the consumers' normal lag: theirs to apply first (over for longer than the bound: ours)
                 self._later[round_id] = due
+                left_waiting = True
                 continue
             ready[round_id] = envelopes
         unapplied = await self._unapplied(ready, now, done)
-        for round_id, envelopes in ready.items():
-            if self.stopping or round_id in done.failed:
-                continue
-            try:
-                await self._redrive(round_id, envelopes, done, unapplied)
-            except Exception as exc:  # noqa: BLE001 - one round must not keep the reconciler from the others
-                self._failed(round_id, now, done, exc)
-                continue
-            done.reconciled.append(round_id)
+        away: list[Exception] = []  # a service or the store went away during the pass: the rest wait for the next
+        concurrency = asyncio.Semaphore(REDRIVE_CONCURRENCY)
+
+        async def reconcile(round_id: str, envelopes: list[EventEnvelope]) -> None:
+            async with concurrency:
+                if self.stopping or round_id in done.failed:
+                    return
+                if away:
+                    self._failed(round_id, now, done, away[0])
+                    return
+                try:
+                    await self._redrive(round_id, envelopes, done, unapplied)
+                except Exception as exc:  # noqa: BLE001 - one round must not keep the reconciler from the others
+                    if transient_cause(exc) is not None:
+                        away.append(exc)
+                    self._failed(round_id, now, done, exc)
+                    return
+                done.reconciled.append(round_id)
+
+        await asyncio.gather(*(reconcile(round_id, envelopes) for round_id, envelopes in ready.items()))
         if done.reconciled:
             marked = list(done.reconciled)
             await self._book.in_transaction(lambda uow: uow.rounds.mark_reconciled(marked))
+        return len(rows) >= self._batch_size and not left_waiting
 
     async def _unapplied(self, rounds: dict[str, list[EventEnvelope]], now: datetime, done: ReconcilerPass) -> dict[str, set[str]]:
         """Per service, the ids of the rounds' final events it has not applied: one call per service (per
@@ -228,10 +269,7 @@ class Reconciler(LeaderLoop):
                     applied_any = True
                     done.redriven.append((round_id, sink.service, envelope.event_type))
                     self._book.metrics.reconciler_redrove(sink.service, envelope.event_type)
-                    logger.warning("%s: round %s: the %s had not applied %s v%d (event %s); applied now from the log",
-                                   self.name, round_id, sink.service, envelope.event_type, envelope.version,
-                                   envelope.event_id)  # fmt: skip
-        return applied_any
+        return applied_any  # each re-drive is counted in the pass's one summary line (_log_pass), not a line each
 
     def _kept(self, round_id: str, version: int) -> list[EventEnvelope] | None:
         """The round's stream as an earlier pass read it, else its ending as this process wrote it (the
@@ -251,9 +289,34 @@ class Reconciler(LeaderLoop):
         self._later[round_id] = now + timedelta(seconds=delay)
 
     def _failed(self, round_id: str, now: datetime, done: ReconcilerPass, exc: Exception) -> None:
-        logger.warning("%s: round %s could not be reconciled (%s); retrying later", self.name, round_id, exc)
+        """`round_id` failed this pass (counted in its summary line): a refusal backs it off; an outage (a
+        service or the store away: not the round's fault) leaves it for the next pass."""
         done.failed.append(round_id)
-        self._back_off(round_id, now)
+        done.failures.setdefault(str(exc), []).append(round_id)
+        if transient_cause(exc) is None:
+            self._back_off(round_id, now)
+
+    def _log_pass(self, done: ReconcilerPass) -> None:
+        """One INFO line of what the pass did, one WARNING of what the services had missed and one of what failed,
+        each naming a few rounds: a line per round was 500 lines a second while a backlog drained."""
+        if not (done.acted or done.failed):
+            return
+        logger.info("%s: re-drove %d event(s), released %d orphan round(s), %d round(s) reconciled, %d failed",
+                    self.name, len(done.redriven), len(done.released), len(done.reconciled), len(done.failed))  # fmt: skip
+        if done.redriven:
+            missed = Counter((service, event_type) for _round, service, event_type in done.redriven)
+            rounds = list(dict.fromkeys(round_id for round_id, _service, _type in done.redriven))
+            logger.warning("%s: applied from the log what the services had not: %s; rounds %s",
+                           self.name, ", ".join(f"the {s} had not applied {t} of {n} round(s)" for (s, t), n in missed.items()),
+                           _some(rounds))  # fmt: skip
+        for reason, rounds in done.failures.items():
+            self._failure_log.warning(reason, "%s: %d round(s) could not be reconciled (%s); retrying later: %s",
+                                      self.name, len(rounds), reason, _some(rounds))  # fmt: skip
+
+
+def _some(round_ids: Sequence[str]) -> str:
+    named = ", ".join(round_ids[:NAMED_IN_LOG])
+    return named + (f" and {len(round_ids) - NAMED_IN_LOG} more" if len(round_ids) > NAMED_IN_LOG else "")
 
 
 def _move_seat_past(uow: GameUnitOfWork, round_id: str) -> None:
