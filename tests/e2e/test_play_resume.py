@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from croupier.v1 import table_pb2
+from croupier_rules.money import money_text
 from tests.conftest import CROUPIER
 
 from .conftest import start_embedded
@@ -43,7 +44,7 @@ def test_play_resumes_the_round_a_ctrl_c_left_deciding(casino) -> None:
     assert played.returncode == 0, played.stdout + played.stderr
     out = played.stdout
     assert f"round {left.round_id} at this seat is still deciding: resuming it" in out
-    assert "call (+10.00 PLAY), fold (adds nothing)" in out and "else the table's default is taken for you" in out
+    assert f"call (+{money_text(1000, 'PLAY')}), fold (adds nothing)" in out and "else the table's default is taken for you" in out
     assert "bet on ante" not in out, "finished before new bets were asked for"
     view = player.get_round(left.round_id)
     assert view.phase == "settled" and [r.outcome for r in view.results] == ["fold"]
