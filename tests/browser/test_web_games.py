@@ -58,7 +58,7 @@ def test_rebet_then_recall_a_past_round_step_by_step(open_table) -> None:
     table.join("casino-war-play")
     table.set_bet("ante", [100])
     assert table.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
-    first = table.page.get_attribute("#history li >> nth=0", "data-round")
+    first = table.page.get_attribute("#round", "data-round")  # the round on the felt (the history list refreshes after it)
     assert table.play_round(rebet=True, choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
     page = table.page
     page.wait_for_function("document.querySelectorAll('#history li').length >= 2")

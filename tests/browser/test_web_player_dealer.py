@@ -54,7 +54,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     assert circle_max == player.status("maxAnte"), "the ante's circle takes at most what the dealer covers (SeatStatus.max_ante)"
     assert player.play_round(choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
     assert "vs Dee" in player.page.text_content("#round-title")
-    round_id = player.page.get_attribute("#history li >> nth=0", "data-round")
+    round_id = player.page.get_attribute("#round", "data-round")  # the round on the felt (the history list refreshes after it)
     # The dealer's page learns of the round by itself (WatchSeat) and verifies it.
     dealer.page.wait_for_selector(f"#round[data-round='{round_id}']")
     assert dealer.verdict() == "ok", dealer.page.text_content("#verdict")
@@ -68,7 +68,7 @@ def test_a_player_dealer_round_between_two_browsers(open_table) -> None:
     dealer.page.wait_for_function("document.querySelector('#live [data-change]') !== null")
     dealer.page.evaluate("window.croupier.watch.pause()")  # the dealer's connection drops ...
     assert player.play_round(rebet=True, choose=lambda choices: "surrender" if "surrender" in choices else choices[0]) == "ok"
-    second = player.page.get_attribute("#history li >> nth=0", "data-round")
+    second = player.page.get_attribute("#round", "data-round")  # the round on the felt (the history list refreshes after it)
     assert dealer.page.locator(f"#live [data-round='{second}']").count() == 0, "the round was played while the dealer was away"
     dealer.page.evaluate("window.croupier.watch.resume()")  # ... and comes back: it resumes from its last position
     dealer.page.wait_for_selector(f"#live [data-round='{second}'][data-event='RoundSettled']", state="attached")  # the live log sits folded
