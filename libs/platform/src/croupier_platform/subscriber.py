@@ -22,9 +22,14 @@ from typing import Generic
 
 from .bus import Bus
 from .events import EventEnvelope
+from .logs import RateLimitedLog
 from .tracking import UnitOfWorkT, handle_batch_once, handle_once
 
 logger = logging.getLogger(__name__)
+# A duplicate is the bus doing its job (at-least-once: a rebalance or a broker's return redelivers what
+# was applied but not yet committed, ~200 events in a second after a broker outage): each is a DEBUG
+# line, and one INFO line per consumer at most every 10 s says how many there were.
+_duplicates = RateLimitedLog(logger)
 
 
 class Subscriber(Generic[UnitOfWorkT]):
@@ -128,4 +133,5 @@ class Subscriber(Generic[UnitOfWorkT]):
         return applied
 
     def _log_duplicate(self, envelope: EventEnvelope) -> None:
-        logger.info("event %s (%s) already handled by %s", envelope.event_id, envelope.event_type, self.consumer)
+        logger.debug("event %s (%s) already handled by %s", envelope.event_id, envelope.event_type, self.consumer)
+        _duplicates.log(logging.INFO, self.consumer, "a redelivered event already handled by %s, skipped", self.consumer)
