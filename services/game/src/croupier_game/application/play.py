@@ -172,7 +172,7 @@ class PlayUseCases:
         return {**placed.bets, **placed.adjusted_from}
 
     async def _dealer_still_qualified(self, seat: Seat, dealer: Seat) -> Seat:
-        """RULES.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
+        """docs/rules.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
         dealer's seat now (their last round is over: the player's seat has no round open), the reason kept
         for their GetSeatStatus; the player is told to bet again (paired anew or against the house)."""
         entry = self._catalogue.get(seat.table_id)
