@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from distributed import CpuMeter, print_table, run_level
+from distributed import print_table, run_level
+from meters import CpuMeter
 
 from croupier_cli.embedded import secret_path
 from croupier_cli.localstack import CROUPIER, free_port, wait_healthy
