@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import statistics
@@ -53,13 +54,15 @@ from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, walle
 from croupier_cli.localstack import ROOT, ServiceProcesses
 from croupier_platform.auth import TokenAuthority
 from lags import LagSampler, create_database_url, settlement_lags
+from lock_waits import LockWaitSampler
 from meters import CpuMeter, StatementStats, TableCounts, idle_cpu, percentile, pgbench, postmaster_of
+from report import COMMANDS, print_statements, print_table
 
 TABLE = "casino-war-play"
 BETS = {"ante": 500}
-COMMANDS = ("PlaceBets", "Deal", "Decide")
 # What a run with replicas reports (beside the one-replica run's figures in `make bench`).
-SCALE_OUT_KEYS = ("rounds_per_s", "p50_ms", "p99_ms", "cpu_ms_per_round", "settle_lag_p99_ms")
+SCALE_OUT_KEYS = ("rounds_per_s", "p50_ms", "p99_ms", "cpu_ms_per_round", "settle_lag_p99_ms", "lock_waits_per_round",
+                  "lock_wait_ms_per_round")
 TIMEOUT = 60
 
 
@@ -108,7 +111,8 @@ class Player:
 
 async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
                     meter: CpuMeter | None = None, lag: LagSampler | None = None, rounds_n: int | None = None,
-                    tables: TableCounts | None = None, statements: StatementStats | None = None) -> dict:
+                    tables: TableCounts | None = None, statements: StatementStats | None = None,
+                    locks: LockWaitSampler | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
     window of `seconds` (or, with `rounds_n`, until that many rounds completed) counts the rounds and
     commands that complete inside it."""
@@ -155,15 +159,16 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             cpu_before = meter.sample() if meter else None
             tables_before = await asyncio.to_thread(tables.sample) if tables else None
             statements_before = await asyncio.to_thread(statements.sample) if statements else None
-            if rounds_n is None:
-                await asyncio.sleep(seconds)
-            else:  # a count of rounds: CPU per round from a fixed amount of work, whatever the box's speed
-                done_before = len(rounds_done)
-                while len(rounds_done) - done_before < rounds_n:
-                    await asyncio.sleep(0.01)
-                    for task in tasks:
-                        if task.done():
-                            task.result()
+            with locks if locks is not None else contextlib.nullcontext():
+                if rounds_n is None:
+                    await asyncio.sleep(seconds)
+                else:  # a count of rounds: CPU per round from a fixed amount of work, whatever the box's speed
+                    done_before = len(rounds_done)
+                    while len(rounds_done) - done_before < rounds_n:
+                        await asyncio.sleep(0.01)
+                        for task in tasks:
+                            if task.done():
+                                task.result()
             ended, wall_ended = time.monotonic(), time.time()
             cpu_after = meter.sample() if meter else None
             tables_after = await asyncio.to_thread(tables.sample) if tables else None
@@ -207,6 +212,8 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
             level["wakes_per_round"] = {name: round(n / rounds, 1) for name, n in CpuMeter.wakes(cpu_before, cpu_after).items()}
         if tables and rounds:
             level["postgres_per_round"] = TableCounts.per_round(tables_before, tables_after, rounds)
+        if locks is not None and rounds:
+            level["lock_waits"] = locks.per_round(rounds)
         if statements and statements.available and rounds:
             level["statements_per_round"] = StatementStats.per_round(statements_before, statements_after, rounds)
         for name in COMMANDS:
@@ -228,67 +235,6 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
     finally:
         for channel in [*game_channels, wallet_channel]:
             await channel.close()
-
-
-def fmt(value) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def print_table(levels: list[dict]) -> None:
-    head = f"{'players':>7} {'rounds/s':>9} {'cmds/s':>8} {'all p50':>8} {'all p99':>8}"
-    head += "".join(f" {name + ' p50':>14} {name + ' p99':>14}" for name in COMMANDS) + f" {'errors':>6}"
-    print(head)
-    for level in levels:
-        row = (f"{level['players']:>7} {level['rounds_per_s']:>9.2f} {level['commands_per_s']:>8.1f}"
-               f" {fmt(level['p50_ms']):>8} {fmt(level['p99_ms']):>8}")
-        row += "".join(f" {fmt(level[name]['p50_ms']):>14} {fmt(level[name]['p99_ms']):>14}" for name in COMMANDS)
-        print(row + f" {level['errors']:>6}", flush=True)
-    print("(latencies in ms, measured at the client, after a warm-up)")
-    for level in levels:
-        if "cpu_ms_per_round" in level:
-            cpu = level["cpu_ms_per_round"]
-            print(f"  {level['players']} players: CPU ms per round " + ", ".join(f"{k} {v}" for k, v in cpu.items())
-                  + f" (machine {100 * level['machine_busy_share']:.0f}% busy; postgres = the server's processes and the stack's backends)")
-            if "cpu_ms_per_round_by_replica" in level:
-                print(f"  {level['players']} players: by replica " + ", ".join(
-                    f"{k} {v}" for k, v in level["cpu_ms_per_round_by_replica"].items()))
-            print(f"  {level['players']} players: voluntary context switches (wakes) per round "
-                  + ", ".join(f"{k} {v}" for k, v in level["wakes_per_round"].items()))
-        if "postgres_per_round" in level:
-            counts = {k: v for k, v in level["postgres_per_round"].items() if k not in ("table_scans", "table_updates_hot")}
-            print(f"  {level['players']} players: PostgreSQL per round {json.dumps(counts)}")
-            print(f"  {level['players']} players: updates a round (HOT: no index entry written) "
-                  f"{json.dumps(level['postgres_per_round']['table_updates_hot'])}")
-    for level in levels:
-        if "settle_lag_p99_ms" in level:
-            print(f"  {level['players']} players: settlement lag p50 {fmt(level['settle_lag_p50_ms'])} ms, "
-                  f"p99 {fmt(level['settle_lag_p99_ms'])} ms, max {fmt(level['settle_lag_max_ms'])} ms "
-                  f"(to the broker p50/p99 {fmt(level['settle_lag_to_broker_p50_ms'])}/{fmt(level['settle_lag_to_broker_p99_ms'])} ms, "
-                  f"from it {fmt(level['settle_lag_from_broker_p50_ms'])}/{fmt(level['settle_lag_from_broker_p99_ms'])} ms; "
-                  f"{level['settled_not_applied']} not applied by the end); largest lag (messages; "
-                  f"game_outbox: rows not yet on the broker) {level['consumer_lag_max']}; zero again {level['lag_zero_after_s']} s after the load")
-    for level in levels:
-        for kind in level["error_kinds"]:
-            print(f"  error at {level['players']} players: {kind}")
-
-
-def print_statements(levels: list[dict], path: str, top: int = 30) -> None:
-    Path(path).write_text(json.dumps({str(level["players"]): level.get("statements_per_round") for level in levels}, indent=1))
-    for level in levels:
-        rows = level.get("statements_per_round")
-        if rows is None:
-            print(f"  {level['players']} players: no pg_stat_statements (start PostgreSQL with PG_STATEMENTS=1)")
-            continue
-        calls = sum(row["calls"] for row in rows if row["toplevel"])
-        execute = sum(row["total_exec_time"] for row in rows if row["toplevel"])
-        plan = sum(row["total_plan_time"] for row in rows if row["toplevel"])
-        print(f"  {level['players']} players: statements a round {calls:.1f}, execution {execute:.3f} ms, planning "
-              f"{plan:.3f} ms (server wall time); postgres CPU by kind {level.get('postgres_cpu_ms_per_round_by_kind')}")
-        print(f"  {'calls':>6} {'exec ms':>8} {'mean ms':>8} {'plans':>6} {'plan ms':>8} {'rows':>6} {'wal':>5}  statement")
-        for row in rows[:top]:
-            print(f"  {row['calls']:>6.2f} {row['total_exec_time']:>8.3f} {row['mean_exec_ms']:>8.3f} {row['plans']:>6.2f}"
-                  f" {row['total_plan_time']:>8.3f} {row['rows']:>6.2f} {row['wal_records']:>5.1f}  "
-                  f"{'' if row['toplevel'] else '(nested) '}{row['query'][:150]}")
 
 
 def main() -> int:
@@ -341,7 +287,8 @@ def main() -> int:
                 statements = StatementStats(create_database_url(stack)) if args.statements else None
                 try:
                     level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database, postmaster),
-                                                  lag, rounds_n=args.rounds, tables=tables, statements=statements))
+                                                  lag, rounds_n=args.rounds, tables=tables, statements=statements,
+                                                  locks=LockWaitSampler(create_database_url(stack), stack.database)))
                 finally:
                     tables.close()
                     if statements:
@@ -380,6 +327,8 @@ def main() -> int:
         "settle_lag_p99_ms": top.get("settle_lag_p99_ms"),
         "consumer_lag_max": top.get("consumer_lag_max"),
         "lag_zero_after_s": top.get("lag_zero_after_s"),
+        "lock_waits_per_round": top.get("lock_waits", {}).get("lock_waits_per_round"),
+        "lock_wait_ms_per_round": top.get("lock_waits", {}).get("lock_wait_ms_per_round"),
         "pgbench_tps": tps,
         "rounds_per_s_over_pgbench_tps": round(top["rounds_per_s"] / tps, 5) if tps else None,
         "distributed_levels": {str(level["players"]): {k: v for k, v in level.items() if k != "statements_per_round"}
