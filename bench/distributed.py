@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -53,6 +54,7 @@ import grpc
 from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_cli.localstack import ROOT, ServiceProcesses
 from croupier_platform.auth import TokenAuthority
+from cpu_caps import capped, parse_caps
 from lags import LagSampler, create_database_url, settlement_lags
 from lock_waits import LockWaitSampler
 from meters import CpuMeter, StatementStats, TableCounts, idle_cpu, percentile, pgbench, postmaster_of
@@ -257,8 +259,11 @@ def main() -> int:
     parser.add_argument("--keep-logs", default="", help="copy the services' logs to this directory at the end")
     parser.add_argument("--idle-seconds", type=float, default=0.0,
                         help="first measure the stack's CPU while idle (no rounds, no lag sampling) over this many seconds")
+    parser.add_argument("--cpu-caps", default="",
+                        help="cores each named service may use, e.g. game=0.5,wallet=0.25 (cgroups; bench/cpu_caps.py)")
     args = parser.parse_args()
     levels_n = [int(n) for n in args.levels.split(",")]
+    caps = parse_caps(args.cpu_caps)
     replicas = {svc: int(n) for svc, _, n in (item.partition("=") for item in args.replicas.split(",") if item)}
 
     up = infra("up")
@@ -268,10 +273,11 @@ def main() -> int:
     stack = None
     lag = None
     try:
-        with tempfile.TemporaryDirectory(prefix="croupier-bench-") as workdir:
+        with tempfile.TemporaryDirectory(prefix="croupier-bench-") as workdir, contextlib.ExitStack() as held:
             stack = ServiceProcesses.start(Path(workdir), replicas=replicas)
             pids = {svc: [p.pid for p in procs] for svc, procs in stack.processes.items()}
             print("service pids: " + json.dumps(pids), flush=True)
+            held.enter_context(capped(pids, caps, str(os.getpid())))
             if args.pause_before:
                 time.sleep(args.pause_before)
             postmaster = postmaster_of(create_database_url(stack))
@@ -336,6 +342,8 @@ def main() -> int:
     }
     if idle:
         summary["idle_cpu_ms_per_s"] = idle
+    if caps:
+        summary["cpu_caps"] = caps
     if replicas:
         summary = {"scaleout_replicas": replicas, **{f"scaleout_{key}": value for key, value in summary.items()
                                                        if key in SCALE_OUT_KEYS}}

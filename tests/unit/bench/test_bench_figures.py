@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+
+import pytest
 from datetime import datetime
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))
 
+from cpu_caps import parse_caps, predicted_rounds_per_s  # noqa: E402
 from lock_waits import LockWaitSampler, table_of  # noqa: E402
 from run import floor_ratios  # noqa: E402
 
@@ -42,3 +45,17 @@ def test_the_waiting_statement_names_its_table_or_the_wait_event_does() -> None:
     assert table_of("INSERT INTO tracking (consumer, event_id) VALUES (%s, %s)", "transactionid") == "tracking"
     assert table_of('SELECT * FROM "game"."game_rounds" WHERE round_id = 1 FOR UPDATE', "tuple") == "game_rounds"
     assert table_of("COMMIT", "object") == "(object)"
+
+
+def test_a_capped_service_bounds_the_rounds_at_its_cores_over_its_cost_a_round() -> None:
+    costs = {"game": 9.8, "wallet": 7.0, "postgres": 8.0}
+    assert predicted_rounds_per_s(costs, {"game": 0.2}, 39.7) == 20.4  # 0.2 x 1000 / 9.8
+    assert predicted_rounds_per_s(costs, {"game": 0.4, "wallet": 0.15}, 39.7) == 21.4  # the wallet binds first
+    assert predicted_rounds_per_s(costs, {"game": 1.0}, 39.7) == 39.7  # more than it needs: the box's ceiling
+
+
+def test_caps_are_cores_per_service() -> None:
+    assert parse_caps("game=0.25,wallet=0.5") == {"game": 0.25, "wallet": 0.5}
+    assert parse_caps("") == {}
+    with pytest.raises(ValueError, match="above 0"):
+        parse_caps("game=0")
