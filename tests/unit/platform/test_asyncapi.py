@@ -47,6 +47,17 @@ def test_every_topic_and_its_dead_letters_are_channels_with_every_event_type_the
     assert {"transfer_id", "amount", "currency", "player_delta", "player_balance"} <= set(ledger["properties"])
 
 
+def test_the_document_reads_as_asyncapi_3() -> None:
+    """Parsed by faststream's AsyncAPI 3.0 models (the ones its own generator writes): the shape a tool expects."""
+    from faststream.specification.asyncapi.v3_0_0.schema.schema import ApplicationSchema
+
+    text = (ROOT / "docs" / "asyncapi.json").read_text()
+    schema = ApplicationSchema.model_validate_json(text)
+    assert schema.asyncapi == "3.0.0"
+    assert schema.components is not None and schema.components.messages is not None
+    assert {name for channel in schema.channels.values() for name in (channel.messages or {})} == set(schema.components.messages)
+
+
 def test_a_payload_field_the_code_adds_changes_the_document() -> None:
     """The drift the first test catches: a field added to a payload model is a different document."""
 
