@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 from croupier_game.adapters.sql import SqlGameStore
 from croupier_game.application.full_audit import AuditProgress, audit_shares, check_whole_ledger, run_audit
 from croupier_game.application.ports import LedgerCheck, LedgerEntry, RevealedShoe
-from croupier_game.application.round_check import LagBound
+from croupier_game.application.round_ledger import LagBound
 from croupier_platform.db import make_engine
 from croupier_platform.settings import database_url_for
 from croupier_shuffler.adapters.sql import SqlShoeRepository
