@@ -143,6 +143,9 @@ def _in_processes(
     # process pool, not multiprocessing.Pool: a worker that dies fails the audit instead of being replaced.
     pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _open_worker_stores, (urls,))
     try:
+        # The count first, so that a progress bar has its length (and soon an ETA) while the workers start
+        # (~0.6 s each, seconds on a busy machine) instead of an unknown total until the first share is done.
+        yield replace(merged, seconds=time.perf_counter() - started)
         for share in pool.map(_audit_share, [(after, until, page, lag_bound) for after, until in shares]):
             merged.rounds += share.rounds
             merged.events += share.events

@@ -1,4 +1,5 @@
-"""The audit command runs with fewer garbage collections (audit_stores.fewer_collections), and only while it runs."""
+"""The audit command's own process: fewer garbage collections while it runs (audit_stores.fewer_collections), and
+the length of an audit over processes given before any worker is done."""
 
 from __future__ import annotations
 
@@ -42,3 +43,38 @@ def test_the_one_process_audit_runs_with_the_collector_batched(monkeypatch):
     assert [s.done for s in steps] == [True]
     assert seen == [audit_stores.AUDIT_GC_THRESHOLD]
     assert gc.get_threshold() == before
+
+
+def test_an_audit_over_processes_gives_its_length_before_the_workers_finish_a_share(monkeypatch):
+    """A progress bar knows how many rounds are to come from the first step on, not after a worker's first share."""
+    shares = [(None, "b"), ("b", "d"), ("d", None)]
+    first_steps = []
+
+    @contextmanager
+    def stores(_urls):
+        yield SimpleNamespace(game=None, shoes=None, ledger=None)
+
+    class Pool:
+        def __init__(self, *_args):
+            pass
+
+        def map(self, _work, tasks):
+            for _task in tasks:
+                assert first_steps, "a share was audited before the count was given"
+                yield AuditProgress(rounds=2, events=10, violations=[])
+
+        def shutdown(self, **_kwargs):
+            pass
+
+    async def whole_ledger(*_args, **_kwargs):
+        return None, []
+
+    monkeypatch.setattr(audit_stores, "open_stores", stores)
+    monkeypatch.setattr(audit_stores, "audit_shares", lambda _game, _page: (6, shares))
+    monkeypatch.setattr(audit_stores, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(audit_stores, "check_whole_ledger", whole_ledger)
+    steps = audit_stores.audit_steps({}, page=2, jobs=2)
+    first_steps.append(next(steps))
+    assert (first_steps[0].total, first_steps[0].rounds, first_steps[0].done) == (6, 0, False)
+    rest = list(steps)
+    assert [s.rounds for s in rest] == [2, 4, 6, 6] and rest[-1].done and all(s.total == 6 for s in rest)
