@@ -1,6 +1,7 @@
 """Benchmark: `croupier audit`, the full replay and verification of every round, in one process and in N.
 
     .venv/bin/python bench/audit.py [--rounds 20000] [--seed 1] [--jobs N] [--repeat 3] [--big 1000000] [--profile]
+                                    [--data DIR (keep the stores for the next run)] [--skip-parallel]
 
 Generates N rounds of the five games (house-dealt tables) straight through the rules library
 and the services' own stores, with no gRPC: seeded shoes committed as the shuffler commits them,
