@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from croupier.v1 import audit_pb2
 from croupier_game.application.full_audit import LAG_BOUND_S
-from croupier_game.application.round_check import LagBound
+from croupier_game.application.round_ledger import LagBound
 from croupier_platform.runtime import utc_now
 
 from .client import DEFAULT_TARGET, Client, calls_server

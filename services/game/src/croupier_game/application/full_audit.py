@@ -30,7 +30,8 @@ from croupier_platform.events import EventRecord
 
 from ..domain.round import STREAM_TYPE
 from .ports import GameStore, GameUnitOfWork, LedgerArchive, LedgerCheck, RoundRow, ShoeArchive
-from .round_check import Finding, LagBound, Replay, RoundCheck, moved
+from .round_check import Finding, Replay, RoundCheck
+from .round_ledger import LagBound, moved
 
 DEFAULT_PAGE = 500
 # How long after a round ended its wallet side (settlement, void, commission) may still be in flight before
