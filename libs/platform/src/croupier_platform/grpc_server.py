@@ -20,6 +20,7 @@ from .auth import Identity, TokenVerifier, reset_identity, set_identity, service
 from .deadlines import inbound_deadline
 from .errors import INTERNAL_REFUSAL, InvalidArgument, Refusal, Unauthenticated, bounded, grpc_status, refusal_for
 from .logs import RateLimitedLog
+from .ports import AddressInUse, check_free
 from .tls import ServerTls
 
 logger = logging.getLogger(__name__)
@@ -378,13 +379,15 @@ SERVER_OPTIONS = (("grpc.so_reuseport", 0),)
 def listen(server: grpc.aio.Server, address: str, tls: ServerTls | None = None) -> int:
     """Bind `server` to `address` (host:port; port 0 picks one), over TLS with `tls`, and return
     the port; OSError naming the address when it cannot (the port in use by another process, a
-    host not of this machine). The one place every server port is bound."""
+    host not of this machine). The one place every server port is bound: checked first, so a port
+    in use is this one error (ports.AddressInUse), not a raw line of gRPC's C-core on stderr too."""
+    check_free(address)
     try:
         port = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
     except RuntimeError:
         port = 0
     if not port:
-        raise OSError(f"cannot listen on {address}: the port is in use or the address is not of this machine")
+        raise AddressInUse(address, "the port is in use or the address is not of this machine")
     return port
 
 
