@@ -28,8 +28,9 @@ logger = logging.getLogger(__name__)
 PUBLIC_METHOD_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
-# What a call's end is recorded with (Metrics.rpc_finished): the method, the status code, the seconds it took.
-CallRecorder = Callable[[str, grpc.StatusCode, float], None]
+# What a call's end is recorded with (Metrics.rpc_finished): the method, the status code, the seconds it took,
+# and whether it was a server stream (its duration is how long the client listened, not a latency).
+CallRecorder = Callable[[str, grpc.StatusCode, float, bool], None]
 
 access_logger = logging.getLogger("croupier.access")
 
@@ -72,7 +73,7 @@ class CallLayers:
         public = _is_public(method)
         if handler is None or handler.request_streaming:
             return handler if handler is None or public else None
-        admitted, finished = self._admission(method, public), self._end(method, public)
+        admitted, finished = self._admission(method, public), self._end(method, public, streamed=handler.unary_unary is None)
         serializers = {"request_deserializer": _tolerant(handler.request_deserializer), "response_serializer": handler.response_serializer}
         if (inner := handler.unary_unary) is not None:
 
@@ -135,7 +136,7 @@ class CallLayers:
 
         return admitted
 
-    def _end(self, method: str, public: bool) -> Callable[[grpc.aio.ServicerContext, grpc.StatusCode | None, float, Identity | None], None]:
+    def _end(self, method: str, public: bool, streamed: bool) -> Callable[[grpc.aio.ServicerContext, grpc.StatusCode | None, float, Identity | None], None]:
         record, level = self._record, logging.DEBUG if public else logging.INFO
 
         def finished(context: grpc.aio.ServicerContext, code: grpc.StatusCode | None, started: float, caller: Identity | None) -> None:
@@ -144,7 +145,7 @@ class CallLayers:
             if code is None:
                 code = _code_set(context, grpc.StatusCode.OK)
             if record is not None:
-                record(method, code, duration_s)
+                record(method, code, duration_s, streamed)
             if access_logger.isEnabledFor(level):
                 duration_ms = round(duration_s * 1000, 1)
                 subject, role = (caller.subject, caller.role) if caller is not None else (None, None)
