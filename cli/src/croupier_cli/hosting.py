@@ -177,6 +177,7 @@ class Host:
         self._dead_letter_watch = DeadLetterWatch(
             self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
         )
+        self.metrics.watch_dead_letters(lambda: self._dead_letter_watch.last_pending if self._dead_letter_watch else {})
         self._dead_letter_watch.start()
         self._health_watch = HealthWatch(self._health_probes(), serving_health(self._health), self.health_check_interval_s)  # type: ignore[arg-type]
         self.metrics.watch_degraded(self._health_watch.degraded_count)

@@ -237,6 +237,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     metrics.watch_reservations(lambda: {"PLAY": 4})
     metrics.watch_consumer_lag(lambda: {"wallet": 12, "shuffler": 0})
     metrics.watch_degraded(lambda: {"broker": 1, "game store": 0})
+    metrics.watch_dead_letters(lambda: {"wallet": 3})
 
     found = samples(metrics)
     table = {"croupier_game_name": "war", "croupier_table_id": "war-play"}
@@ -259,5 +260,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     assert value(found, "messaging_kafka_consumer_lag", messaging_consumer_group_name="shuffler") == 0
     assert value(found, "croupier_health_degraded", croupier_dependency="broker") == 1
     assert value(found, "croupier_health_degraded", croupier_dependency="game store") == 0
+    assert value(found, "croupier_deadletters_pending", messaging_consumer_group_name="wallet") == 3
+    assert value(found, "croupier_deadletters_pending", messaging_consumer_group_name="shuffler") is None
     names = {name for name, _, _ in found}
     assert names - {"target_info"} <= PROMETHEUS_SERIES

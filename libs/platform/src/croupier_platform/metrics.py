@@ -22,6 +22,7 @@ croupier.reconciler.redrives       counter     croupier.service (the service re-
 croupier.audit.violations          counter     (none)
 messaging.kafka.consumer.lag       gauge       messaging.consumer.group.name (messages not yet handled, as of the last fetch; Kafka only)
 croupier.health.degraded           gauge       croupier.dependency (1 while away or behind, the process serving on; docs/operations.md)
+croupier.deadletters.pending       gauge       messaging.consumer.group.name (dead letters not replayed, as of the last look; Kafka only)
 =================================  ==========  ==============================================================
 
 Prometheus sees them with dots as underscores, the unit as a suffix and ``_total`` on counters:
@@ -94,6 +95,7 @@ PROMETHEUS_SERIES = frozenset(
         "croupier_audit_violations_total",
         "messaging_kafka_consumer_lag",
         "croupier_health_degraded",
+        "croupier_deadletters_pending",
     }
 )
 
@@ -110,6 +112,7 @@ class Metrics:
         self._reservations: list[Callable[[], Mapping[str, int]]] = []
         self._consumer_lags: list[Callable[[], Mapping[str, int]]] = []
         self._degraded: list[Callable[[], Mapping[str, int]]] = []
+        self._dead_letters: list[Callable[[], Mapping[str, int]]] = []
         self._seen: dict[str, set[str]] = {}  # per gauge attribute, the label values reported so far
         meter = meter_provider.get_meter(_METER_NAME)
         self._rpc_duration = meter.create_histogram(
@@ -146,6 +149,10 @@ class Metrics:
         meter.create_observable_gauge(
             "croupier.health.degraded", callbacks=[self._observe_degraded], unit="{dependency}",
             description="1 per dependency found away or behind at the last health look (the process serves on, degraded)",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "croupier.deadletters.pending", callbacks=[self._observe_dead_letters], unit="{message}",
+            description="Dead letters of a consumer group of this process not replayed yet (as of the last look)",
         )  # fmt: skip
         meter.create_observable_gauge(
             "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
@@ -269,18 +276,28 @@ class Metrics:
         with self._lock:
             self._degraded.append(degraded)
 
+    def watch_dead_letters(self, pending: Callable[[], Mapping[str, int]]) -> None:
+        """Report `pending()` (the dead-letter watch's last look: letters not replayed per group, from memory)."""
+        with self._lock:
+            self._dead_letters.append(pending)
+
+    def _observe_dead_letters(self, options: CallbackOptions) -> Iterable[Observation]:
+        # Its own attribute key in `_seen`: the consumer lag's groups are not the dead letters' groups.
+        return self._observe_each(self._dead_letters, "dead letters", "messaging.consumer.group.name", seen_as="deadletters")
+
     def _observe_degraded(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._degraded, "degraded dependencies", "croupier.dependency")
 
     def _observe_consumer_lag(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._consumer_lags, "consumer lag", "messaging.consumer.group.name")
 
-    def _observe_each(self, readers: list[Callable[[], Mapping[str, int]]], what: str, attribute: str) -> Iterable[Observation]:
+    def _observe_each(self, readers: list[Callable[[], Mapping[str, int]]], what: str, attribute: str,
+                      seen_as: str | None = None) -> Iterable[Observation]:  # fmt: skip
         """One observation per key of every reader's mapping, the key as `attribute`; a key reported
         before and not now reads 0 (a series does not vanish when what it counts drains)."""
         with self._lock:
             readers = list(readers)
-            seen = self._seen.setdefault(attribute, set())
+            seen = self._seen.setdefault(seen_as or attribute, set())
         current: dict[str, int] = {}
         for read in readers:
             for key, value in _safely(read, what, {}).items():
