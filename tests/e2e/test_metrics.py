@@ -82,7 +82,7 @@ def test_a_scrape_after_a_few_rounds_finds_exactly_what_was_played(served):
     assert player.wait_balance(before - staked + returned) == before - staked + returned  # the wallet settled them all
 
     deadline = time.monotonic() + 10  # the settlements' counts land with the wallet's commits
-    paid = "croupier_money_paid_total"  # no series until something is paid: three lost rounds pay nothing
+    paid = "croupier_money_paid_total"  # at 0 from the start (the game declares its currencies), then what was paid
     while (value(found := scrape(port), paid, croupier_currency="PLAY") or 0) != returned and time.monotonic() < deadline:
         time.sleep(0.05)
 

@@ -142,7 +142,8 @@ def test_no_series_carries_opentelemetrys_scope_labels(metrics: Metrics) -> None
 
 
 def test_the_games_series_are_there_at_zero_before_the_first_event(metrics: Metrics) -> None:
-    metrics.game_hosted([("war", "war-play"), ("holdem", "holdem-1")], [("wallet", "RoundSettled"), ("commission", "RoundVoided")])
+    metrics.game_hosted([("war", "war-play", "PLAY"), ("holdem", "holdem-1", "USD")],
+                        [("wallet", "RoundSettled"), ("commission", "RoundVoided")])  # fmt: skip
     found = samples(metrics)
     for game, table in (("war", "war-play"), ("holdem", "holdem-1")):
         for state in ("opened", "settled", "voided"):
@@ -150,6 +151,9 @@ def test_the_games_series_are_there_at_zero_before_the_first_event(metrics: Metr
     assert value(found, "croupier_keeper_actions_total", croupier_keeper_action="decided") == 0
     assert value(found, "croupier_keeper_actions_total", croupier_keeper_action="voided") == 0
     assert value(found, "croupier_audit_violations_total") == 0
+    for currency in ("PLAY", "USD"):
+        assert value(found, "croupier_money_staked_total", croupier_currency=currency) == 0
+        assert value(found, "croupier_money_paid_total", croupier_currency=currency) == 0
     assert value(found, "croupier_reconciler_redrives_total", croupier_service="wallet", croupier_event_type="RoundSettled") == 0
     metrics.round_events("war", "war-play", ["RoundOpened"])
     assert value(samples(metrics), "croupier_rounds_opened_total", croupier_table_id="war-play") == 1

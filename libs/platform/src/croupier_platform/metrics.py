@@ -34,10 +34,10 @@ A stream's duration is how long a player watched, not how fast the server answer
 histogram of its own, so the unary latency quantiles (and alerts on them) are not dragged to minutes.
 
 Series exist from the start, at zero, where the process knows their labels: the game's rounds per
-catalogue table, keeper actions, audit violations and re-drives (`game_hosted`); a gauge's label
-value once seen stays, at 0 when its reader no longer reports it (a drained backlog is 0, not gone).
-Money per currency appears with the first stake of that currency (the wallet does not know the
-catalogue's currencies).
+catalogue table, money staked and paid per catalogue currency, keeper actions, audit violations and
+re-drives (`game_hosted`); a gauge's label value once seen stays, at 0 when its reader no longer
+reports it (a drained backlog is 0, not gone). Pending reservations per currency appear with the
+first reservation of that currency.
 
 With no port (`Metrics.disabled()`), the instruments are the OpenTelemetry API's no-ops, the gauges'
 callbacks are never called and servers record no call (`rpc_finished` is not handed to them).
@@ -223,12 +223,16 @@ class Metrics:
             if (state := ROUND_EVENTS.get(event_type)) is not None:
                 self._rounds[state].add(1, attributes)
 
-    def game_hosted(self, tables: Iterable[tuple[str, str]], redrive_targets: Iterable[tuple[str, str]]) -> None:
-        """The game's series at zero from the start: rounds of each (game, table id), keeper actions, audit
-        violations and re-drives of each (service, event type), so a rate or an alert has a series before the first event."""
-        for game, table_id in tables:
+    def game_hosted(self, tables: Iterable[tuple[str, str, str]], redrive_targets: Iterable[tuple[str, str]]) -> None:
+        """The game's series at zero from the start: rounds of each (game, table id, currency) and money staked and
+        paid in its currency, keeper actions, audit violations and re-drives of each (service, event type), so a
+        rate or an alert has a series before the first event. Money is recorded by the wallet, which does not know
+        the catalogue: its zero comes from the game's process (a sum by currency is the same)."""
+        for game, table_id, currency in tables:
             for counter in self._rounds.values():
                 counter.add(0, {"croupier.game.name": game, "croupier.table.id": table_id})
+            for counter in (self._staked, self._paid):
+                counter.add(0, {"croupier.currency": currency})
         for action in KEEPER_ACTIONS:
             self._keeper.add(0, {"croupier.keeper.action": action})
         self._violations.add(0)

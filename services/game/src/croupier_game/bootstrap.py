@@ -98,7 +98,7 @@ class GameModule:
             batch_size=reconciler.reconciler_batch_size, leadership=OutboxLeadership(self._engine, name="reconciler"),
         )  # fmt: skip
         ctx.metrics.game_hosted(
-            [(entry.game, entry.table_id) for entry in catalogue.tables()],
+            [(entry.game, entry.table_id, entry.currency) for entry in catalogue.tables()],
             [(sink.service, event_type) for sink in (stakes, shuffler, points) for event_type in OVER_EVENTS],
         )  # every series this service records, at zero before its first event
 
