@@ -12,9 +12,9 @@ import socket
 
 
 class AddressInUse(OSError):
-    """HOST:PORT is held by another process (or cannot be had on this machine); `address` names it."""
+    """HOST:PORT is held by another process; `address` names it."""
 
-    def __init__(self, address: str, why: str) -> None:
+    def __init__(self, address: str, why: str = "the port is in use by another process") -> None:
         super().__init__(errno.EADDRINUSE, f"cannot listen on {address}: {why}")
         self.address = address
 
@@ -29,23 +29,34 @@ def split_address(address: str) -> tuple[str, int]:
 
 
 def bind(address: str) -> socket.socket:
-    """A socket bound to HOST:PORT (port 0 picks one), not yet listening; AddressInUse naming the address when it cannot."""
+    """A socket bound to HOST:PORT (port 0 picks one), not yet listening; AddressInUse naming the address when
+    another process holds it, an OSError naming it for any other reason (a host not of this machine)."""
     host, port = split_address(address)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    except OSError as exc:  # no IPv6 here
+        raise OSError(f"cannot listen on {address}: {exc.strerror or exc}") from None
     # As the servers bind: a port whose last connections wait out TIME_WAIT (a restart) is free.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        taken = exc.errno == errno.EADDRINUSE
-        why = "the port is in use by another process" if taken else f"{exc.strerror or exc} (is the host one of this machine's?)"
-        raise AddressInUse(address, why) from None
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUse(address) from None
+        raise OSError(f"cannot listen on {address}: {exc.strerror or exc} (is the host one of this machine's?)") from None
     return sock
 
 
 def check_free(address: str) -> None:
-    """AddressInUse naming HOST:PORT when it cannot be bound now (a port 0 always can): for servers that bind
-    it themselves (gRPC, the metrics endpoint) and would otherwise fail with less to say."""
-    if split_address(address)[1]:
+    """AddressInUse when another process holds HOST:PORT now (a port 0 is always free): for servers that bind it
+    themselves (gRPC, the metrics endpoint) and would otherwise fail with less to say. Any other failure is
+    left to the server's own bind, which may know better (gRPC falls back from [::] to IPv4)."""
+    if not split_address(address)[1]:
+        return
+    try:
         bind(address).close()
+    except AddressInUse:
+        raise
+    except OSError:
+        pass
