@@ -97,6 +97,10 @@ def test_a_scrape_after_a_few_rounds_finds_exactly_what_was_played(served):
 
     assert value(found, "croupier_money_staked_total", croupier_currency="PLAY") == staked
     assert (value(found, paid, croupier_currency="PLAY") or 0) == returned
+    # The house dealt these rounds: its result is what it kept less what it paid beyond the stakes.
+    play_war = {"croupier_game_name": WAR, "croupier_currency": "PLAY"}
+    house_net = value(found, "croupier_house_won_total", **play_war) - value(found, "croupier_house_lost_total", **play_war)
+    assert house_net == staked - returned
 
     calls = {"rpc_system": "grpc", "rpc_service": TABLE_SERVICE}
     count = "rpc_server_duration_seconds_count"

@@ -20,6 +20,9 @@ croupier.outbox.lag (s)            gauge       croupier.service (age of the olde
 croupier.keeper.actions            counter     croupier.keeper.action (decided, voided)
 croupier.reconciler.redrives       counter     croupier.service (the service re-driven), croupier.event.type
 croupier.audit.violations          counter     (none)
+croupier.house.won / .lost         counter     croupier.game.name, croupier.currency (minor units the house gained / lost per round, as the
+                                               game settled it: stakes less returns where the house deals, the commission at a
+                                               player-dealer's round, which that player banks; a void after a settlement reverses it)
 messaging.kafka.consumer.lag       gauge       messaging.consumer.group.name (messages not yet handled, as of the last fetch; Kafka only)
 croupier.health.degraded           gauge       croupier.dependency (1 while away or behind, the process serving on; docs/operations.md)
 croupier.deadletters.pending       gauge       messaging.consumer.group.name (dead letters not replayed, as of the last look; Kafka only)
@@ -93,6 +96,8 @@ PROMETHEUS_SERIES = frozenset(
         "croupier_keeper_actions_total",
         "croupier_reconciler_redrives_total",
         "croupier_audit_violations_total",
+        "croupier_house_won_total",
+        "croupier_house_lost_total",
         "messaging_kafka_consumer_lag",
         "croupier_health_degraded",
         "croupier_deadletters_pending",
@@ -133,6 +138,10 @@ class Metrics:
         self._redrives = meter.create_counter(
             "croupier.reconciler.redrives", unit="{event}", description="Round events the reconciler re-drove to a service"
         )
+        self._house = {
+            outcome: meter.create_counter(f"croupier.house.{outcome}", unit="{minor_unit}", description=f"Minor units the house {outcome} on rounds")
+            for outcome in ("won", "lost")
+        }
         self._violations = meter.create_counter("croupier.audit.violations", unit="{violation}", description="Violations the audit found")
         meter.create_observable_gauge(
             "croupier.wallet.reservations.pending", callbacks=[self._observe_reservations], unit="{reservation}",
@@ -233,11 +242,18 @@ class Metrics:
                 counter.add(0, {"croupier.game.name": game, "croupier.table.id": table_id})
             for counter in (self._staked, self._paid):
                 counter.add(0, {"croupier.currency": currency})
+            for counter in self._house.values():
+                counter.add(0, {"croupier.game.name": game, "croupier.currency": currency})
         for action in KEEPER_ACTIONS:
             self._keeper.add(0, {"croupier.keeper.action": action})
         self._violations.add(0)
         for service, event_type in redrive_targets:
             self._redrives.add(0, {"croupier.service": service, "croupier.event.type": event_type})
+
+    def house_result(self, game: str, currency: str, net_minor: int) -> None:
+        """What the house gained (> 0) or lost (< 0) on a round, in minor units (see the module's table)."""
+        if net_minor:
+            self._house["won" if net_minor > 0 else "lost"].add(abs(net_minor), {"croupier.game.name": game, "croupier.currency": currency})
 
     def money_staked(self, amount_minor: int, currency: str) -> None:
         if amount_minor:
