@@ -28,6 +28,7 @@ from .application.views import RoundViews
 from .application.watching import Presence, WatchUseCases
 from . import config
 from .domain.catalogue import Catalogue
+from .domain.round import OVER_EVENTS
 from .entrypoints import grpc_server
 
 
@@ -96,6 +97,10 @@ class GameModule:
             interval_s=reconciler.reconciler_interval_s, settle_after_s=reconciler.reconcile_after_s,
             batch_size=reconciler.reconciler_batch_size, leadership=OutboxLeadership(self._engine, name="reconciler"),
         )  # fmt: skip
+        ctx.metrics.game_hosted(
+            [(entry.game, entry.table_id, entry.currency) for entry in catalogue.tables()],
+            [(sink.service, event_type) for sink in (stakes, shuffler, points) for event_type in OVER_EVENTS],
+        )  # every series this service records, at zero before its first event
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.seats, self.play, self.audit, self.watching)

@@ -68,7 +68,16 @@ class RoundBook:
     def recorded(self, round_: Round, events: Sequence[NewEvent]) -> None:
         """After `events` were committed to the round's stream: keep the round, count it, wake the log's readers."""
         self.remember(round_)
-        self.metrics.round_events(round_.opened.game, round_.opened.table_id, [e.event_type for e in events])
+        event_types = [e.event_type for e in events]
+        self.metrics.round_events(round_.opened.game, round_.opened.table_id, event_types)
+        settled, voided = "RoundSettled" in event_types, "RoundVoided" in event_types
+        if (settlement := round_.state.settlement) is not None and settled != voided:
+            # The house banks a round it deals (the stakes less the returns); a player who deals banks the
+            # round and the house earns its commission. A void after the settlement takes it back.
+            net = settlement.commission if settlement.dealer_net is not None else round_.total_staked - sum(
+                result.returned for result in settlement.results.values()
+            )
+            self.metrics.house_result(round_.opened.game, round_.opened.currency, -net if voided else net)
         self._wake_log_readers()
 
     async def in_transaction(self, work: Callable[..., T]) -> T:
