@@ -36,6 +36,7 @@ from ..domain.transactions import claimed_stake_ids, dealer_cover_id, decision_s
 from ..domain.visibility import RoundView
 from .dealer_qualification import DealerQualification
 from .ports import Dealer, DuplicateRow, GameUnitOfWork, Reservation, RoundRow, Shuffler, StakesRefused, Wallet
+from .recording import trusted
 from .rounds import RoundBook, retrying
 from .seats import commit_next_shoe, dealer_round_used, next_round_used, open_round, seat_of, unseat_dealer, with_next_round
 from .views import RoundViews
@@ -401,7 +402,8 @@ def _record(uow: GameUnitOfWork, opening: Opening, key: str, drafted: OpeningEve
         refused = _seat_changed(uow, opening, seat)
     if refused is not None:
         drafted = opening.voided(drafted, refused, at)
-    round_ = drafted.round(uow.events.append(opening.round_id, 0, drafted.events, stream_type=STREAM_TYPE))
+    events = trusted(drafted.events)
+    round_ = drafted.round(uow.events.append(opening.round_id, 0, events, stream_type=STREAM_TYPE))
     uow.keys.add(opening.player_id, key, opening.round_id)
     uow.rounds.add(
         RoundRow(round_id=opening.round_id, player_id=opening.player_id, table_id=opening.entry.table_id,
@@ -410,7 +412,7 @@ def _record(uow: GameUnitOfWork, opening: Opening, key: str, drafted: OpeningEve
     )  # fmt: skip
     if refused is None and opening.dealer is not None:
         dealer_round_used(uow, opening.dealer, opening.round_id)
-    return _Recorded(round_, drafted.events, refused, seat)
+    return _Recorded(round_, events, refused, seat)
 
 
 def _seat_changed(uow: GameUnitOfWork, opening: Opening, seat: Seat | None) -> str:
