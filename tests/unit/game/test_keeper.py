@@ -22,7 +22,7 @@ from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
 from croupier_game.application.views import RoundViews
-from croupier_game.config import DEFAULT_TABLES_FILE, keeper_settings
+from croupier_game.config import DEFAULT_TABLES_FILE, GameSettings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.round import KEEPER_CAUSATION
 from croupier_platform.db import create_schema, make_engine
@@ -459,11 +459,11 @@ def test_a_restarted_keeper_finishes_what_the_old_one_left(tmp_path: Path) -> No
 
 
 def test_keeper_settings_from_arguments_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert (keeper_settings().keeper_interval_s, keeper_settings().stuck_round_void_after_s) == (1.0, 300.0)
+    assert (GameSettings().keeper_interval_s, GameSettings().stuck_round_void_after_s) == (1.0, 300.0)
     monkeypatch.setenv("CROUPIER_KEEPER_INTERVAL_S", "0.2")
     monkeypatch.setenv("CROUPIER_STUCK_ROUND_VOID_AFTER_S", "5")
-    assert (keeper_settings().keeper_interval_s, keeper_settings().stuck_round_void_after_s) == (0.2, 5.0)
-    assert keeper_settings(stuck_round_void_after_s=2).stuck_round_void_after_s == 2.0
+    assert (GameSettings().keeper_interval_s, GameSettings().stuck_round_void_after_s) == (0.2, 5.0)
+    assert GameSettings(stuck_round_void_after_s=2).stuck_round_void_after_s == 2.0
 
 
 def test_the_keepers_lock_is_its_own_and_the_outboxs_is_unchanged() -> None:
