@@ -1,5 +1,5 @@
 """A game service wired to fakes (in-memory store or SQLite, fake shuffler, dealer and wallet) by the
-service's own wiring (bootstrap.wire_use_cases)."""
+service's own wiring (application/use_cases.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from croupier_game.application.feed import LogFeed
 from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
+from croupier_game.application.use_cases import wire_use_cases
 from croupier_game.application.watching import Presence, WatchUseCases
-from croupier_game.bootstrap import wire_use_cases
 from croupier_game.config import DEFAULT_TABLES_FILE, GameSettings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.opening import OpeningEvents

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import grpc
 
 from croupier_platform.bus import Bus
@@ -11,63 +9,20 @@ from croupier_platform.db import create_schema
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.leadership import OutboxLeadership
 from croupier_platform.relay import OutboxRelay, RelayLoop
-from croupier_platform.runtime import Clock, ServiceContext
+from croupier_platform.runtime import ServiceContext
 
 from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive
 from .adapters.grpc_clients import GrpcDealer, GrpcDealerPoints, GrpcShuffler, GrpcStakes
 from .adapters.sql import SqlGameStore, game_metadata
-from .application.audit import AuditUseCases
-from .application.dealer_qualification import DealerQualification
-from .application.feed import LogFeed
+from .application.book_loop import Pace
 from .application.keeper import Keeper
-from .application.play import PlayUseCases
-from .application.ports import Dealer, DealerPoints, LedgerArchive, ShoeArchive, Shuffler, Wallet
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
-from .application.seats import SeatUseCases
 from .application.settling import SettledFigures
-from .application.shoes import KnownShoes
-from .application.views import RoundViews
-from .application.watching import Presence, WatchUseCases
+from .application.use_cases import wire_use_cases
 from . import config
 from .domain.catalogue import Catalogue
 from .entrypoints import grpc_server
-
-
-@dataclass(frozen=True)
-class GameUseCases:
-    """The game's use cases on one RoundBook: what its servicers, keeper and reconciler call."""
-
-    seats: SeatUseCases
-    play: PlayUseCases
-    dealers: DealerQualification
-    feed: LogFeed
-    presence: Presence
-    watching: WatchUseCases
-    audit: AuditUseCases
-
-
-def wire_use_cases(
-    book: RoundBook, catalogue: Catalogue, settings: config.GameSettings, clock: Clock, *, shuffler: Shuffler,
-    dealer: Dealer, wallet: Wallet, points: DealerPoints, shoes: ShoeArchive, ledger: LedgerArchive, known_shoes: bool = True,
-) -> GameUseCases:
-    """The one wiring of the use cases, for the service (GameModule, on gRPC clients) and the unit tests
-    (tests/unit/game/conftest.py, on fakes). `known_shoes`: a round's shoe and reveal asked of the shuffler
-    once (KnownShoes), as the service does. Live streams: one tail of the log feeds every watcher of the
-    replica; open WatchSeat streams keep their seats present, refreshed well within the shortest presence grace."""
-    rounds_shuffler: Shuffler = KnownShoes(shuffler) if known_shoes else shuffler
-    views = RoundViews(rounds_shuffler)
-    dealers = DealerQualification(wallet, points)
-    seats = SeatUseCases(book, catalogue, rounds_shuffler, wallet, dealers, clock)
-    play = PlayUseCases(book, views, catalogue, rounds_shuffler, dealer, wallet, dealers, clock)
-    feed = LogFeed(book, poll_interval_s=settings.watch_poll_interval_s, queue_size=settings.watch_queue_size)
-    shortest_grace = min(entry.config.presence_grace_s for entry in catalogue.tables())
-    presence = Presence(book, clock, min(settings.presence_heartbeat_s, shortest_grace / 3))
-    watching = WatchUseCases(
-        book, views, seats, catalogue, dealers, feed, presence, max_streams_per_player=settings.watch_max_streams_per_player
-    )
-    audit = AuditUseCases(book, shoes=shoes, ledger=ledger)
-    return GameUseCases(seats, play, dealers, feed, presence, watching, audit)
 
 
 class GameModule:
@@ -110,14 +65,14 @@ class GameModule:
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
         self.keeper = Keeper(
             book, self.seats, self.play, self.audit, ctx.clock,
-            interval_s=settings.keeper_interval_s, stuck_after_s=settings.stuck_round_void_after_s,
-            leadership=OutboxLeadership(self._engine, name="keeper"),
+            Pace(settings.keeper_interval_s, leadership=OutboxLeadership(self._engine, name="keeper")),
+            stuck_after_s=settings.stuck_round_void_after_s,
         )  # fmt: skip
         # Rounds over in the game driven to closed in the wallet, the shuffler and the commission service; one at a time too.
         self.reconciler = Reconciler(
             book, [stakes, shuffler, points], stakes, ctx.clock,
-            interval_s=settings.reconciler_interval_s, settle_after_s=settings.reconcile_after_s,
-            batch_size=settings.reconciler_batch_size, leadership=OutboxLeadership(self._engine, name="reconciler"),
+            Pace(settings.reconciler_interval_s, settings.reconciler_batch_size, OutboxLeadership(self._engine, name="reconciler")),
+            settle_after_s=settings.reconcile_after_s,
         )  # fmt: skip
 
     def register(self, server: grpc.aio.Server) -> None:
