@@ -26,7 +26,7 @@ from croupier_game.store_reads import game_store
 from croupier_platform.db import make_engine
 from croupier_platform.settings import database_url_for
 from croupier_shuffler.store_reads import stored_shoes
-from croupier_wallet.store_reads import check_ledger, ledger_round_ids, round_ledgers, snapshot
+from croupier_wallet.store_reads import ledger_audit
 
 AUDITED = ("game", "shuffler", "wallet")
 PAGES_PER_WORKER = 4  # --jobs 0: a worker process only for every 4 pages of the log (~1 s of auditing each)
@@ -51,11 +51,10 @@ class DirectShoeArchive:
 
 class DirectLedgerArchive:
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        self._ledger = ledger_audit(engine)
 
     def transactions_now(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
-        with snapshot(self._engine) as connection:
-            found = round_ledgers(connection, round_ids)
+        found = self._ledger.rounds_transfers(round_ids)
         return {
             round_id: [LedgerEntry(t.transaction_id, t.kind, t.status, t.amount, t.currency, t.player_id) for t in transfers]
             for round_id, (_, transfers) in found.items()
@@ -65,19 +64,11 @@ class DirectLedgerArchive:
         return self.transactions_now(round_ids)
 
     async def check_ledger(self) -> LedgerCheck:
-        def check() -> LedgerCheck:
-            with snapshot(self._engine) as connection:
-                report = check_ledger(connection)
-            return LedgerCheck(report.accounts, report.entries, report.rounds, report.problems())
-
-        return check()
+        report = self._ledger.check()
+        return LedgerCheck(report.accounts, report.entries, report.rounds, report.problems())
 
     async def round_ids(self, after: str | None, limit: int) -> list[str]:
-        def page() -> list[str]:
-            with snapshot(self._engine) as connection:
-                return ledger_round_ids(connection, after, limit)
-
-        return page()
+        return self._ledger.round_ids(after, limit)
 
 
 @dataclass(frozen=True)

@@ -75,10 +75,10 @@ def run_use_case(data: Path | None, database_url: str | None, use_case: Callable
 @ledger_app.command("check")
 def check(data: Data = None, database_url: DatabaseUrl = None, as_json: AsJson = False) -> None:
     """Every account sums to zero per currency and each balance equals its entries; exit 1 on any mismatch."""
-    from croupier_wallet.store_reads import check_ledger
+    from croupier_wallet.store_reads import ledger_audit
 
-    with wallet_store(data, database_url) as engine, engine.connect() as connection:
-        report = check_ledger(connection)
+    with wallet_store(data, database_url) as engine:
+        report = ledger_audit(engine).check()
     problems = report.problems()
     summary = {
         "accounts": report.accounts,

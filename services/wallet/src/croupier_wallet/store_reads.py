@@ -11,11 +11,15 @@ from sqlalchemy import Engine
 
 from croupier_platform.eventstore import SqlEventStore
 
-from .adapters.ledger_audit import LedgerReport, RoundTransfer, check_ledger, ledger_round_ids, round_ledgers, snapshot
+from .adapters.ledger_audit import SqlLedgerAudit
 from .adapters.sql import SqlWalletUnitOfWorkFactory
+from .application.ledger_audit import LedgerAudit
 from .application.use_cases import WalletApp
 
-__all__ = ["LedgerReport", "RoundTransfer", "check_ledger", "ledger_round_ids", "round_ledgers", "snapshot", "wallet_app"]
+
+def ledger_audit(engine: Engine) -> LedgerAudit:
+    """The ledger's read side on `engine` (its checks and the rounds' transfers), each call on one snapshot."""
+    return SqlLedgerAudit(engine)
 
 
 def wallet_app(engine: Engine, clock: Callable[[], datetime]) -> WalletApp:
