@@ -41,7 +41,7 @@ def serve(
     CORS_ORIGINS (comma-separated) lets pages of other origins call the browser port; off by default.
     TLS_CERT_FILE and TLS_KEY_FILE serve TLS; JWKS_URL, JWT_ISSUER and JWT_AUDIENCE accept the
     operator's tokens. A distributed service also needs mTLS (INTERNAL_PORT, TLS_CA_FILE) unless
-    CROUPIER_DEV_MODE=true (README: Identity and TLS)."""
+    CROUPIER_DEV_MODE=true (docs/security.md)."""
     process = settings_or_exit(ProcessSettings, service or "croupier")
     configure_logging(process.log_level)
     if service is None:

@@ -187,7 +187,7 @@ def test_casino_war_tie_left_is_surrendered_for_half_the_ante(svc: Service) -> N
 
 
 def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the_ante(svc: Service) -> None:
-    # RULES.md §2: after the deal with a tie pending, the round goes on as if the player surrendered.
+    # docs/rules.md §2: after the deal with a tie pending, the round goes on as if the player surrendered.
     svc.wallet.fund("bob", START, "USD")
     svc.run(svc.seats.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
     round_id = svc.open_round("war-p2p-i-usd", {"ante": 1000}, ["Kc", "Kd"])

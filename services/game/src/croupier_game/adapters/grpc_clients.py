@@ -97,11 +97,12 @@ class GrpcStakes(_RoundEventSink):
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Sequence[EventEnvelope] = (),
     ) -> Reservation:
         request = internal_pb2.ReserveStakesRequest(
             transaction_id=transaction_id, player_id=player_id, round_id=round_id,
             amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets), game=game, table_id=table_id,
+            settle_first_json=[envelope_to_json(envelope) for envelope in settle_first],
         )  # fmt: skip
         return await self._reserve("ReserveStakes", request, f"the wallet refused the stakes of {money_text(amount, currency)}")
 

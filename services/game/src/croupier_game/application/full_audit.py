@@ -1,5 +1,5 @@
 """The full audit: every round of the event log replayed and the whole ledger checked against
-DESIGN.md's invariants, a page of rounds at a time.
+docs/design.md's invariants, a page of rounds at a time.
 
 For each page the log is read in one transaction (whole streams in stream id order, and the round
 projection's rows of the same id range), the page's shoes are revealed in one call and its rounds'

@@ -1,4 +1,4 @@
-"""The keeper: finishes the rounds nobody else will (DESIGN.md step 5, RULES.md).
+"""The keeper: finishes the rounds nobody else will (docs/design.md "The keeper", docs/rules.md).
 
 Every `interval_s` the keeper looks at the open rounds of the `game_rounds` projection and, from
 each round's own stream:
@@ -13,7 +13,7 @@ each round's own stream:
   unreachable after the stakes were taken, the player gone before Deal) is voided with every stake
   refunded, through `AuditUseCases.void_as_system` (the path of AuditService.VoidRound); against a
   player-dealer, a round never dealt is voided after the table's decision timeout already (the
-  player is gone before the deal, RULES.md §2, and the dealer's cover is freed);
+  player is gone before the deal, docs/rules.md §2, and the dealer's cover is freed);
 - presence (after the rounds): a seat watched through WatchSeat whose seen_at is older than the
   table's `presence_grace_s` is a disconnection: its player's open round gets the default decision
   or, before the deal, the void above at once; a dealer's round goes on. Any seat unseen for the
@@ -148,7 +148,7 @@ class Keeper(BookLoop):
             )  # fmt: skip
         return done
 
-    # -------------------------------------------------------------- presence (RULES.md §2, seed 002)
+    # -------------------------------------------------------------- presence (docs/rules.md §2, seed 002)
 
     async def _presence_pass(self, now: datetime, done: KeeperPass) -> None:
         """Seats unseen for a while: a watched player's seat past the table's presence grace is a
@@ -209,7 +209,7 @@ class Keeper(BookLoop):
             return _Due(round_.version, deadline, DECIDE)
         timeout = timedelta(seconds=round_.table.decision_timeout_s)
         if round_.opened.dealer_player_id and round_.state.phase == "dealing" and not round_.cards_dealt:
-            # RULES.md §2: a player gone after betting, before the deal, gets the bet back; a
+            # docs/rules.md §2: a player gone after betting, before the deal, gets the bet back; a
             # player-dealer's cover is not held longer than a decision would be.
             return _Due(round_.version, last_progress(round_) + timeout, VOID)
         return _Due(round_.version, last_progress(round_) + timedelta(seconds=self.stuck_after_s), VOID)

@@ -161,7 +161,7 @@ class PlayUseCases:
         return {**placed.bets, **placed.adjusted_from}
 
     async def _dealer_still_qualified(self, seat: Seat, dealer: Seat) -> Seat:
-        """RULES.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
+        """docs/rules.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
         dealer's seat now (their last round is over: the player's seat has no round open), the reason kept
         for their GetSeatStatus; the player is told to bet again (paired anew or against the house)."""
         entry = self._catalogue.get(seat.table_id)
@@ -208,9 +208,11 @@ class PlayUseCases:
     async def _reserve_money(self, opening: Opening) -> tuple[Reservation, str | None]:
         """The player's stakes, then a player-dealer's cover; the second refused: why (the round is voided)."""
         entry, round_id = opening.entry, opening.round_id
+        # The balance the round opens with includes the seat's last round's return, however far behind the bus is.
+        settle_first = await self._book.ending_to_carry(opening.seat.last_round_id)
         reservation = await self._wallet.reserve_stakes(
             opening.stakes_id, opening.player_id, round_id, opening.state.total_staked, entry.currency, opening.placed.bets,
-            game=entry.game, table_id=entry.table_id,
+            game=entry.game, table_id=entry.table_id, settle_first=settle_first,
         )  # fmt: skip
         if opening.dealer is None:
             return reservation, None

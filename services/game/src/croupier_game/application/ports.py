@@ -217,10 +217,11 @@ class Wallet(Protocol):
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Sequence[EventEnvelope] = (),
     ) -> Reservation:
         """Raises StakesRefused when the wallet refuses (balance, responsible-gaming limits); `game` and
-        `table_id` are kept with the round for the ledger's reports."""
+        `table_id` are kept with the round for the ledger's reports. `settle_first`: the seat's last round's
+        end, which the wallet applies first in the same unit of work (once per event) when its consumer has not."""
 
     async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         """Release stakes reserved for a step the round did not record (a race's losing side); idempotent by

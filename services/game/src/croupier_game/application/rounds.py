@@ -21,7 +21,7 @@ from croupier_platform.runtime import Clock, iso
 from croupier_rules.commands import VoidRound
 from croupier_rules.round_decider import Decision
 
-from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
+from ..domain.round import OVER_EVENTS, STREAM_TYPE, BrokenRound, Round, rules_event
 from .ports import GameStore
 from .recording import trusted
 from .settling import SettledFigures
@@ -199,6 +199,16 @@ class RoundBook:
         if not round_id or self._figures is None or self._figures.known_applied(round_id):
             return
         await self._figures.require(await self.load(round_id))
+
+    async def ending_to_carry(self, round_id: str | None) -> tuple[EventEnvelope, ...]:
+        """The seat's last round's end, for the next round's reservation to carry (the wallet applies it first,
+        once): nothing when the round is known applied everywhere or is still under way. A round this process
+        saw end costs nothing; another replica's is read once."""
+        if not round_id or (self._figures is not None and self._figures.known_applied(round_id)):
+            return ()
+        kept = self._endings.get(round_id)
+        ending = kept[1] if kept is not None else (await self.load(round_id)).ending
+        return tuple(envelope for envelope in ending if envelope.event_type in OVER_EVENTS)
 
     async def void(self, round_: Round, reason: str, causation_id: str | None = None) -> Round:
         """Void the round (every stake returned, any payout taken back); a void round is left as it is."""

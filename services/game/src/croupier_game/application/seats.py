@@ -1,7 +1,7 @@
 """TableService's seats: the tables on offer, joining, leaving, a player-dealer's confirmation, what a
 seat shows (GetSeatStatus), and the keeper's end of an idle seat.
 
-At war-p2p tables a player may sit in the dealer's seat (RULES.md §2; who qualifies:
+At war-p2p tables a player may sit in the dealer's seat (docs/rules.md §2; who qualifies:
 dealer_qualification.py):
 - Pairing: a waiting player is paired with the longest-waiting dealer at the same table (one
   table id is one type and currency), and a dealer with the longest-waiting player who has no

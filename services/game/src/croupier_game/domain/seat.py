@@ -20,7 +20,7 @@ from .recorded import Draft
 PLAYER = "player"
 DEALER = "dealer"
 SEAT_ROLES = (PLAYER, DEALER)
-WAR_P2P = "war-p2p"  # the game at which a player may sit as dealer (RULES.md §2)
+WAR_P2P = "war-p2p"  # the game at which a player may sit as dealer (docs/rules.md §2)
 MAX_NICKNAME_LENGTH = 40
 
 SEAT_STREAM_TYPE = "seat"
