@@ -53,6 +53,7 @@ from croupier_cli.audit_stores import audit_steps, store_urls
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.full_audit import DEFAULT_PAGE, AuditProgress, Violation
 from croupier_game.application.ports import RoundRow
+from croupier_game.application.recording import trusted
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue, TableEntry
 from croupier_game.domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, RoundOpened, ShoeCommitted, new_event, rules_event
@@ -202,7 +203,7 @@ def generate(directory: Path, rounds: int, seed: int) -> None:
         with game.unit_of_work() as uow:
             appended = []
             for row, new in streams:
-                appended += uow.events.append(row.round_id, 0, new, stream_type=STREAM_TYPE)
+                appended += uow.events.append(row.round_id, 0, trusted(new), stream_type=STREAM_TYPE)
                 uow.rounds.add(row)
         with engines["shuffler"].begin() as connection:
             repository = SqlShoeRepository(connection)

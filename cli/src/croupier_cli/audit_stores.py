@@ -1,6 +1,6 @@
 """The full audit's sources read straight from the services' stores (embedded SQLite files or the
-distributed PostgreSQL schemas): the game's log through its own store, the shuffler's shoes and the
-wallet's ledger through their own adapters. `croupier audit` and bench/audit.py run the game's
+distributed PostgreSQL schemas), each through the reads its service publishes (`store_reads`): the
+game's log, the shuffler's shoes and the wallet's ledger. `croupier audit` and bench/audit.py run the game's
 `run_audit` on these (`audit_steps`: inline, the command's only work, or a page at a time in worker
 processes with --jobs); the AuditService's AuditAll runs it on the same ports over gRPC."""
 
@@ -20,14 +20,14 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from croupier_game.adapters.sql import SqlGameStore
 from croupier_game.application.full_audit import AuditProgress, audit_shares, check_whole_ledger, run_audit
-from croupier_game.application.ports import LedgerCheck, LedgerEntry, RevealedShoe
+from croupier_game.application.ports import GameStore, LedgerCheck, LedgerEntry, RevealedShoe
 from croupier_game.application.round_ledger import LagBound
+from croupier_game.store_reads import game_store
 from croupier_platform.db import make_engine
 from croupier_platform.settings import database_url_for
-from croupier_shuffler.adapters.sql import SqlShoeRepository
-from croupier_wallet.adapters.ledger_audit import check_ledger, ledger_round_ids, round_ledgers, snapshot
+from croupier_shuffler.store_reads import stored_shoes
+from croupier_wallet.store_reads import ledger_audit
 
 AUDITED = ("game", "shuffler", "wallet")
 PAGES_PER_WORKER = 4  # --jobs 0: a worker process only for every 4 pages of the log (~1 s of auditing each)
@@ -48,8 +48,7 @@ class DirectShoeArchive:
         self._engine = engine
 
     def reveal_now(self, shoe_ids: Sequence[str]) -> dict[str, RevealedShoe]:
-        with self._engine.connect() as connection:
-            shoes = SqlShoeRepository(connection).stored_texts(shoe_ids)
+        shoes = stored_shoes(self._engine, shoe_ids)
         return {shoe_id: RevealedShoe(shoe_id, commitment, salt_hex, tuple(cards.split(",")))
                 for shoe_id, commitment, salt_hex, cards in shoes}  # fmt: skip
 
@@ -59,11 +58,10 @@ class DirectShoeArchive:
 
 class DirectLedgerArchive:
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        self._ledger = ledger_audit(engine)
 
     def transactions_now(self, round_ids: Sequence[str]) -> dict[str, list[LedgerEntry]]:
-        with snapshot(self._engine) as connection:
-            found = round_ledgers(connection, round_ids)
+        found = self._ledger.rounds_transfers(round_ids)
         return {
             round_id: [LedgerEntry(t.transaction_id, t.kind, t.status, t.amount, t.currency, t.player_id) for t in transfers]
             for round_id, (_, transfers) in found.items()
@@ -73,24 +71,16 @@ class DirectLedgerArchive:
         return self.transactions_now(round_ids)
 
     async def check_ledger(self) -> LedgerCheck:
-        def check() -> LedgerCheck:
-            with snapshot(self._engine) as connection:
-                report = check_ledger(connection)
-            return LedgerCheck(report.accounts, report.entries, report.rounds, report.problems())
-
-        return check()
+        report = self._ledger.check()
+        return LedgerCheck(report.accounts, report.entries, report.rounds, report.problems())
 
     async def round_ids(self, after: str | None, limit: int) -> list[str]:
-        def page() -> list[str]:
-            with snapshot(self._engine) as connection:
-                return ledger_round_ids(connection, after, limit)
-
-        return page()
+        return self._ledger.round_ids(after, limit)
 
 
 @dataclass(frozen=True)
 class AuditStores:
-    game: SqlGameStore
+    game: GameStore
     shoes: DirectShoeArchive
     ledger: DirectLedgerArchive
 
@@ -110,7 +100,7 @@ def store_urls(data: Path | None, database_url: str | None) -> dict[str, str]:
 def open_stores(urls: dict[str, str]) -> Iterator[AuditStores]:
     engines = {name: make_engine(url) for name, url in urls.items()}
     try:
-        yield AuditStores(SqlGameStore(engines["game"]), DirectShoeArchive(engines["shuffler"]), DirectLedgerArchive(engines["wallet"]))
+        yield AuditStores(game_store(engines["game"]), DirectShoeArchive(engines["shuffler"]), DirectLedgerArchive(engines["wallet"]))
     finally:
         for engine in engines.values():
             engine.dispose()

@@ -14,6 +14,7 @@ from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
+from .adapters.ledger_audit import SqlLedgerAudit
 from .adapters.sql import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.sql_schema import wallet_metadata
 from .application.use_cases import WalletApp
@@ -50,7 +51,7 @@ class WalletModule:
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.app, self._consumer, unapplied_finder(self.store, CONSUMER))
-        audit_server.register(server, self.engine)
+        audit_server.register(server, SqlLedgerAudit(self.engine))
 
     def subscribe(self, bus: Bus) -> None:
         self._consumer.subscribe(bus)

@@ -36,14 +36,13 @@ from datetime import UTC, datetime, timedelta
 
 from croupier_platform.errors import ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
-from croupier_platform.leader_loop import LeaderLoop
-from croupier_platform.leadership import Leadership
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.errors import RuleError
 
 from ..domain.asking import decision_deadline, moment
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
+from .book_loop import BookLoop, Pace
 from ..domain.seat import PLAYER, Seat
 from .play import PlayUseCases
 from .ports import GameUnitOfWork
@@ -89,31 +88,18 @@ def last_progress(round_: Round) -> datetime:
     return moment(round_.envelopes[-1].occurred_at)
 
 
-class Keeper(LeaderLoop):
+class Keeper(BookLoop):
     def __init__(
-        self,
-        book: RoundBook,
-        seats: SeatUseCases,
-        play: PlayUseCases,
-        audit: AuditUseCases,
-        clock: Clock,
-        *,
-        interval_s: float,
-        stuck_after_s: float,
-        leadership: Leadership | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        name: str = "game-keeper",
-    ) -> None:
-        if interval_s <= 0 or stuck_after_s <= 0:
-            raise ValueError("the keeper's interval and stuck-round timeout must be positive")
-        super().__init__(interval_s=interval_s, leadership=leadership, name=name)
-        self._book = book
+        self, book: RoundBook, seats: SeatUseCases, play: PlayUseCases, audit: AuditUseCases, clock: Clock, pace: Pace, *,
+        stuck_after_s: float, name: str = "game-keeper",
+    ) -> None:  # fmt: skip
+        if stuck_after_s <= 0:
+            raise ValueError("the keeper's stuck-round timeout must be positive")
+        super().__init__(book, clock, pace, name=name, default_batch_size=DEFAULT_BATCH_SIZE)
         self._seats = seats
         self._play = play
         self._audit = audit
-        self._clock = clock
         self.stuck_after_s = stuck_after_s
-        self._batch_size = batch_size
         self._due: dict[str, _Due] = {}
 
     # -------------------------------------------------------------- one pass

@@ -90,7 +90,8 @@ class IdempotencyKeys(ABC):
         """The round the player's key opened, if any."""
 
     @abstractmethod
-    def add(self, player_id: str, key: str, round_id: str) -> None: ...
+    def add(self, player_id: str, key: str, round_id: str) -> None:
+        """Raises DuplicateRow when the player already used the key."""
 
     @abstractmethod
     def get_with_seat(self, player_id: str, key: str, seat_id: str) -> tuple[str | None, Seat | None]:
@@ -103,7 +104,8 @@ class Rounds(ABC):
     def get(self, round_id: str) -> RoundRow | None: ...
 
     @abstractmethod
-    def add(self, row: RoundRow) -> None: ...
+    def add(self, row: RoundRow) -> None:
+        """Raises DuplicateRow when the round is already recorded."""
 
     @abstractmethod
     def update(self, round_id: str, phase: str, version: int) -> None: ...

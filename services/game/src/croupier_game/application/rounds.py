@@ -23,6 +23,7 @@ from croupier_rules.round_decider import Decision
 
 from ..domain.round import OVER_EVENTS, STREAM_TYPE, BrokenRound, Round, rules_event
 from .ports import GameStore
+from .recording import trusted
 from .settling import SettledFigures
 
 T = TypeVar("T")
@@ -181,7 +182,7 @@ class RoundBook:
         the round after them is built from the decision (Round.decided), not parsed and folded again.
         `causation_id` goes on the envelopes (the keeper's "keeper"), never into the rules events."""
         at = self.now()
-        new = [rules_event(e, at, round_.round_id, causation_id) for e in decision.events]
+        new = trusted(rules_event(e, at, round_.round_id, causation_id) for e in decision.events)
         phase, version = decision.state.phase, round_.version + len(new)
 
         def work(uow):  # noqa: ANN001, ANN202

@@ -15,7 +15,9 @@ from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.auth import Identity, current_identity
 from croupier_platform.errors import InvalidArgument, PermissionDenied
+from croupier_platform.events import EventEnvelope
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
+from croupier_platform.round_event_sink import RoundEventSink, serve_round_event_sink
 from croupier_platform.wire_enums import WireEnum
 from croupier_platform.wire_money import with_money
 from croupier_rules.table_config import GAMES
@@ -185,10 +187,9 @@ def _reservation(reservation, response_type):  # noqa: ANN001, ANN202
 
 
 class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
-    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer, find_unapplied: UnappliedFinder) -> None:
+    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer) -> None:
         self._app = app
-        self._consumer = consumer
-        self._find_unapplied = find_unapplied
+        self._consumer = consumer  # ReserveStakes applies the seat's last round's end first, as the consumer would
 
     @handles_errors
     async def ReserveStakes(self, request: internal_pb2.ReserveStakesRequest, context: grpc.aio.ServicerContext):
@@ -238,21 +239,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.ChargeCommissionResponse(charged=True, transaction=_transaction(view))
 
     @handles_errors
-    async def ApplyRoundEvent(self, request: internal_pb2.StakeServiceApplyRoundEventRequest, context: grpc.aio.ServicerContext):
-        current_identity().require_service()
-        envelope = envelope_from_json(request.envelope_json)
-        applied = await asyncio.to_thread(self._consumer.handle, envelope)  # the consumer's own handle_once path
-        return internal_pb2.StakeServiceApplyRoundEventResponse(applied=applied)
-
-    @handles_errors
-    async def FindUnappliedRoundEvents(
-        self, request: internal_pb2.StakeServiceFindUnappliedRoundEventsRequest, context: grpc.aio.ServicerContext
-    ):
-        current_identity().require_service()
-        unapplied = await self._find_unapplied(request.event_ids)
-        return internal_pb2.StakeServiceFindUnappliedRoundEventsResponse(event_ids=unapplied)
-
-    @handles_errors
     async def ListExpiredReservations(self, request: internal_pb2.ListExpiredReservationsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         page = await asyncio.to_thread(self._app.expired_reservations, request.page_size, request.page_token, request.limit)
@@ -279,4 +265,9 @@ SERVICE_NAMES = [
 def register(server: grpc.aio.Server, app: WalletApp, consumer: RoundEventsConsumer, find_unapplied: UnappliedFinder) -> None:
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletServicer(app), server)
     wallet_pb2_grpc.add_LedgerServiceServicer_to_server(LedgerServicer(app), server)
-    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer, find_unapplied), server)
+    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer), server)
+
+    async def apply(envelope: EventEnvelope) -> bool:
+        return await asyncio.to_thread(consumer.handle, envelope)  # the consumer's own handle_once path
+
+    serve_round_event_sink(server, RoundEventSink("wallet", apply, find_unapplied, handles_errors))
