@@ -31,6 +31,7 @@ def catalogue() -> list[EventSpec]:
 
 
 def _round_events() -> list[EventSpec]:
+    from croupier_game.domain import recorded
     from croupier_game.domain import round as game_round
     from croupier_rules import events as rules_events
 
@@ -38,14 +39,14 @@ def _round_events() -> list[EventSpec]:
     models += [getattr(rules_events, name) for name in rules_events.EVENT_TYPES]
     source = "croupier_game.domain.round.new_event"
     return [
-        EventSpec(game_round.STREAM_TYPE, model.__name__, game_round.SCHEMA_VERSION, model, source, "game")
+        EventSpec(game_round.STREAM_TYPE, model.__name__, recorded.SCHEMA_VERSION, model, source, "game")
         for model in models
     ]
 
 
 def _seat_events() -> list[EventSpec]:
     from croupier_game.application import seats
-    from croupier_game.domain import seat
+    from croupier_game.domain import recorded, seat
 
     # record_seat(uow, seat_id, EVENT_TYPE, at, [causation_id], **fields): every call site's fields, by event type.
     fields: dict[str, set[str]] = {}
@@ -54,7 +55,7 @@ def _seat_events() -> list[EventSpec]:
         fields.setdefault(event_type, set()).update(k.arg for k in call.keywords if k.arg and k.arg != "causation_id")
     source = "croupier_game.application.seats.record_seat"
     return [
-        EventSpec(seat.SEAT_STREAM_TYPE, event_type, seat.SCHEMA_VERSION, _fields_model(event_type, {"seat_id", *names}),
+        EventSpec(seat.SEAT_STREAM_TYPE, event_type, recorded.SCHEMA_VERSION, _fields_model(event_type, {"seat_id", *names}),
                   source, "game")
         for event_type, names in sorted(fields.items())
     ]  # fmt: skip
