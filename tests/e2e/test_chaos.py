@@ -44,7 +44,7 @@ from croupier.v1 import table_pb2, wallet_pb2
 from croupier_cli.localstack import SERVICES, ServiceProcesses, free_port
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.db import make_engine
-from croupier_platform.grpc_server import DEPENDENCIES_HEALTH
+from croupier_platform.grpc_health import DEPENDENCIES_HEALTH
 from croupier_rules.round_decider import OVER_PHASES
 from tests.conftest import ROOT
 

@@ -23,14 +23,8 @@ from croupier_platform.auth import Tokens
 from croupier_platform.bus import Bus
 from croupier_platform.deadletters import DeadLetterWatch
 from croupier_platform.deadlines import CallTimeouts
-from croupier_platform.grpc_server import (
-    SERVER_OPTIONS,
-    add_health_and_reflection,
-    dead_letter_health,
-    listen,
-    platform_server,
-    serving_health,
-)
+from croupier_platform.grpc_health import add_health_and_reflection, dead_letter_health, serving_health
+from croupier_platform.grpc_server import SERVER_OPTIONS, listen, platform_server
 from croupier_platform.local_channel import LocalChannel
 from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics

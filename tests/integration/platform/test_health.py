@@ -23,7 +23,7 @@ from croupier_cli.hosting import Host
 from croupier_cli.localstack import free_port
 from croupier_platform.auth import TokenAuthority, Tokens
 from croupier_platform.bus import InProcessBus
-from croupier_platform.grpc_server import LIVENESS_HEALTH
+from croupier_platform.grpc_health import LIVENESS_HEALTH
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration

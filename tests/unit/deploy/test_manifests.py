@@ -19,7 +19,7 @@ import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from croupier_cli.deployment import DEPENDENCIES, PUBLIC_SERVICE_HOSTS
-from croupier_platform.grpc_server import DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH, LIVENESS_HEALTH
+from croupier_platform.grpc_health import DEAD_LETTERS_HEALTH, DEPENDENCIES_HEALTH, LIVENESS_HEALTH
 
 ROOT = Path(__file__).resolve().parents[3]
 K8S = ROOT / "infra" / "k8s"

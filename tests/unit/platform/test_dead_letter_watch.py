@@ -11,7 +11,7 @@ from grpc_health.v1 import health_pb2
 from croupier_platform.bus import ROUND_EVENTS, InProcessBus
 from croupier_platform.deadletters import DeadLetterWatch
 from croupier_platform.events import EventEnvelope
-from croupier_platform.grpc_server import DEAD_LETTERS_HEALTH, add_health_and_reflection, dead_letter_health
+from croupier_platform.grpc_health import DEAD_LETTERS_HEALTH, add_health_and_reflection, dead_letter_health
 from tests.unit.platform.test_bus_contract import FAST_RETRY, envelope
 
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING

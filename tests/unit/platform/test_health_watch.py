@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event, insert, update
 
 from croupier_platform.db import create_schema, make_engine, outbox_table
-from croupier_platform.grpc_server import DEPENDENCIES_HEALTH
+from croupier_platform.grpc_health import DEPENDENCIES_HEALTH
 from croupier_platform.health import Degraded, HealthWatch, Probe, StoreProbe, Unhealthy
 
 

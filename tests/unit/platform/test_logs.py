@@ -15,7 +15,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from croupier.v1 import wallet_pb2
 from croupier_platform.auth import TokenAuthority
 from croupier_platform.errors import NotFound
-from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection, call_metadata, handles_errors, platform_server
+from croupier_platform.grpc_health import add_health_and_reflection
+from croupier_platform.grpc_server import AuthInterceptor, call_metadata, handles_errors, platform_server
 from croupier_platform.logs import configure_logging
 from croupier_platform.settings import ProcessSettings
 from croupier_platform.tracing import round_span, round_span_context

@@ -11,7 +11,8 @@ from grpc_reflection.v1alpha import reflection_pb2 as v1alpha
 
 from croupier.v1 import wallet_pb2
 from croupier_platform.auth import TokenAuthority
-from croupier_platform.grpc_server import AuthInterceptor, add_health_and_reflection
+from croupier_platform.grpc_health import add_health_and_reflection
+from croupier_platform.grpc_server import AuthInterceptor
 
 WALLET = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
 SERVICES = {WALLET, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}

@@ -9,7 +9,7 @@ reported as a degraded state, not as a reason to stop serving (docs/operations.m
   published once the broker is back, and the game's reconciler re-drives what the consumers have
   not applied), so they leave readiness alone: a broker outage that turned every pod unready would
   be a player outage of a fault the system absorbs.
-- Liveness is another entry (grpc_server.LIVENESS_HEALTH) that no probe touches: a database outage
+- Liveness is another entry (grpc_health.LIVENESS_HEALTH) that no probe touches: a database outage
   makes the pods unready, never restarted.
 
 One HealthWatch per process runs every probe each interval in one loop. A probe is an async
@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import Engine, func, inspect, select, text
 
 from .db import make_engine, outbox_table, reading
-from .grpc_server import DEPENDENCIES_HEALTH
+from .grpc_health import DEPENDENCIES_HEALTH
 from .logs import RateLimitedLog
 
 logger = logging.getLogger(__name__)
