@@ -7,6 +7,7 @@ after every story the casino's balances are the players' start + their rounds' n
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -14,6 +15,9 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from typer.testing import CliRunner
+
+from croupier_cli.main import app as cli
 
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.errors import Unavailable
@@ -72,6 +76,27 @@ class Seamless:
             assert self.wallet.accounts().get((f"player:{player}", "USD"), (0, 0)) == (0, 0)
         report = self.wallet.check()
         assert report.ok, report
+        assert_reconciles(self.app.reconciliation.report("2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z"), self.casino.store.ledger())
+
+
+def assert_reconciles(report, casino_ledger: dict) -> None:  # noqa: ANN001
+    """The reconciliation equals the casino's own ledger line for line: each call under its transaction id, of the
+    same kind, player, round and amount, acknowledged where the casino applied it (a rollback moves what its debit
+    took, or nothing of a debit the casino never applied); every round settled."""
+    theirs = {t["transaction_id"]: t for t in casino_ledger["transactions"] if t["status"] != "tombstone"}
+    ours = {c.transaction_id: c for r in report.rounds for c in r.calls}
+    landed = {tx for tx, t in theirs.items() if t["kind"] == "debit" and t["status"] in ("applied", "rolled_back")}
+    for tx, call in ours.items():
+        if call.state.value == "unknown" and tx not in theirs:
+            continue  # a debit that never reached the casino (its rollback is there)
+        line = theirs.pop(tx)
+        amount = call.amount if call.kind.value != "rollback" or call.references[0] in landed else 0
+        assert (line["kind"], line["player_id"], line["round_id"], line["amount_minor"]) == (
+            call.kind.value, call.player_id, call.round_id, amount), (call, line)
+        applied = line["status"] in ("applied", "rolled_back")
+        assert applied == (call.state.value == "acknowledged") or call.state.value == "unknown", (call, line)
+    assert not theirs, f"calls at the casino the wallet did not make: {theirs}"
+    assert all(r.settled for r in report.rounds), [r for r in report.rounds if not r.settled]
 
 
 @pytest.fixture
@@ -243,3 +268,33 @@ def test_a_debit_whose_sender_died_is_rolled_back(seamless: Seamless) -> None:
     seamless.relay_all()
     assert [c[3] for c in seamless.calls()] == ["unknown", "acknowledged"]
     seamless.assert_closed(("alice", 0))
+
+
+def test_the_reconciliation_lists_each_round_with_totals_per_currency_and_the_cli_prints_it(seamless: Seamless, tmp_path: Path) -> None:
+    seamless.stake("r1", "alice", 30_000)
+    seamless.app.reserve_cover("r1:cover", "bob", "r1", 30_000, 1_050, "USD")
+    seamless.wallet.consumer.handle(settled("r1", {"ante": (30_000, 0)}))
+    seamless.app.charge_commission("r1", 525)
+    seamless.stake("r2", "carol", 700)
+    seamless.wallet.consumer.handle(voided("r2"))
+    seamless.relay_all()
+    seamless.casino.fault("error_5xx", "credit", times=50)  # r3's credit waits: the round is not settled yet
+    seamless.stake("r3", "carol", 1_000)
+    seamless.wallet.consumer.handle(settled("r3", {"ante": (1_000, 2_000)}))
+    seamless.relay_all(passes=3)
+    store = ["--from", "2000-01-01T00:00:00Z", "--to", "2100-01-01T00:00:00Z", "--data", str(tmp_path)]
+    printed = CliRunner().invoke(cli, ["wallet", "reconcile", "--json", *store])
+    assert printed.exit_code == 1, printed.output  # a round not settled
+    report = json.loads(printed.stdout)
+    assert [(r["round_id"], r["settled"]) for r in report["rounds"]] == [("r1", True), ("r2", True), ("r3", False)]
+    assert report["rounds"][0]["commission"] == 525
+    assert report["totals"] == [{
+        "currency": "USD", "rounds": 3, "debited": 30_000 + 31_050 + 700 + 1_000, "credited": 60_525, "rolled_back": 700,
+        "commission": 525, "unsettled_rounds": 1, "unacknowledged_calls": 1, "casino_net": 30_000 + 31_050 + 1_000 - 60_525,
+    }]  # fmt: skip
+    seamless.casino.faults.clear()
+    seamless.relay_all()
+    table = CliRunner().invoke(cli, ["wallet", "reconcile", *store])
+    assert table.exit_code == 0, table.output
+    assert "credit:r3:carol" in table.stdout and "NOT SETTLED" not in table.stdout
+    seamless.assert_closed(("alice", -30_000), ("bob", 29_475), ("carol", 1_000))

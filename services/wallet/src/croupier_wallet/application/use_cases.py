@@ -60,6 +60,7 @@ from croupier_wallet.domain.reports import CommissionReport, HouseReport, Ledger
 from .ledger_session import LedgerSession
 from .limits import LimitsUseCases, enforce_limits, refuse_if_self_excluded
 from .ports import TransferIdTaken, UnitOfWorkFactory, WalletUnitOfWork
+from .reconciliation import CasinoReconciliation
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,7 @@ class WalletApp:
         self._clock = clock
         self._reservation_timeout = reservation_timeout
         self.limits = LimitsUseCases(uow_factory, clock, limits_cooling_off)  # SetLimits, GetLimits
+        self.reconciliation = CasinoReconciliation(uow_factory)  # seamless mode: the casino calls per round
 
     def _now(self) -> str:
         return iso(self._clock())
