@@ -29,6 +29,7 @@ from croupier_wallet.application.seamless import CasinoRefused, SeamlessWallet
 from croupier_wallet.domain.errors import LedgerError, TransferIdReused
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
 from tests.casino_fake import FakeCasinoWallet
+from tests.reference_operator import assert_reconciles
 
 from .helpers import T0, Wallet, settled, voided
 
@@ -74,29 +75,14 @@ class Seamless:
         for player, net in players_and_nets:
             assert self.casino.balance_of(player, "USD") == START + net
             assert self.wallet.accounts().get((f"player:{player}", "USD"), (0, 0)) == (0, 0)
-        report = self.wallet.check()
-        assert report.ok, report
-        assert_reconciles(self.app.reconciliation.report("2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z"), self.casino.store.ledger())
-
-
-def assert_reconciles(report, casino_ledger: dict) -> None:  # noqa: ANN001
-    """The reconciliation equals the casino's own ledger line for line: each call under its transaction id, of the
-    same kind, player, round and amount, acknowledged where the casino applied it (a rollback moves what its debit
-    took, or nothing of a debit the casino never applied); every round settled."""
-    theirs = {t["transaction_id"]: t for t in casino_ledger["transactions"] if t["status"] != "tombstone"}
-    ours = {c.transaction_id: c for r in report.rounds for c in r.calls}
-    landed = {tx for tx, t in theirs.items() if t["kind"] == "debit" and t["status"] in ("applied", "rolled_back")}
-    for tx, call in ours.items():
-        if call.state.value == "unknown" and tx not in theirs:
-            continue  # a debit that never reached the casino (its rollback is there)
-        line = theirs.pop(tx)
-        amount = call.amount if call.kind.value != "rollback" or call.references[0] in landed else 0
-        assert (line["kind"], line["player_id"], line["round_id"], line["amount_minor"]) == (
-            call.kind.value, call.player_id, call.round_id, amount), (call, line)
-        applied = line["status"] in ("applied", "rolled_back")
-        assert applied == (call.state.value == "acknowledged") or call.state.value == "unknown", (call, line)
-    assert not theirs, f"calls at the casino the wallet did not make: {theirs}"
-    assert all(r.settled for r in report.rounds), [r for r in report.rounds if not r.settled]
+        checked = self.wallet.check()
+        assert checked.ok, checked
+        report = self.app.reconciliation.report("2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z")
+        assert all(r.settled for r in report.rounds), [r for r in report.rounds if not r.settled]
+        calls = [{"transaction_id": c.transaction_id, "kind": c.kind.value, "player_id": c.player_id, "round_id": c.round_id,
+                  "amount_minor": c.amount, "state": c.state.value, "references": list(c.references)}
+                 for r in report.rounds for c in r.calls]  # fmt: skip
+        assert_reconciles(calls, self.casino.store.ledger())
 
 
 @pytest.fixture
@@ -145,9 +131,13 @@ def test_a_refused_debit_refuses_the_bet_with_the_casinos_reason_and_reserves_no
     with pytest.raises(CasinoRefused) as blocked:
         seamless.stake("r2", "bob", 100)
     assert blocked.value.reason == "SELF_EXCLUDED"
-    with pytest.raises(CasinoRefused):  # a retry is refused the same way, without calling the casino again
+    with pytest.raises(CasinoRefused):  # placed again: a new debit (the refused id is spent), refused again
         seamless.stake("r2", "bob", 100)
-    assert seamless.casino.sent.count(("debit", "debit:stake:r2:stakes:1")) == 1
+    assert [tx for kind, tx in seamless.casino.sent if kind == "debit"][-2:] == ["debit:stake:r2:stakes:1", "debit:stake:r2:stakes:1#2"]
+    seamless.casino.fund("bob", "USD", START)  # unblocked: the same bet goes through
+    seamless.stake("r2", "bob", 100)
+    seamless.wallet.consumer.handle(voided("r2"))
+    seamless.relay_all()
     assert seamless.wallet.accounts().get(("player:alice", "USD")) is None  # nothing reserved, no round opened
     seamless.assert_closed(("alice", 0), ("bob", 0))
 
@@ -164,9 +154,13 @@ def test_a_debit_without_an_answer_is_rolled_back_and_the_bet_refused_unavailabl
         ("debit", "debit:stake:r1:stakes:1", 1_000, "unknown"),
         ("rollback", "rollback:debit:stake:r1:stakes:1", 1_000, "acknowledged"),
     ]
-    with pytest.raises(Unavailable):  # the game's retry of the same stake is not taken again
-        seamless.stake("r1", "alice", 1_000)
-    seamless.assert_closed(("alice", 0))
+    seamless.stake("r1", "alice", 1_000)  # placed again: a new debit, taken
+    seamless.wallet.consumer.handle(settled("r1", {"ante": (1_000, 0)}))
+    seamless.relay_all()
+    assert seamless.calls()[2:] == [
+        ("debit", "debit:stake:r1:stakes:1#2", 1_000, "acknowledged"), ("credit", "credit:r1:alice", 0, "acknowledged")
+    ]
+    seamless.assert_closed(("alice", -1_000))
 
 
 def test_a_retried_stake_is_debited_once(seamless: Seamless) -> None:

@@ -101,7 +101,7 @@ class SeamlessWallet(WalletApp):
             raise  # another request's id: its debit is not this call's to give back
         except LedgerError:  # refused by the wallet's own rules (a round of another player, a limit): give it back
             if currency != PLAY:
-                self._give_back([debit_id(stake_transfer_id(transaction_id))])
+                self._give_back(stake_transfer_id(transaction_id))
             raise
 
     def reserve_cover(
@@ -118,7 +118,7 @@ class SeamlessWallet(WalletApp):
             raise
         except LedgerError:
             if currency != PLAY:
-                self._give_back([debit_id(stake_transfer_id(transaction_id, Kind.COVER))])
+                self._give_back(stake_transfer_id(transaction_id, Kind.COVER))
             raise
 
     def _debit(
@@ -129,23 +129,24 @@ class SeamlessWallet(WalletApp):
         is in the player's account, else raises (refused: the casino's reason; unknown: rolled back, UNAVAILABLE)."""
         for name, value in (("player_id", player_id), ("round_id", round_id)):
             check_id(name, value)
-        tx = debit_id(stake_id)
         with self._uow() as uow:
-            call = uow.casino_calls.get(tx)
-            if call is None:
-                call = CasinoCall(tx, CallKind.DEBIT, player_id, round_id, currency, amount, CallState.SENDING, self._now(), game)
+            latest, attempt = self._latest_debit(uow, stake_id)
+            if latest is not None and (latest.player_id, latest.round_id, latest.currency, latest.amount) != (player_id, round_id, currency, amount):
+                raise TransferIdReused(stake_id, f"a stake of {money_text(latest.amount, latest.currency)} by {latest.player_id!r} in round {latest.round_id!r}")
+            if latest is not None and latest.state is CallState.ACKNOWLEDGED and not self._rolled_back(uow, latest):
+                return  # a retry: taken and funded before
+            if latest is not None and latest.state is CallState.SENDING:
+                call = latest  # recorded and maybe sent by an attempt still under way, or that died: the same id again
+            else:  # the first attempt, or the last one refused or rolled back: a new debit (the old id is spent at the casino)
+                call = CasinoCall(debit_id(stake_id, attempt + 1), CallKind.DEBIT, player_id, round_id, currency, amount,
+                                  CallState.SENDING, self._now(), game)  # fmt: skip
                 uow.casino_calls.add([call])
-        if (call.player_id, call.round_id, call.currency, call.amount) != (player_id, round_id, currency, amount):
-            raise TransferIdReused(stake_id, f"a stake of {money_text(call.amount, call.currency)} by {call.player_id!r} in round {call.round_id!r}")
-        if call.state is CallState.ACKNOWLEDGED:
-            return  # a retry: taken and funded before
-        if call.state is CallState.REFUSED:
-            raise _refusal(call, CasinoAnswer(Outcome.REFUSED, call.last_status).reason)
-        if call.state is not CallState.SENDING or call.attempts:
-            raise _unavailable(call)
+        tx = call.transaction_id
         answer = self._run(self.casino.debit(tx, player_id, round_id, currency, amount, game=game, bets=bets))
         with self._uow() as uow:
             current = uow.casino_calls.get(tx)
+            if current is not None and current.state is CallState.ACKNOWLEDGED and answer.outcome is Outcome.ACCEPTED:
+                return  # a concurrent attempt of the same stake recorded it (and funded it)
             if current is None or current.state is not CallState.SENDING:  # given up on meanwhile (recover_stuck_debits)
                 raise _unavailable(current or call)
             now = self._now()
@@ -169,6 +170,19 @@ class SeamlessWallet(WalletApp):
             raise _refusal(refused, answer.reason, answer.balance_minor)
         logger.warning("round %s: debit %s without a usable answer (%s): rolled back", round_id, tx, answer.status)
         raise _unavailable(unknown)
+
+    @staticmethod
+    def _latest_debit(uow: WalletUnitOfWork, stake_id: str) -> tuple[CasinoCall | None, int]:
+        """The last debit attempt of a stake and its number (0: none); a bet placed again after a refusal or a
+        rollback is a new attempt."""
+        latest, attempt = None, 0
+        while (call := uow.casino_calls.get(debit_id(stake_id, attempt + 1))) is not None:
+            latest, attempt = call, attempt + 1
+        return latest, attempt
+
+    @staticmethod
+    def _rolled_back(uow: WalletUnitOfWork, debit: CasinoCall) -> bool:
+        return uow.casino_calls.get(rollback_id(debit.transaction_id)) is not None
 
     def recover_stuck_debits(self, older_than: timedelta) -> int:
         """Debits left on their way by a crash (SENDING for longer than any call lasts): rolled back, as a debit
@@ -244,12 +258,14 @@ class SeamlessWallet(WalletApp):
     def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         released = super().release_stakes(transaction_id, round_id)
         if released:
-            self._give_back([debit_id(stake_transfer_id(transaction_id))])
+            self._give_back(stake_transfer_id(transaction_id))
         return released
 
-    def _give_back(self, debit_ids: list[str]) -> None:
+    def _give_back(self, stake_id: str) -> None:
+        """The stake's live debit back to the casino (its reservation was refused or released)."""
         with self._uow() as uow:
-            self._roll_back(uow, debit_ids)
+            if (debit := self._latest_debit(uow, stake_id)[0]) is not None:
+                self._roll_back(uow, [debit.transaction_id])
 
     def _roll_back(self, uow: WalletUnitOfWork, debit_ids: list[str]) -> None:
         """Each acknowledged debit not yet rolled back or credited: its money back to the casino (TO_CASINO) and
@@ -258,7 +274,7 @@ class SeamlessWallet(WalletApp):
         session = LedgerSession(uow, now)
         for tx in debit_ids:
             debit = uow.casino_calls.get(tx)
-            if debit is None or debit.state is not CallState.ACKNOWLEDGED or uow.casino_calls.get(rollback_id(tx)) is not None:
+            if debit is None or debit.state is not CallState.ACKNOWLEDGED or self._rolled_back(uow, debit):
                 continue
             if uow.casino_calls.get(credit_id(debit.round_id, debit.player_id)) is not None:
                 logger.error("round %s: debit %s was credited already; the casino refuses its rollback (ROUND_CLOSED): "

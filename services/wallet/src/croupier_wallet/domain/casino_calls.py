@@ -27,9 +27,11 @@ class CallState(StrEnum):
     ESCALATED = "escalated"  # a credit or rollback the casino refused: for a person to resolve, never dropped
 
 
-def debit_id(stake_transfer_id: str) -> str:
-    """The casino debit of one stake (or cover): one per reservation, from its transfer id."""
-    return f"debit:{stake_transfer_id}"
+def debit_id(stake_transfer_id: str, attempt: int = 1) -> str:
+    """The casino debit of one stake (or cover), from its transfer id. A bet the game places again under the same
+    stake id after its debit was refused or rolled back (the casino answers a spent id the same for ever) is a new
+    attempt: `#2`, `#3`, ..."""
+    return f"debit:{stake_transfer_id}" if attempt == 1 else f"debit:{stake_transfer_id}#{attempt}"
 
 
 def credit_id(round_id: str, player_id: str) -> str:
