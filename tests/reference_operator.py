@@ -94,15 +94,18 @@ def reference_operator(workdir: Path) -> Iterator[ReferenceOperator]:
         process.terminate()
         process.wait(timeout=10)
 
-def assert_reconciles(calls: list[dict[str, Any]], casino_ledger: dict[str, Any]) -> None:
+def assert_reconciles(calls: list[dict[str, Any]], casino_ledger: dict[str, Any], players: set[str] | None = None) -> None:
     """Croupier's reconciliation equals the casino's own ledger line for line. `calls`: every call Croupier's
     reconciliation lists, as dicts (transaction_id, kind, player_id, round_id, amount_minor, state, references).
     Each is in the casino's ledger under its transaction id, of the same kind, player, round and amount (a
     rollback moves what its debit took, or nothing of a debit the casino never applied), applied there exactly
     when Croupier has it acknowledged (a debit without an answer may or may not have landed: its rollback
     decides); the casino holds no call Croupier did not list; every applied debit has exactly one credit or
-    rollback."""
-    theirs = {t["transaction_id"]: t for t in casino_ledger["transactions"] if t["status"] != "tombstone"}
+    rollback. `players`: only theirs (a casino shared with other tests' players)."""
+    if players is not None:
+        calls = [c for c in calls if c["player_id"] in players]
+    theirs = {t["transaction_id"]: t for t in casino_ledger["transactions"]
+              if t["status"] != "tombstone" and (players is None or t["player_id"] in players)}  # fmt: skip
     landed = {tx for tx, t in theirs.items() if t["kind"] == "debit" and t["status"] in ("applied", "rolled_back")}
     closings: dict[str, int] = {}
     for call in calls:

@@ -1,7 +1,7 @@
-"""Seamless mode end to end (issue 26): the embedded server's wallet against the reference operator running as
-its own process. Every game at its real-money table, a player-dealer's war-p2p session (cover and commission),
+"""Seamless mode end to end (issue 26): the wallet, embedded and distributed (two replicas), against the
+reference operator running as its own process. Every game at its real-money table, a player-dealer's war-p2p session (cover and commission),
 then the protocol's faults (debit latency and timeouts, credit 5xx, answers dropped after applying, duplicates,
-the operator down for 10 s). After each run, for every player: the casino's balance = start + the net of the
+the operator down for 10 s, distributed: a wallet replica SIGKILLed mid-credit). After each run, for every player: the casino's balance = start + the net of the
 player's rounds as Croupier's round views report them; no round left open; every debit has exactly one credit
 or rollback; the reconciliation (LedgerService.ReconcileCasinoWallet) equals the casino's ledger line for line."""
 
@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from croupier.v1 import table_pb2, wallet_pb2, wallet_pb2_grpc
-from tests.e2e.conftest import Casino, Player, start_embedded
+from tests.e2e.conftest import Casino, Player, start_distributed, start_embedded
 from tests.e2e.test_games import every_round
 from tests.e2e.test_player_dealer import eventually, half_up_commission
 from tests.reference_operator import ReferenceOperator, assert_reconciles, reference_operator
@@ -33,19 +33,22 @@ def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceOper
         yield running
 
 
-@pytest.fixture(scope="module")
-def croupier(operator: ReferenceOperator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Casino]:
+@pytest.fixture(scope="module", params=["embedded", "distributed"])
+def croupier(request: pytest.FixtureRequest, operator: ReferenceOperator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Casino]:
     settings = {
         "CROUPIER_WALLET_MODE": "seamless", "CROUPIER_CASINO_WALLET_URL": operator.url,
         "CROUPIER_CASINO_WALLET_SECRET": operator.secret.hex(), "CROUPIER_CASINO_WALLET_TIMEOUT_S": "0.5",
     }  # fmt: skip
-    before = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
-    try:
-        casino = start_embedded(tmp_path_factory.mktemp("seamless"))  # the wallet reads its settings at bootstrap
-    finally:
-        for name, value in before.items():
-            os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
+    if request.param == "distributed":  # two wallet replicas, each calling the casino and relaying its outbox
+        casino = start_distributed(tmp_path_factory.mktemp("seamless"), replicas={"wallet": 2}, service_env={"wallet": settings})
+    else:
+        before = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
+        try:
+            casino = start_embedded(tmp_path_factory.mktemp("seamless"))  # the wallet reads its settings at bootstrap
+        finally:
+            for name, value in before.items():
+                os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
     yield casino
     casino.close()
 
@@ -110,7 +113,7 @@ def assert_the_casino_agrees(croupier: Casino, operator: ReferenceOperator, nets
     calls = [{"transaction_id": c.transaction_id, "kind": c.kind, "player_id": c.player_id, "round_id": r.round_id,
               "amount_minor": c.amount_minor, "state": c.state, "references": list(c.references)}
              for r in report.rounds for c in r.calls]  # fmt: skip
-    assert_reconciles(calls, operator.ledger())
+    assert_reconciles(calls, operator.ledger(), set(nets))
     (usd,) = report.totals
     assert usd.unsettled_rounds == 0 and usd.unacknowledged_calls == 0
 
@@ -191,6 +194,12 @@ def test_faults_lose_nothing_and_double_nothing(croupier: Casino, operator: Refe
     time.sleep(10)
     operator.up()
     play(player, *war, rounds=2)
+    if croupier.processes is not None:  # distributed: a wallet replica SIGKILLed while its credit hangs at the casino
+        operator.faults(hang=3, hang_s=2, hang_kind="credit")  # past the client timeout: resent while it lands
+        play(player, *war, rounds=1)
+        croupier.processes.kill("wallet", 0)
+        play(player, *war, rounds=2)  # the other replica takes the bets and sends the outbox
+        croupier.processes.restart("wallet", 0)
     assert_the_casino_agrees(croupier, operator, {player.name: net_of_rounds(player)})
     mine = [c for r in reconciliation(croupier).rounds for c in r.calls if c.player_id == player.name]
     assert {"TIMEOUT", "HTTP_503"} <= {c.last_status for c in mine if c.kind == "debit" and c.state == "unknown"}

@@ -11,6 +11,7 @@ import grpc
 from sqlalchemy import Engine
 
 from croupier_platform.bus import Bus
+from croupier_platform.errors import Unavailable
 from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.relay import OutboxRelay, RelayLoop
@@ -44,7 +45,7 @@ class OnServiceLoop:
     def __call__(self, call: Coroutine[Any, Any, CasinoAnswer]) -> CasinoAnswer:
         if self.loop is None:
             call.close()
-            raise RuntimeError("the wallet has not started: no event loop for the casino's wallet")
+            raise Unavailable("the wallet is starting: its client of the casino's wallet is not ready yet; try again")
         return asyncio.run_coroutine_threadsafe(call, self.loop).result()
 
 
@@ -53,6 +54,13 @@ class Seamless:
 
     def __init__(self, app: SeamlessWallet, runner: OnServiceLoop, relay: CasinoRelay) -> None:
         self.app, self.runner, self.relay = app, runner, relay
+
+    def attach(self) -> None:
+        """The service's loop, as soon as the servicers are registered (a host may serve before it starts modules)."""
+        try:
+            self.runner.loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass  # registered outside the loop: start() attaches
 
     async def start(self) -> None:
         self.runner.loop = asyncio.get_running_loop()
@@ -87,6 +95,8 @@ class WalletModule:
         )
 
     def register(self, server: grpc.aio.Server) -> None:
+        if self.seamless is not None:
+            self.seamless.attach()
         grpc_server.register(server, self.app, self._consumer, unapplied_finder(self.store, CONSUMER))
         audit_server.register(server, self.engine)
 
