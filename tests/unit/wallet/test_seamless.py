@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -87,6 +88,12 @@ class Seamless:
 
 @pytest.fixture
 def seamless(tmp_path: Path) -> Iterator[Seamless]:
+    with seamless_wallet(tmp_path) as built:
+        yield built
+
+
+@contextmanager
+def seamless_wallet(tmp_path: Path) -> Iterator[Seamless]:
     engine = make_engine(f"sqlite:///{tmp_path / 'wallet.db'}")
     create_schema(engine)
     create_schema(engine, wallet_metadata)
