@@ -200,6 +200,8 @@ def test_faults_lose_nothing_and_double_nothing(croupier: Casino, operator: Refe
         croupier.processes.kill("wallet", 0)
         play(player, *war, rounds=2)  # the other replica takes the bets and sends the outbox
         croupier.processes.restart("wallet", 0)
+        logs = "".join(log.read_text() for log in croupier.processes.logs.glob("wallet-*.log"))
+        assert logs and operator.secret.hex() not in logs  # the shared secret is never logged
     assert_the_casino_agrees(croupier, operator, {player.name: net_of_rounds(player)})
     mine = [c for r in reconciliation(croupier).rounds for c in r.calls if c.player_id == player.name]
     assert {"TIMEOUT", "HTTP_503"} <= {c.last_status for c in mine if c.kind == "debit" and c.state == "unknown"}

@@ -51,8 +51,14 @@ class CasinoRelay:
         return acknowledged
 
     def _due(self) -> list[CasinoCall]:
+        """The calls due now, but a round's credit only once its rollbacks (of released stakes) are acknowledged
+        (a later pass): the casino refuses a rollback after the round's credit (ROUND_CLOSED)."""
         with self._uow.reading() as uow:
-            return uow.casino_calls.due(iso(self._clock()), BATCH)
+            due = uow.casino_calls.due(iso(self._clock()), BATCH)
+            credited = {c.round_id for c in due if c.kind is CallKind.CREDIT}
+            waiting = {r for r in credited if any(c.kind is CallKind.ROLLBACK and c.state is CallState.PENDING
+                                                  for c in uow.casino_calls.of_round(r))}  # fmt: skip
+        return [c for c in due if not (c.kind is CallKind.CREDIT and c.round_id in waiting)]
 
     async def _send(self, call: CasinoCall) -> CasinoAnswer:
         if call.kind is CallKind.CREDIT:
