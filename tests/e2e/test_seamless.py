@@ -182,8 +182,10 @@ def test_faults_lose_nothing_and_double_nothing(croupier: Casino, operator: Refe
     play(player, *war, rounds=2)
     operator.faults(error_5xx=3, error_5xx_kind="credit")  # credits refused 5xx: sent again
     play(player, *war, rounds=2)
-    operator.faults(drop_after_apply=2)  # a debit's or credit's answer lost after applying
-    play(player, *war, rounds=3)
+    operator.faults(drop_after_apply=1, drop_after_apply_kind="debit")  # a debit's answer lost after applying
+    play(player, *war, rounds=2)
+    operator.faults(drop_after_apply=1, drop_after_apply_kind="credit")  # a credit's answer lost after applying
+    play(player, *war, rounds=2)
     operator.faults(duplicate=4)  # a retrying proxy between the two
     play(player, *war, rounds=3)
     play(player, "dueling-for-dollars-usd", {"player": 500, "dealer": 500}, lambda v: ("war", v.pending_bets[0]), rounds=1)
