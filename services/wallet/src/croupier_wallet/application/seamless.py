@@ -23,7 +23,7 @@ rollbacks), the casino calls name it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -90,13 +90,14 @@ class SeamlessWallet(WalletApp):
 
     def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", **more: Any,
     ) -> Reservation:
+        """The debit first; then the reservation as WalletApp makes it (`more`: what else it takes, passed on)."""
         if currency != PLAY:
             check_amount(amount, what="the stakes", currency=currency)
             self._debit(stake_transfer_id(transaction_id), player_id, round_id, amount, currency, game, bets)
         try:
-            return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id)
+            return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id, **more)
         except TransferIdReused:
             raise  # another request's id: its debit is not this call's to give back
         except LedgerError:  # refused by the wallet's own rules (a round of another player, a limit): give it back
@@ -204,7 +205,7 @@ class SeamlessWallet(WalletApp):
 
     # ------------------------------------------------------------------ 2. settlement: one credit per player and round
 
-    def settle_round(self, uow: WalletUnitOfWork, round_id: str, outcomes: list[BetOutcome], causation_id: str) -> bool:  # type: ignore[override]
+    def settle_round(self, uow: WalletUnitOfWork, round_id: str, outcomes: Sequence[BetOutcome], causation_id: str) -> bool:
         settled = super().settle_round(uow, round_id, outcomes, causation_id)
         if settled:
             self._credit_players(uow, round_id)
