@@ -41,7 +41,8 @@ from croupier_wallet.domain.rounds import BetOutcome, stake_transfer_id
 from .casino import CasinoAnswer, CasinoWallet, Outcome
 from .ledger_session import LedgerSession
 from .ports import UnitOfWorkFactory, WalletUnitOfWork
-from .use_cases import BalanceView, Reservation, TransactionView, WalletApp
+from .reads import BalanceView, TransactionView
+from .use_cases import Reservation, WalletApp
 
 logger = logging.getLogger(__name__)
 
