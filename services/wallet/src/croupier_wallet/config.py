@@ -61,7 +61,8 @@ class SeamlessSettings(BaseSettings):
     $CROUPIER_CASINO_WALLET_TIMEOUT_S and $CROUPIER_CASINO_WALLET_CURRENCIES (JSON, ["USD"]): the casino's
     wallet, required in seamless mode."""
 
-    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
+    # A refused setting's error never echoes the input (it would print the secret).
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore", hide_input_in_errors=True)
 
     wallet_mode: Literal["internal", "seamless"] = "internal"
     casino_wallet_url: str = ""
@@ -90,3 +91,5 @@ class SeamlessSettings(BaseSettings):
 
 class WalletSettings(LimitsSettings, ReservationSettings, LedgerRelaySettings, SeamlessSettings):
     """All the wallet's settings, what `bootstrap(ctx, settings)` takes."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore", hide_input_in_errors=True)
