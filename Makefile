@@ -64,7 +64,9 @@ mutation: install
 	test -x $(BIN)/mutmut || $(BIN)/pip install -q 'mutmut==3.8.1'
 	nice -n 19 $(BIN)/python scripts/mutation.py run $(MODULES)
 
+# The layers (pyproject.toml [tool.importlinter]; also tests/unit/architecture) and the rules' purity.
 lint: install
+	$(BIN)/lint-imports
 	$(BIN)/python scripts/lint_rules_purity.py
 	$(BUF) lint
 

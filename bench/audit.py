@@ -1,6 +1,7 @@
 """Benchmark: `croupier audit`, the full replay and verification of every round, in one process and in N.
 
     .venv/bin/python bench/audit.py [--rounds 20000] [--seed 1] [--jobs N] [--repeat 3] [--big 1000000] [--profile]
+                                    [--data DIR (keep the stores for the next run)] [--skip-parallel]
 
 Generates N rounds of the five games (house-dealt tables) straight through the rules library
 and the services' own stores, with no gRPC: seeded shoes committed as the shuffler commits them,
@@ -52,6 +53,7 @@ from croupier_cli.audit_stores import audit_steps, store_urls
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.full_audit import DEFAULT_PAGE, AuditProgress, Violation
 from croupier_game.application.ports import RoundRow
+from croupier_game.application.recording import trusted
 from croupier_game.config import DEFAULT_TABLES_FILE
 from croupier_game.domain.catalogue import Catalogue, TableEntry
 from croupier_game.domain.round import ROUND_OPENED, SHOE_COMMITTED, STREAM_TYPE, RoundOpened, ShoeCommitted, new_event, rules_event
@@ -201,7 +203,7 @@ def generate(directory: Path, rounds: int, seed: int) -> None:
         with game.unit_of_work() as uow:
             appended = []
             for row, new in streams:
-                appended += uow.events.append(row.round_id, 0, new, stream_type=STREAM_TYPE)
+                appended += uow.events.append(row.round_id, 0, trusted(new), stream_type=STREAM_TYPE)
                 uow.rounds.add(row)
         with engines["shuffler"].begin() as connection:
             repository = SqlShoeRepository(connection)
@@ -263,6 +265,13 @@ def workspace(memory: bool = True) -> Iterator[Path]:
         yield Path(directory)
 
 
+@contextmanager
+def kept(directory: Path) -> Iterator[Path]:
+    """--data: the stores stay in `directory` for the next run."""
+    directory.mkdir(parents=True, exist_ok=True)
+    yield directory
+
+
 def big_audit(rounds: int, seed: int, jobs: int) -> tuple[int, float]:
     """A store of `rounds` (generated ones copied under new ids, on disk: gigabytes) audited once as
     `croupier audit` runs by default; the rounds audited and the seconds taken."""
@@ -287,12 +296,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes of the parallel audit (default: the cores)")
     ap.add_argument("--big", type=int, default=0, help="then audit a store of this many rounds (copies of generated ones)")
     ap.add_argument("--profile", action="store_true", help="cProfile one audit run (in one process)")
+    ap.add_argument("--data", type=Path, help="keep the generated stores in DIR and reuse them on the next run "
+                                              "(the stores of a run with other --rounds or --seed are not told apart)")
+    ap.add_argument("--skip-parallel", action="store_true", help="time only the one-process audit and the baseline")
     args = ap.parse_args(argv)
 
-    with workspace() as directory:
+    with kept(args.data) if args.data else workspace() as directory:
         started = time.perf_counter()
-        generate(directory, args.rounds, args.seed)
-        print(f"generated {args.rounds:,} rounds in {time.perf_counter() - started:.1f} s")
+        if not (directory / "game.db").is_file():
+            generate(directory, args.rounds, args.seed)
+            print(f"generated {args.rounds:,} rounds in {time.perf_counter() - started:.1f} s")
 
         def one() -> tuple[AuditProgress, list[Violation]]:
             return audit_once(directory)
@@ -303,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"VIOLATION {v}", file=sys.stderr)
             print(f"the audit of generated rounds found {len(violations)} violation(s)", file=sys.stderr)
             return 1
-        parallel_seconds, (parallel, parallel_violations) = timed(lambda: audit_once(directory, args.jobs), args.repeat)
+        parallel_seconds, (parallel, parallel_violations) = (seconds, (final, [])) if args.skip_parallel else \
+            timed(lambda: audit_once(directory, args.jobs), args.repeat)  # fmt: skip
         same = (parallel.rounds, parallel.events, parallel.notes, parallel.ledger, parallel_violations)
         assert same == (final.rounds, final.events, final.notes, final.ledger, []), "--jobs found otherwise than one process"
         def base() -> tuple[int, int]:

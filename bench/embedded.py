@@ -28,7 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from distributed import CpuMeter, print_table, run_level
+from distributed import run_level
+from meters import CpuMeter
+from report import print_table
 
 from croupier_cli.embedded import secret_path
 from croupier_cli.localstack import CROUPIER, free_port, wait_healthy

@@ -22,7 +22,7 @@ import uuid
 
 import grpc
 
-from distributed import percentile
+from meters import percentile
 from embedded import embedded_server
 
 from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc

@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 from sqlalchemy import bindparam, select
 
+from croupier_game.application.recording import trusted
 from croupier_game.domain.round import RoundOpened, ShoeCommitted, new_event, rules_event
 from croupier_platform.db import create_schema, make_engine, tracking_table
 from croupier_platform.eventstore import NewEvent, SqlEventStore
@@ -72,12 +73,12 @@ SETTLED = RoundSettled(results={"ante": BetResult(stake=500, returned=1_000, out
 
 def round_events(round_id: str) -> list[NewEvent]:
     """A Casino War round's events as the game builds them: PlaceBets' three, then Deal's two."""
-    return [
+    return trusted([
         new_event("RoundOpened", opened(round_id).model_dump(mode="json"), OCCURRED_AT, round_id),
         rules_event(BetsPlaced(bets={"ante": 500}), OCCURRED_AT, round_id),
         new_event("ShoeCommitted", SHOE.model_dump(mode="json"), OCCURRED_AT, round_id),
         *(rules_event(e, OCCURRED_AT, round_id) for e in (DEALT, SETTLED)),
-    ]
+    ])
 
 
 def event_costs(units: int, batches: int) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import grpc
 
-from distributed import _cpu_ticks, percentile
+from meters import _cpu_ticks, percentile
 from embedded import embedded_server
 
 from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc

@@ -1,7 +1,7 @@
 """What a player is shown about a round that has ended is the settled truth the moment the round ends
 (docs/design.md, "What a player sees"), with the wallet's and the commission service's consumers 3 s
 behind the log (CROUPIER_FAULT_CONSUMER_LAG_S): distributed, at a war-p2p table with a player in the
-dealer's seat. Nothing here waits for the bus: every figure is read right after the call that ended the
+dealer's seat, and at a house table whose next bet is placed before the bus has settled the last. Nothing here waits for the bus: every figure is read right after the call that ended the
 round, and the dealer is judged for the next round on the figures that round left."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ pytestmark = pytest.mark.e2e
 
 LAG_S = "3"
 DEALER_MIN_POINTS = 200  # table type I
+HOUSE_TABLE = "casino-war-play"
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +87,16 @@ def test_a_bet_right_after_the_deal_is_judged_on_the_points_that_deal_left(laggi
     with pytest.raises(grpc.RpcError) as left:
         seat_status(dealer, dealer_seat)
     assert "fell below the table's minimum for a dealer" in left.value.details()
+
+
+def test_at_a_house_table_each_round_opens_on_the_balance_the_last_one_left(lagging) -> None:  # noqa: ANN001
+    player = lagging.player()
+    player.top_up(FUNDS)
+    seat = player.seat(HOUSE_TABLE)
+    balance = FUNDS
+    for ante in [1_000, 2_500, 500, 5_000, 1_000]:  # each bet sent right after the last Deal: the wallet's consumer is 3 s behind
+        view = play_round(player, seat, ante)
+        assert view.balance_before == balance, "the round opened on a balance without the last round's return"
+        balance += sum(r.net for r in view.results)
+        assert view.balance_after == balance
+    assert seat_status(player, seat).balance == balance

@@ -82,7 +82,7 @@ def test_a_scrape_after_a_few_rounds_finds_exactly_what_was_played(served):
     assert player.wait_balance(before - staked + returned) == before - staked + returned  # the wallet settled them all
 
     deadline = time.monotonic() + 10  # the settlements' counts land with the wallet's commits
-    paid = "croupier_money_paid_total"  # no series until something is paid: three lost rounds pay nothing
+    paid = "croupier_money_paid_total"  # at 0 from the start (the game declares its currencies), then what was paid
     while (value(found := scrape(port), paid, croupier_currency="PLAY") or 0) != returned and time.monotonic() < deadline:
         time.sleep(0.05)
 
@@ -90,13 +90,17 @@ def test_a_scrape_after_a_few_rounds_finds_exactly_what_was_played(served):
     holdem = {"croupier_game_name": HOLDEM, "croupier_table_id": HOLDEM_TABLE}
     assert value(found, "croupier_rounds_opened_total", **war) == ROUNDS
     assert value(found, "croupier_rounds_settled_total", **war) == ROUNDS
-    assert value(found, "croupier_rounds_voided_total", **war) is None
+    assert value(found, "croupier_rounds_voided_total", **war) == 0  # there from the start, at zero
     assert value(found, "croupier_rounds_opened_total", **holdem) == 1
     assert value(found, "croupier_rounds_voided_total", **holdem) == 1
-    assert value(found, "croupier_rounds_settled_total", **holdem) is None
+    assert value(found, "croupier_rounds_settled_total", **holdem) == 0
 
     assert value(found, "croupier_money_staked_total", croupier_currency="PLAY") == staked
     assert (value(found, paid, croupier_currency="PLAY") or 0) == returned
+    # The house dealt these rounds: its result is what it kept less what it paid beyond the stakes.
+    play_war = {"croupier_game_name": WAR, "croupier_currency": "PLAY"}
+    house_net = value(found, "croupier_house_won_total", **play_war) - value(found, "croupier_house_lost_total", **play_war)
+    assert house_net == staked - returned
 
     calls = {"rpc_system": "grpc", "rpc_service": TABLE_SERVICE}
     count = "rpc_server_duration_seconds_count"

@@ -60,7 +60,7 @@ def become_dealer(casino, nickname: str):  # noqa: ANN001, ANN201
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "200 dealer points (you have 0)" in refused.value.details()
     seat = dealer.seat(TABLE)
-    # 900+ points: eligibility is checked before every round (RULES.md §2), and a session below loses up to
+    # 900+ points: eligibility is checked before every round (docs/rules.md §2), and a session below loses up to
     # 646 of them (a point per unit bet against the dealer); 200 would leave the dealer's seat after a round.
     staked = sum(play_round(dealer, seat, 10_000).total_staked for _ in range(9))
     dealer.call(dealer.tables.LeaveTable, table_pb2.LeaveTableRequest(seat_id=seat))

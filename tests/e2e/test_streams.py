@@ -1,6 +1,6 @@
 """WatchSeat and WatchRound on a real embedded server: every step of a round arrives, a dropped stream
 resumed from its last position misses nothing and repeats nothing, a stream that stays away past the
-table's presence grace is a disconnection (RULES.md §2), a player-dealer sees the opponent live."""
+table's presence grace is a disconnection (docs/rules.md §2), a player-dealer sees the opponent live."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import { renderHistory, renderRecall } from "./history";
 import { isOver, renderRound } from "./round";
 import { loadSession, saveSession, type Session } from "./session";
 import { renderStatusBoxes } from "./status";
+import { renderReport, revealed } from "./verdict";
 import { SeatWatch } from "./watch";
 
 // The verifier on the page, and the last round it checked as shown (protobuf JSON with the proto field
@@ -302,16 +303,7 @@ async function roundMoved(): Promise<void> {
   if (isOver(state.round)) await verifyOnce(state.round!.roundId);
 }
 
-function renderReport(container: HTMLElement, report: fairness.Report, title: string): void {
-  container.dataset.state = report.ok ? "ok" : "failed";
-  container.replaceChildren(
-    h("strong", { class: report.ok ? "pass" : "fail", text: `${title}: ${t(report.ok ? "verify.ok" : "verify.failed")}` }),
-    h("ul", {}, ...report.checks.map((c) => h("li", { class: c.passed ? "pass" : "fail", "data-check": c.name, dir: "ltr", text: `${c.passed ? "✔" : "✘"} ${c.name}: ${c.reason}` }))),
-    h("small", { text: t("verify.note") }),
-  );
-}
-
-/** The shoe is revealed a moment after the settlement: poll GetRound briefly, then check it here (once a round). */
+/** The shoe is revealed a moment after the settlement: wait for it, then check the round here (once a round). */
 async function verifyOnce(roundId: string): Promise<void> {
   const verdict = $("verdict");
   if (verdict.dataset.round === roundId && verdict.dataset.state !== "") return;  // checked, or being checked
@@ -320,11 +312,7 @@ async function verifyOnce(roundId: string): Promise<void> {
   verdict.textContent = t("verify.waiting");
   $("tampered-verdict").replaceChildren();
   $("tamper").hidden = true;
-  let view = (await tables.getRound({ roundId })).round!;
-  for (let i = 0; i < 50 && !view.revealedSalt; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    view = (await tables.getRound({ roundId })).round!;
-  }
+  const view = await revealed(roundId);
   if (state.round?.roundId !== roundId) return;
   state.round = view;
   const committedBefore = state.seat?.role === "player" && state.committedBefore ? state.committedBefore : undefined;

@@ -1,6 +1,6 @@
 """Amounts as people read and type them: 500 minor units of a 2-decimal currency are "5.00".
 
-Money travels as integer minor units (STYLE.md §7). The rules library's croupier_rules.money formats
+Money travels as integer minor units (docs/rules.md, "Money"). The rules library's croupier_rules.money formats
 amounts for every message (servers' refusals and the command line alike); this module adds reading
 what a person types and the command line's checks of a bet. Play money (PLAY) has two decimals.
 """

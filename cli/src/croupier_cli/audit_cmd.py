@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from croupier.v1 import audit_pb2
 from croupier_game.application.full_audit import LAG_BOUND_S
-from croupier_game.application.round_check import LagBound
+from croupier_game.application.round_ledger import LagBound
 from croupier_platform.runtime import utc_now
 
 from .client import DEFAULT_TARGET, Client, calls_server
@@ -73,7 +73,7 @@ def audit(
     lag_bound: Annotated[float, typer.Option(help="seconds after a round ended that the wallet may still be applying it; "
                                                   "past them, a round open in the wallet is a violation", min=0)] = LAG_BOUND_S,
 ) -> None:
-    """Replay every round and check the whole ledger (DESIGN.md's invariants); exit 1 on any violation
+    """Replay every round and check the whole ledger (docs/design.md's invariants); exit 1 on any violation
     (2: no store or server to read, 3: the server refuses, e.g. a player's token).
 
     Reads the stores directly (--data DIR, --database-url URL), which is the fast way (by default one

@@ -139,6 +139,9 @@ class EmbeddedServer(Host):
         path = dev_players_path(self.data_dir)
         return set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
 
+    def addresses(self) -> list[str]:
+        return [*super().addresses(), *([self.http_listen] if self.http_listen else [])]
+
     async def start(self) -> None:
         await super().start()
         served = {"target": f"127.0.0.1:{self.port}"}

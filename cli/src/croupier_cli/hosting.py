@@ -34,6 +34,7 @@ from croupier_platform.grpc_server import (
 from croupier_platform.local_channel import LocalChannel
 from croupier_platform.health import HealthWatch, KafkaProbe, Probe, StoreProbe
 from croupier_platform.metrics import Metrics
+from croupier_platform.ports import check_free
 from croupier_platform.runtime import Bootstrap, ServiceContext, ServiceModule, utc_now
 from croupier_platform.settings import DEFAULT_HEALTH_CHECK_INTERVAL_S, DEFAULT_OUTBOX_STUCK_AFTER_S, default_database_pool_size
 from croupier_platform.tls import ClientTls, ServerTls, client_channel
@@ -119,7 +120,15 @@ class Host:
             raise ValueError("services without mTLS sign their calls with the dev secret, and none is configured")
         return self.authority.dev.mint("croupier-services", "service", int(utc_now().timestamp()), SERVICE_TOKEN_LIFETIME_S)
 
+    def addresses(self) -> list[str]:
+        """Every HOST:PORT this host listens on."""
+        host = self.listen.rpartition(":")[0]
+        optional = [self.internal_listen, self.health_listen, f"{host}:{self.metrics_port}" if self.metrics_port else None]
+        return [self.listen, *(address for address in optional if address)]
+
     async def start(self) -> None:
+        for address in self.addresses():  # a port taken fails here, before anything has started
+            check_free(address)
         if self.metrics_port:
             self.metrics = Metrics.prometheus("croupier" if len(self.services) > 1 else f"croupier-{self.services[0]}")
             self.metrics.serve(self.listen.rpartition(":")[0].strip("[]") or "0.0.0.0", self.metrics_port)
@@ -168,6 +177,7 @@ class Host:
         self._dead_letter_watch = DeadLetterWatch(
             self.bus.pending_dead_letters, dead_letter_health(self._health), self.dead_letter_check_interval_s
         )
+        self.metrics.watch_dead_letters(lambda: self._dead_letter_watch.last_pending if self._dead_letter_watch else {})
         self._dead_letter_watch.start()
         self._health_watch = HealthWatch(self._health_probes(), serving_health(self._health), self.health_check_interval_s)  # type: ignore[arg-type]
         self.metrics.watch_degraded(self._health_watch.degraded_count)
@@ -224,8 +234,17 @@ async def stop_within(part: str, stopping: Awaitable[Any], seconds: float) -> No
 
 
 async def run_until_signal(server: Any, on_ready: Callable[[int], None] | None = None) -> None:
-    """Start `server` (a Host or the gateway), tell `on_ready` its port, stop it on SIGINT or SIGTERM."""
-    await server.start()
+    """Start `server` (a Host or the gateway), tell `on_ready` its port, stop it on SIGINT or SIGTERM.
+    A start that fails (a port taken) stops what it had started, in this loop, and raises: else the gRPC
+    server is collected after the loop closed, printing a traceback under the one-line error."""
+    try:
+        await server.start()
+    except BaseException:
+        try:
+            await server.stop()
+        except Exception:  # noqa: BLE001 - the start's failure is the one to report
+            logger.debug("stopping after a failed start failed too", exc_info=True)
+        raise
     # What start-up built (modules, protobuf descriptors, SQLAlchemy metadata: ~10^5 objects) lives as long as
     # the process: out of the cyclic collector's scans, a full collection costs ~0 instead of ~0.3 s.
     gc.freeze()

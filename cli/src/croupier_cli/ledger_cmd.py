@@ -61,14 +61,12 @@ def wallet_store(data: Path | None, database_url: str | None) -> Iterator:
 def run_use_case(data: Path | None, database_url: str | None, use_case: Callable):  # noqa: ANN201
     """`use_case(app)` on a WalletApp over the store; a refused request (a bad filter) exits 2."""
     from croupier_platform.errors import InvalidArgument
-    from croupier_platform.eventstore import SqlEventStore
-    from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
-    from croupier_wallet.application.use_cases import WalletApp
     from croupier_wallet.domain.errors import LedgerError
+    from croupier_wallet.store_reads import wallet_app
 
     with wallet_store(data, database_url) as engine:
         try:
-            return use_case(WalletApp(SqlWalletUnitOfWorkFactory(SqlEventStore(engine)), utc_now))
+            return use_case(wallet_app(engine, utc_now))
         except (LedgerError, InvalidArgument) as exc:
             err.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
@@ -77,10 +75,10 @@ def run_use_case(data: Path | None, database_url: str | None, use_case: Callable
 @ledger_app.command("check")
 def check(data: Data = None, database_url: DatabaseUrl = None, as_json: AsJson = False) -> None:
     """Every account sums to zero per currency and each balance equals its entries; exit 1 on any mismatch."""
-    from croupier_wallet.adapters.ledger_audit import check_ledger
+    from croupier_wallet.store_reads import ledger_audit
 
-    with wallet_store(data, database_url) as engine, engine.connect() as connection:
-        report = check_ledger(connection)
+    with wallet_store(data, database_url) as engine:
+        report = ledger_audit(engine).check()
     problems = report.problems()
     summary = {
         "accounts": report.accounts,

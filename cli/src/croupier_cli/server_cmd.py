@@ -14,6 +14,7 @@ from rich.console import Console
 
 from croupier_platform.deadlines import CallTimeouts
 from croupier_platform.logs import configure_logging
+from croupier_platform.ports import AddressInUse
 from croupier_platform.runtime import utc_now
 from croupier_platform.settings import ProcessSettings
 from croupier_platform.web_gateway import parse_origins
@@ -21,7 +22,7 @@ from croupier_platform.web_gateway import parse_origins
 from .deployment import DEPENDENCIES, PUBLIC_SERVICE_HOSTS, SERVICES
 from .embedded import EmbeddedServer, secret_path
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a message is one line, however narrow the terminal
 DEFAULT_DATA = Path("var")
 
 
@@ -41,7 +42,7 @@ def serve(
     CORS_ORIGINS (comma-separated) lets pages of other origins call the browser port; off by default.
     TLS_CERT_FILE and TLS_KEY_FILE serve TLS; JWKS_URL, JWT_ISSUER and JWT_AUDIENCE accept the
     operator's tokens. A distributed service also needs mTLS (INTERNAL_PORT, TLS_CA_FILE) unless
-    CROUPIER_DEV_MODE=true (README: Identity and TLS)."""
+    CROUPIER_DEV_MODE=true (docs/security.md)."""
     process = settings_or_exit(ProcessSettings, service or "croupier")
     configure_logging(process.log_level)
     if service is None:
@@ -83,9 +84,27 @@ def run_or_exit(host, name: str, where: str) -> None:
 
     try:
         asyncio.run(host.serve_until_signal(ready))
+    except AddressInUse as exc:
+        port = exc.address.rpartition(":")[2]
+        option = port_options(host, embedded=isinstance(host, EmbeddedServer)).get(port, "its setting")
+        console.print(f"[red]cannot serve: {exc}; stop the process holding port {port} or choose another port with {option}[/red]")
+        raise typer.Exit(1) from None
     except OSError as exc:
         console.print(f"[red]cannot serve: {exc}[/red]")
         raise typer.Exit(1) from None
+
+
+def port_options(host, embedded: bool) -> dict[str, str]:
+    """Each port `host` opens, and the option or variable that sets it (for the message when it is taken)."""
+    metrics_port = getattr(host, "metrics_port", 0)  # the gateway has only `listen`
+    opened = [
+        (host.listen, "--listen" if embedded else "PORT (or --listen)"),
+        (getattr(host, "http_listen", None), "--http"),
+        (getattr(host, "internal_listen", None), "INTERNAL_PORT"),
+        (getattr(host, "health_listen", None), "HEALTH_PORT"),
+        (f":{metrics_port}" if metrics_port else None, "--metrics-port" if embedded else "METRICS_PORT"),
+    ]
+    return {address.rpartition(":")[2]: option for address, option in opened if address}
 
 
 GATEWAY = "gateway"

@@ -1,5 +1,5 @@
 /*
- * holdem.c - exact Casino Hold'em analysis (RULES.md section 3).
+ * holdem.c - exact Casino Hold'em analysis (docs/rules.md section 3).
  *
  * A deal is (P, F, T R, D): player hole pair, flop, turn+river, dealer hole pair, all
  * disjoint: 1326 * 19600 * 1081 * 990 = 27,813,810,024,000 deals.  The player decides

@@ -1,5 +1,5 @@
 /*
- * holdem.h - exact Casino Hold'em analysis (RULES.md section 3), C side.
+ * holdem.h - exact Casino Hold'em analysis (docs/rules.md section 3), C side.
  * See holdem.c for the method and native.c for the Python-facing dict layout.
  */
 #ifndef CROUPIER_HOLDEM_H
@@ -22,7 +22,7 @@
 #define CR_CONT_PER_SITUATION (1081ull * 990ull) /* (turn, river) x dealer pairs */
 #define CR_SITUATIONS_TOTAL (1326ull * 19600ull)
 
-/* Table parameters (RULES.md section 3; croupier_rules.tables.CasinoHoldemTable).
+/* Table parameters (docs/rules.md section 3; croupier_rules.tables.CasinoHoldemTable).
  * All pays are "to 1" in Ante units and are validated by the caller:
  *   ante_pay[6]      Ante pay by the player's tier (0 straight or less .. 5 royal), 0..CR_MAX_PAY
  *   aa_pay[2]        AA Bonus pay: [0] flush or better, [1] pair of aces to straight, 0..CR_MAX_PAY

@@ -40,7 +40,7 @@
  *       units) and "called": {"ante_only": bool, "with_aa_bonus": bool}, the decision
  *       under the same rule as holdem_analysis.
  *   holdem_analysis(threads=2, situations=None, *, <table parameters>) -> dict
- *       Exact analysis of Casino Hold'em (RULES.md section 3) over all
+ *       Exact analysis of Casino Hold'em (docs/rules.md section 3) over all
  *       27,813,810,024,000 concrete deals (method: holdem.c).  Keys (all ints):
  *         "deals_total"        1326 * 19600 * 1081 * 990
  *         "situations_total"   concrete (hole pair, flop) situations = 25,989,600

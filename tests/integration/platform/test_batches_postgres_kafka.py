@@ -122,7 +122,7 @@ def test_a_poison_message_in_a_fetch_is_dead_lettered_alone_and_the_others_commi
     assert effects(store, messages) == [m.stream_id for m in good]  # the poison's own write undone
     assert tracked(store, messages) == {m.event_id for m in good}
     assert [m.event_id for m in dead] == [poison.event_id]
-    assert consumer.applied.count(poison.stream_id) == bus.inner._max_attempts  # its batch try counts
+    assert consumer.applied.count(poison.stream_id) == bus.inner._consumers._max_attempts  # its batch try counts
     assert offset == len(messages)
 
 
@@ -136,7 +136,7 @@ def test_a_crash_between_the_batchs_commit_and_the_offsets_loses_and_duplicates_
     async def offsets_lost(*_args: object) -> None:
         """The process dies before it commits the offsets: none reach the broker."""
 
-    crashed.inner._commit = offsets_lost  # type: ignore[method-assign]
+    crashed.inner._consumers._commit = offsets_lost  # type: ignore[method-assign]
 
     async def scenario() -> tuple[int | None, int | None]:
         await publish_first(kafka_bootstrap_servers, namespace, messages)

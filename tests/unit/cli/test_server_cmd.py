@@ -2,6 +2,10 @@
 refuses a port another server holds."""
 
 import logging
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -86,6 +90,27 @@ def test_serve_refuses_a_port_another_server_holds(runner: CliRunner, tmp_path: 
         holder.stop(None)
     assert result.exit_code == 1
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("taken", ["--listen", "--http", "--metrics-port"])
+def test_a_taken_port_is_one_line_on_stderr_naming_it_and_the_option_no_traceback(taken: str, tmp_path: Path) -> None:
+    """The real process (gRPC's C-core logs to the file descriptor, a collected server's traceback comes at
+    exit: neither shows in CliRunner): nothing on stdout, one line on stderr, exit 1."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        address = {"--listen": "127.0.0.1:0", "--http": "127.0.0.1:0", "--metrics-port": "0"}
+        address[taken] = str(port) if taken == "--metrics-port" else f"127.0.0.1:{port}"
+        arguments = [flag_value for flag, value in address.items() for flag_value in (flag, value)]
+        croupier = Path(sys.executable).with_name("croupier")
+        done = subprocess.run([str(croupier), "serve", "--data", str(tmp_path / "data"), *arguments],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "LOG_LEVEL": "INFO"})  # fmt: skip
+    assert done.returncode == 1
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in line
+    assert f"stop the process holding port {port} or choose another port with {taken}" in line
 
 
 IDENTITY_VARIABLES = ("CROUPIER_DEV_MODE", "JWKS_URL", "JWT_ISSUER", "JWT_AUDIENCE", "TLS_CERT_FILE", "TLS_KEY_FILE",

@@ -53,7 +53,7 @@ SHARED_SETTINGS = (
     "WALLET_SERVICE_ADDR",
     "COMMISSION_SERVICE_ADDR",
 )
-CUSTOM_RESOURCES = {"kafka.strimzi.io/v1beta2": {"KafkaTopic"}}
+CUSTOM_RESOURCES = {"kafka.strimzi.io/v1beta2": {"KafkaTopic"}, "monitoring.coreos.com/v1": {"PrometheusRule"}}
 
 
 def load_all(path: Path) -> list[dict[str, Any]]:
@@ -66,7 +66,8 @@ def k8s_files() -> list[Path]:
 
 
 def manifests() -> list[tuple[Path, dict[str, Any]]]:
-    return [(path, doc) for path in k8s_files() if path.name != "kustomization.yaml" for doc in load_all(path)]
+    """The base's objects (infra/k8s/components/ hold kustomize Components: patches, checked rendered)."""
+    return [(path, doc) for path in sorted(BASE.glob("*.yaml")) if path.name != "kustomization.yaml" for doc in load_all(path)]
 
 
 def objects(kind: str) -> dict[str, dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""A game service wired to fakes: in-memory store (or SQLite), fake shuffler, dealer and wallet."""
+"""A game service wired to fakes (in-memory store or SQLite, fake shuffler, dealer and wallet) by the
+service's own wiring (application/use_cases.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,9 @@ from croupier_game.application.feed import LogFeed
 from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
-from croupier_game.application.shoes import KnownShoes
-from croupier_game.application.views import RoundViews
+from croupier_game.application.use_cases import wire_use_cases
 from croupier_game.application.watching import Presence, WatchUseCases
-from croupier_game.config import DEFAULT_TABLES_FILE
+from croupier_game.config import DEFAULT_TABLES_FILE, GameSettings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.opening import OpeningEvents
 from croupier_game.domain.round import Round
@@ -89,19 +89,19 @@ def build(
     feeds: list[LogFeed] = []
     clock = clock or TickingClock()
     book = RoundBook(store, clock, wake_log_readers=lambda: (commits.append(1), *(f.wake() for f in feeds)))
-    shoes = KnownShoes(shuffler) if known_shoes else shuffler
-    views = RoundViews(shoes)
-    catalogue = Catalogue.from_toml(tables_file or DEFAULT_TABLES_FILE)
     points = FakeDealerPoints()
-    dealers = DealerQualification(wallet, points)
-    seats = SeatUseCases(book, catalogue, shoes, wallet, dealers, clock)
-    play = PlayUseCases(book, views, catalogue, shoes, dealer, wallet, dealers, clock)
-    feed = LogFeed(book, poll_interval_s=0.05, queue_size=queue_size)
-    feeds.append(feed)
-    presence = Presence(book, clock, heartbeat_s=0.05)
-    watching = WatchUseCases(book, views, seats, catalogue, dealers, feed, presence, max_streams_per_player=4)
-    audit = AuditUseCases(book, shoes=shuffler, ledger=wallet)
-    game = Game(store, shuffler, dealer, wallet, seats, play, dealers, audit, commits, points, book, feed, presence, watching)
+    settings = GameSettings(
+        watch_poll_interval_s=0.05, watch_queue_size=queue_size, watch_max_streams_per_player=4, presence_heartbeat_s=0.05
+    )
+    wired = wire_use_cases(
+        book, Catalogue.from_toml(tables_file or DEFAULT_TABLES_FILE), settings, clock, shuffler=shuffler, dealer=dealer,
+        wallet=wallet, points=points, shoes=shuffler, ledger=wallet, known_shoes=known_shoes,
+    )  # fmt: skip
+    feeds.append(wired.feed)
+    game = Game(
+        store, shuffler, dealer, wallet, wired.seats, wired.play, wired.dealers, wired.audit, commits, points, book,
+        wired.feed, wired.presence, wired.watching,
+    )  # fmt: skip
     for who in ("alice", "bob"):
         wallet.fund(who, 1_000_000, "USD")
         wallet.fund(who, 1_000_000, "PLAY")

@@ -150,8 +150,10 @@ class FakeWallet:
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Sequence[EventEnvelope] = (),
     ) -> Reservation:
+        for envelope in settle_first:  # as the wallet: applied first (once), then the stakes judged
+            self.apply(envelope)
         if transaction_id in self.replies:
             if any(e.transaction_id == transaction_id and e.status == "voided" for e in self.entries):
                 raise StakesRefused(f"the reservation {transaction_id!r} was released; place the bets again", reason="ROUND_CLOSED")

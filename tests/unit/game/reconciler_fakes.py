@@ -29,9 +29,9 @@ class ExpiringWallet(FakeWallet):
 
     async def reserve_stakes(  # type: ignore[override]
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Sequence[EventEnvelope] = (),
     ) -> Reservation:
-        reply = await super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id)
+        reply = await super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id, settle_first)
         self._stamp()
         return reply
 

@@ -13,7 +13,7 @@ from sqlalchemy import delete, select, update
 
 from croupier_game.adapters.sql import rounds_table
 from croupier_game.application.full_audit import AuditProgress, Violation, audit_shares, check_whole_ledger, run_audit
-from croupier_game.application.round_check import NOT_CHARGED, LagBound
+from croupier_game.application.round_ledger import NOT_CHARGED, LagBound
 from croupier_platform.db import events_table
 from croupier_platform.events import EventRecord, record_hash
 from croupier_platform.errors import PermissionDenied

@@ -16,13 +16,13 @@ import pytest
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
 from croupier_game.application.audit import AuditUseCases
+from croupier_game.application.book_loop import Pace
 from croupier_game.application.keeper import Keeper, KeeperPass
-from croupier_game.application.dealer_qualification import DealerQualification
 from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
-from croupier_game.application.views import RoundViews
-from croupier_game.config import DEFAULT_TABLES_FILE, keeper_settings
+from croupier_game.application.use_cases import wire_use_cases
+from croupier_game.config import DEFAULT_TABLES_FILE, GameSettings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_game.domain.round import KEEPER_CAUSATION
 from croupier_platform.db import create_schema, make_engine
@@ -128,13 +128,12 @@ def service(
 ) -> Service:
     book = RoundBook(store, world.clock, wake_log_readers=lambda: None)
     points = FakeDealerPoints(points={("bob", "USD"): 800})  # Bob may deal at every war-p2p table
-    catalogue = Catalogue.from_toml(tables_file)
-    dealers = DealerQualification(world.wallet, points)
-    seats = SeatUseCases(book, catalogue, world.shuffler, world.wallet, dealers, world.clock)
-    play = PlayUseCases(book, RoundViews(world.shuffler), catalogue, world.shuffler, world.dealer, world.wallet, dealers, world.clock)
-    audit = AuditUseCases(book, shoes=world.shuffler, ledger=world.wallet)
-    keeper = Keeper(book, seats, play, audit, world.clock, interval_s=0.01, stuck_after_s=stuck_after_s, leadership=leadership)
-    return Service(store, world, book, seats, play, audit, keeper)
+    wired = wire_use_cases(
+        book, Catalogue.from_toml(tables_file), GameSettings(), world.clock, shuffler=world.shuffler, dealer=world.dealer,
+        wallet=world.wallet, points=points, shoes=world.shuffler, ledger=world.wallet, known_shoes=False,
+    )  # fmt: skip
+    keeper = Keeper(book, wired.seats, wired.play, wired.audit, world.clock, Pace(0.01, leadership=leadership), stuck_after_s=stuck_after_s)
+    return Service(store, world, book, wired.seats, wired.play, wired.audit, keeper)
 
 
 @pytest.fixture
@@ -188,7 +187,7 @@ def test_casino_war_tie_left_is_surrendered_for_half_the_ante(svc: Service) -> N
 
 
 def test_a_player_gone_with_a_tie_pending_against_a_player_dealer_surrenders_the_ante(svc: Service) -> None:
-    # RULES.md §2: after the deal with a tie pending, the round goes on as if the player surrendered.
+    # docs/rules.md §2: after the deal with a tie pending, the round goes on as if the player surrendered.
     svc.wallet.fund("bob", START, "USD")
     svc.run(svc.seats.join_table(BOB, "war-p2p-i-usd", "dealer", "Bobby", auto_confirm=True))
     round_id = svc.open_round("war-p2p-i-usd", {"ante": 1000}, ["Kc", "Kd"])
@@ -459,11 +458,11 @@ def test_a_restarted_keeper_finishes_what_the_old_one_left(tmp_path: Path) -> No
 
 
 def test_keeper_settings_from_arguments_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert (keeper_settings().keeper_interval_s, keeper_settings().stuck_round_void_after_s) == (1.0, 300.0)
+    assert (GameSettings().keeper_interval_s, GameSettings().stuck_round_void_after_s) == (1.0, 300.0)
     monkeypatch.setenv("CROUPIER_KEEPER_INTERVAL_S", "0.2")
     monkeypatch.setenv("CROUPIER_STUCK_ROUND_VOID_AFTER_S", "5")
-    assert (keeper_settings().keeper_interval_s, keeper_settings().stuck_round_void_after_s) == (0.2, 5.0)
-    assert keeper_settings(stuck_round_void_after_s=2).stuck_round_void_after_s == 2.0
+    assert (GameSettings().keeper_interval_s, GameSettings().stuck_round_void_after_s) == (0.2, 5.0)
+    assert GameSettings(stuck_round_void_after_s=2).stuck_round_void_after_s == 2.0
 
 
 def test_the_keepers_lock_is_its_own_and_the_outboxs_is_unchanged() -> None:

@@ -1,4 +1,4 @@
-"""war-p2p with a player in the dealer's seat (RULES.md §2), through the application layer with fakes:
+"""war-p2p with a player in the dealer's seat (docs/rules.md §2), through the application layer with fakes:
 eligibility, pairing, confirmation, the bet cap, the seed's $300 example and the disconnection rules."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tests.refusals import raises_reason
 
 from .conftest import ALICE, BOB, Game
 
-TABLE = "war-p2p-iii-usd"  # RULES.md: a dealer needs 800 points and $420 here; antes $25-$350
+TABLE = "war-p2p-iii-usd"  # docs/rules.md: a dealer needs 800 points and $420 here; antes $25-$350
 TABLE_III = table_for("war-p2p", {"table_type": "III", "dealer": "player"})
 
 

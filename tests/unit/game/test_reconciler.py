@@ -14,14 +14,14 @@ import pytest
 
 from croupier_game.adapters.memory import InMemoryGameStore
 from croupier_game.adapters.sql import SqlGameStore, game_metadata
+from croupier_game.application.book_loop import Pace
 from croupier_game.application.reconciler import Reconciler, ReconcilerPass
-from croupier_game.application.dealer_qualification import DealerQualification
 from croupier_game.application.play import PlayUseCases
 from croupier_game.application.rounds import RoundBook
 from croupier_game.application.seats import SeatUseCases
 from croupier_game.application.settling import SettledFigures
-from croupier_game.application.views import RoundViews
-from croupier_game.config import DEFAULT_TABLES_FILE
+from croupier_game.application.use_cases import wire_use_cases
+from croupier_game.config import DEFAULT_TABLES_FILE, GameSettings
 from croupier_game.domain.catalogue import Catalogue
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.errors import FailedPrecondition, Unavailable
@@ -54,8 +54,7 @@ class World:
     def reconciler(self, leadership: Recorded | None = None, book: RoundBook | None = None) -> Reconciler:
         """`book`: another replica's (it ended none of the rounds played here); this one's by default."""
         sinks = [self.wallet, self.shuffler, self.commission]
-        return Reconciler(book or self.book, sinks, self.wallet, self.clock, interval_s=0.01, settle_after_s=BOUND_S,
-                          leadership=leadership)  # fmt: skip
+        return Reconciler(book or self.book, sinks, self.wallet, self.clock, Pace(0.01, leadership=leadership), settle_after_s=BOUND_S)
 
     def another_replica(self) -> RoundBook:
         return RoundBook(self.store, self.clock, wake_log_readers=lambda: None)
@@ -118,11 +117,11 @@ def world(store: Any, *, settled_figures: bool = False) -> World:
     figures = SettledFigures([wallet, shuffler, commission]) if settled_figures else None
     book = RoundBook(store, clock, wake_log_readers=lambda: None, figures=figures)
     points = FakeDealerPoints(points={("bob", "USD"): 800})
-    catalogue = Catalogue.from_toml(DEFAULT_TABLES_FILE)
-    dealers = DealerQualification(wallet, points)
-    seats = SeatUseCases(book, catalogue, cards, wallet, dealers, clock)
-    play = PlayUseCases(book, RoundViews(cards), catalogue, cards, FakeDealer(cards), wallet, dealers, clock)
-    return World(store, clock, wallet, shuffler, commission, seats, play, book, cards)
+    wired = wire_use_cases(
+        book, Catalogue.from_toml(DEFAULT_TABLES_FILE), GameSettings(), clock, shuffler=cards, dealer=FakeDealer(cards),
+        wallet=wallet, points=points, shoes=cards, ledger=wallet, known_shoes=False,
+    )  # fmt: skip
+    return World(store, clock, wallet, shuffler, commission, wired.seats, wired.play, book, cards)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -326,8 +325,7 @@ def test_a_failed_pass_is_retried_after_the_interval_not_a_grown_backoff(w: Worl
 def test_a_backlog_drains_in_back_to_back_passes_of_a_page_each(w: World, caplog: pytest.LogCaptureFixture) -> None:
     """Issue 27 item 9: a broker outage left thousands of rounds for the reconciler, which took a page per
     interval. Here the interval is an hour: only back-to-back passes drain the backlog, a page each."""
-    reconciler = Reconciler(w.book, [w.wallet, w.shuffler, w.commission], w.wallet, w.clock, interval_s=3600,
-                            settle_after_s=BOUND_S, batch_size=4)  # fmt: skip
+    reconciler = Reconciler(w.book, [w.wallet, w.shuffler, w.commission], w.wallet, w.clock, Pace(3600, 4), settle_after_s=BOUND_S)
     rounds = [w.play_round(key=f"k{n}") for n in range(10)]
     w.deliver(drop=("RoundSettled",))
     w.clock.advance(BOUND_S + 1)
@@ -360,8 +358,7 @@ def test_a_backlog_drains_in_back_to_back_passes_of_a_page_each(w: World, caplog
 def test_a_full_page_that_reaches_rounds_within_the_bound_waits_for_the_interval(w: World) -> None:
     """Through a broker outage the page was full of rounds not yet due: a pass at once each time one became
     due ran ~1.5 passes a second (and logged each) for a round or two."""
-    reconciler = Reconciler(w.book, [w.wallet, w.shuffler, w.commission], w.wallet, w.clock, interval_s=5,
-                            settle_after_s=BOUND_S, batch_size=3)  # fmt: skip
+    reconciler = Reconciler(w.book, [w.wallet, w.shuffler, w.commission], w.wallet, w.clock, Pace(5, 3), settle_after_s=BOUND_S)
     wakes: list[bool] = []
     reconciler.wake = lambda: wakes.append(True)  # type: ignore[method-assign]
     due = [w.play_round(key=f"due{n}") for n in range(2)]

@@ -1,8 +1,10 @@
-"""The game's events are built by the game itself (`new_event`, `rules_event`): not validated again, and
-the same events, sealed to the same chain, as validated ones."""
+"""The game's events are built by the game itself (the domain's drafts, `new_event`, `rules_event`, appended
+through application/recording.py's `trusted`): not validated again, and the same events, sealed to the same
+chain, as validated ones."""
 
 import pytest
 
+from croupier_game.application.recording import trusted
 from croupier_game.domain.round import new_event, rules_event
 from croupier_platform.eventstore import NewEvent
 from croupier_platform.eventstore.port import seal_batch
@@ -24,8 +26,9 @@ def test_the_games_events_are_not_validated_again_and_seal_as_validated_ones(mon
     ]
     with monkeypatch.context() as patched:
         patched.setattr(NewEvent, "__pydantic_validator__", _Refused())
-        built = [new_event("RoundOpened", {"round_id": "r1", "table": {"min": 1}}, AT, "r1")]
-        built += [rules_event(event, AT, "r1", causation_id="keeper") for event in rules]
+        drafts = [new_event("RoundOpened", {"round_id": "r1", "table": {"min": 1}}, AT, "r1")]
+        drafts += [rules_event(event, AT, "r1", causation_id="keeper") for event in rules]
+        built = trusted(drafts)
     validated = [NewEvent(**event.model_dump()) for event in built]
     assert built == validated
     assert [e.payload for e in built[1:]] == [event.model_dump(mode="json") for event in rules]

@@ -34,7 +34,7 @@ def replay_ok(game: Game, round_id: str) -> None:
 
 
 def test_casino_war_seed_example_war_after_a_tie(game: Game) -> None:
-    # RULES.md: Ante 5 + Tie 5, A vs A (tie pays 55), raise 5, 5♦ vs 2♥ (15 returned) → 70 in all.
+    # docs/rules.md: Ante 5 + Tie 5, A vs A (tie pays 55), raise 5, 5♦ vs 2♥ (15 returned) → 70 in all.
     view = play(game, "casino-war-usd", {"ante": 500, "tie": 500}, ["Ac", "Ah", "2c", "3c", "4c", "5d", "2h"])
     assert view.phase == "deciding" and view.options == ["raise", "surrender"] and view.pending_bets == ["ante"]
     before = game.wallet.available("alice")
@@ -146,7 +146,7 @@ def test_holdem_over_limit_is_adjusted_and_rebet_asks_again(game: Game) -> None:
 
 
 def test_battle_royale_tie_in_battle_pays_three_to_one(game: Game) -> None:
-    # RULES.md: ante $10, battle, tie → ante and wager returned and $30 won.
+    # docs/rules.md: ante $10, battle, tie → ante and wager returned and $30 won.
     view = play(game, "battle-royale-usd", {"ante": 1000}, ["8c", "8d", "2c", "3c", "4c", "Js", "Jh"])
     view = game.run(game.play.decide(ALICE, view.round_id, "battle", ""))
     assert results(view) == {"ante": (1000, 1000, "push"), "battle": (1000, 4000, "tie in battle")}

@@ -73,6 +73,20 @@ def test_a_house_round_is_left_to_the_bus_until_its_seat_is_looked_at(w: World) 
     assert w.commission.applied == []  # a casino-war round moves no dealer points
 
 
+def test_a_house_tables_next_bet_carries_its_last_round_so_its_balance_includes_that_return(w: World) -> None:
+    first = w.play_round(cards=WIN)  # won 1,000; the bus delivers nothing
+    assert held(w, "alice") == 1000
+
+    seat = w.run(w.seats.join_table(ALICE, "casino-war-usd"))[0].seat_id
+    w.cards.stack(*WIN)
+    view = w.run(w.play.place_bets(ALICE, seat, {"ante": 1000}, "k2", ""))
+
+    # The reservation applied the first round's settlement first (once): the second round opens on it.
+    assert view.balance_before == START + 1000
+    assert [e.transaction_id for e in w.wallet.entries if e.round_id == first and e.kind == "payout"] == [f"round:{first}:payout"]
+    assert w.commission.applied == []  # nothing driven besides: it rode on the reservation
+
+
 def test_the_next_bet_waits_until_the_dealers_last_round_is_applied(w: World) -> None:
     dealer_seat, seat = seats_at_p2p(w)
     commission_apply = w.commission.apply_round_event

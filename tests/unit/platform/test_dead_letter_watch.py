@@ -38,6 +38,7 @@ def test_dead_letters_turn_their_health_entry_not_serving_and_are_logged(caplog:
         message = envelope("round-1")
         await bus.publish(ROUND_EVENTS, message.stream_id, message)
         assert await watch.check() == {"wallet": 1}
+        assert watch.last_pending == {"wallet": 1}  # what the metrics' croupier_deadletters_pending reads
         seen += [("dead", await status(DEAD_LETTERS_HEALTH)), ("overall", await status(""))]
         await watch.check()  # within the log interval: no second line
         await bus.stop()

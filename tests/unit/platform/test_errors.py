@@ -1,6 +1,6 @@
 """The one error mapping (croupier_platform.errors): every error a service raises becomes a status
 with a google.rpc.ErrorInfo whose reason is a value of proto/croupier/v1/errors.proto, the reasons
-in the code are all in the proto, and the README lists them all."""
+in the code are all in the proto, and docs/api.md lists them all."""
 
 from __future__ import annotations
 
@@ -156,9 +156,9 @@ def test_every_reason_the_code_sends_is_in_the_proto() -> None:
     assert unknown == {}
 
 
-def test_the_readme_lists_every_reason() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Errors", 1)[1].split("\n## ", 1)[0]
+def test_the_api_page_lists_every_reason() -> None:
+    page = (ROOT / "docs" / "api.md").read_text()
+    section = page.split("\n## Errors", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([A-Z_]+)` \|", section, flags=re.MULTILINE)
 
     assert listed == list(Reason.__members__)

@@ -225,10 +225,26 @@ def test_an_unreachable_store_fails_the_probe(tmp_path: Path) -> None:
     probe.close()
 
 
-def test_a_store_without_an_outbox_is_only_asked_select_1(tmp_path: Path) -> None:
-    probe = StoreProbe(f"sqlite:///{tmp_path / 'dealer.db'}", stuck_after_s=30)  # the dealer keeps no outbox
-    asyncio.run(probe())
-    probe.close()
+def test_a_store_without_an_outbox_is_only_asked_select_1_once_the_probe_knows_it_has_none(tmp_path: Path) -> None:
+    """The dealer keeps no outbox: the first look asks SELECT 1 and whether the table exists, each later look
+    SELECT 1 alone, and no look reads an outbox (or fails for want of one)."""
+    probe = StoreProbe(f"sqlite:///{tmp_path / 'dealer.db'}", stuck_after_s=30)
+    looks: list[list[str]] = []
+    event.listen(probe._engine, "before_cursor_execute", lambda connection, cursor, statement, *rest: looks[-1].append(statement))
+
+    async def three_looks() -> None:
+        for _ in range(3):
+            looks.append([])
+            await probe()  # passes: a store with no outbox has no relay to be behind
+
+    try:
+        asyncio.run(three_looks())
+    finally:
+        probe.close()
+    asked = [[statement for statement in look if statement not in ("BEGIN", "COMMIT", "ROLLBACK")] for look in looks]
+    first, *later = asked
+    assert first[0] == "SELECT 1" and first[1:] and all("table_info" in statement for statement in first[1:])
+    assert later == [["SELECT 1"], ["SELECT 1"]]
 
 
 def test_the_store_probe_keeps_one_connection_across_its_looks(store_url: str) -> None:

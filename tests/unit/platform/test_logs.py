@@ -225,3 +225,19 @@ def test_a_throttled_line_that_goes_out_again_says_how_many_were_held_back() -> 
         "Connect to broker failed (99 more like it since the last such line)",
     ]
     assert throttle.filter(record("aiokafkaesque")) and throttle.filter(record("croupier_game.x"))
+
+
+def test_uvicorns_lines_carry_no_ansi_colour_copy_of_their_message(lines: io.StringIO) -> None:
+    from starlette.applications import Starlette
+
+    from croupier_platform.web_gateway import HttpServer
+
+    async def serve_and_stop() -> None:
+        server = HttpServer(Starlette(), "127.0.0.1:0")
+        await server.start()
+        await server.stop()
+
+    asyncio.run(serve_and_stop())
+    from_uvicorn = [line for line in parsed(lines) if line["logger"].startswith("uvicorn")]
+    assert any("Started server process" in line["message"] for line in from_uvicorn)
+    assert all("color_message" not in line and not any("\x1b" in str(v) for v in line.values()) for line in from_uvicorn)

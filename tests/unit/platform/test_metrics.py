@@ -24,9 +24,12 @@ SECRET = b"metrics-tests-secret-0123456789abcdef0123"
 SERVICE = "test.Edge"
 
 
+_ports: dict[int, int] = {}  # each Metrics' endpoint, served once however often a test scrapes it
+
+
 def samples(metrics: Metrics) -> list[tuple[str, dict[str, str], float]]:
     """Every sample as Prometheus scrapes it from the endpoint: (name, labels, value)."""
-    port = metrics.serve("127.0.0.1", 0)
+    port = _ports.get(id(metrics)) or _ports.setdefault(id(metrics), metrics.serve("127.0.0.1", 0))
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
     return [(s.name, s.labels, s.value) for family in text_string_to_metric_families(text) for s in family.samples]
@@ -113,9 +116,57 @@ def test_the_interceptor_records_each_call_with_its_method_and_status_code(metri
     found = samples(metrics)
     ok = {"rpc_system": "grpc", "rpc_service": SERVICE, "rpc_grpc_status_code": "0"}
     assert value(found, "rpc_server_duration_seconds_count", rpc_method="GetBalances", **ok) == 2
-    assert value(found, "rpc_server_duration_seconds_count", rpc_method="Stream", **ok) == 1
     assert value(found, "rpc_server_duration_seconds_bucket", rpc_method="GetBalances", le="+Inf", **ok) == 2
     assert value(found, "rpc_server_duration_seconds_sum", rpc_method="GetBalances", **ok) > 0
+
+
+def test_a_server_stream_has_a_duration_series_of_its_own_not_the_unary_latency(metrics: Metrics) -> None:
+    codes = run_calls(metrics, lambda: None, [("GetBalances", True), ("Stream", True), ("Stream", True)])
+    assert codes == [grpc.StatusCode.OK] * 3
+
+    found = samples(metrics)
+    ok = {"rpc_system": "grpc", "rpc_service": SERVICE, "rpc_grpc_status_code": "0"}
+    assert value(found, "rpc_server_duration_seconds_count", rpc_method="Stream") is None
+    assert value(found, "rpc_server_duration_seconds_count", rpc_method="GetBalances", **ok) == 1
+    assert value(found, "croupier_rpc_stream_duration_seconds_count", rpc_method="Stream", **ok) == 2
+    assert value(found, "croupier_rpc_stream_duration_seconds_bucket", rpc_method="Stream", le="14400.0", **ok) == 2
+    assert value(found, "croupier_rpc_stream_duration_seconds_count", rpc_method="GetBalances") is None
+
+
+def test_no_series_carries_opentelemetrys_scope_labels(metrics: Metrics) -> None:
+    run_calls(metrics, lambda: None, [("GetBalances", True)])
+    metrics.round_events("war", "war-play", ["RoundOpened"])
+    found = samples(metrics)
+    assert value(found, "croupier_rounds_opened_total") == 1
+    assert [(name, labels) for name, labels, _ in found if any(label.startswith("otel_scope") for label in labels)] == []
+
+
+def test_the_games_series_are_there_at_zero_before_the_first_event(metrics: Metrics) -> None:
+    metrics.game_hosted([("war", "war-play", "PLAY"), ("holdem", "holdem-1", "USD")],
+                        [("wallet", "RoundSettled"), ("commission", "RoundVoided")])  # fmt: skip
+    found = samples(metrics)
+    for game, table in (("war", "war-play"), ("holdem", "holdem-1")):
+        for state in ("opened", "settled", "voided"):
+            assert value(found, f"croupier_rounds_{state}_total", croupier_game_name=game, croupier_table_id=table) == 0
+    assert value(found, "croupier_keeper_actions_total", croupier_keeper_action="decided") == 0
+    assert value(found, "croupier_keeper_actions_total", croupier_keeper_action="voided") == 0
+    assert value(found, "croupier_audit_violations_total") == 0
+    for currency in ("PLAY", "USD"):
+        assert value(found, "croupier_money_staked_total", croupier_currency=currency) == 0
+        assert value(found, "croupier_money_paid_total", croupier_currency=currency) == 0
+    assert value(found, "croupier_reconciler_redrives_total", croupier_service="wallet", croupier_event_type="RoundSettled") == 0
+    metrics.round_events("war", "war-play", ["RoundOpened"])
+    assert value(samples(metrics), "croupier_rounds_opened_total", croupier_table_id="war-play") == 1
+
+
+def test_a_gauges_label_once_reported_stays_at_zero_when_its_reader_drops_it(metrics: Metrics) -> None:
+    pending = {"PLAY": 4, "EUR": 2}
+    metrics.watch_reservations(lambda: dict(pending))
+    assert value(samples(metrics), "croupier_wallet_reservations_pending", croupier_currency="EUR") == 2
+    del pending["EUR"]
+    found = samples(metrics)
+    assert value(found, "croupier_wallet_reservations_pending", croupier_currency="EUR") == 0
+    assert value(found, "croupier_wallet_reservations_pending", croupier_currency="PLAY") == 4
 
 
 def test_errors_are_recorded_with_the_code_the_client_saw(metrics: Metrics) -> None:
@@ -131,7 +182,8 @@ def test_errors_are_recorded_with_the_code_the_client_saw(metrics: Metrics) -> N
     count = "rpc_server_duration_seconds_count"
     assert value(found, count, rpc_method="GetBalances", rpc_grpc_status_code=str(grpc.StatusCode.NOT_FOUND.value[0])) == 1
     assert value(found, count, rpc_method="GetBalances", rpc_grpc_status_code=str(grpc.StatusCode.UNAUTHENTICATED.value[0])) == 1
-    assert value(found, count, rpc_method="Stream", rpc_grpc_status_code=str(grpc.StatusCode.NOT_FOUND.value[0])) == 1
+    assert value(found, "croupier_rpc_stream_duration_seconds_count", rpc_method="Stream",
+                 rpc_grpc_status_code=str(grpc.StatusCode.NOT_FOUND.value[0])) == 1  # fmt: skip
     assert value(found, count, rpc_method="GetBalances", rpc_grpc_status_code="0") is None
     # A method the server does not have names no series (a caller could make up any number of them).
     assert value(found, count, rpc_method="Missing") is None
@@ -189,6 +241,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     metrics.watch_reservations(lambda: {"PLAY": 4})
     metrics.watch_consumer_lag(lambda: {"wallet": 12, "shuffler": 0})
     metrics.watch_degraded(lambda: {"broker": 1, "game store": 0})
+    metrics.watch_dead_letters(lambda: {"wallet": 3})
 
     found = samples(metrics)
     table = {"croupier_game_name": "war", "croupier_table_id": "war-play"}
@@ -211,5 +264,7 @@ def test_counters_and_gauges_as_prometheus_names_them(metrics: Metrics) -> None:
     assert value(found, "messaging_kafka_consumer_lag", messaging_consumer_group_name="shuffler") == 0
     assert value(found, "croupier_health_degraded", croupier_dependency="broker") == 1
     assert value(found, "croupier_health_degraded", croupier_dependency="game store") == 0
+    assert value(found, "croupier_deadletters_pending", messaging_consumer_group_name="wallet") == 3
+    assert value(found, "croupier_deadletters_pending", messaging_consumer_group_name="shuffler") is None
     names = {name for name, _, _ in found}
     assert names - {"target_info"} <= PROMETHEUS_SERIES

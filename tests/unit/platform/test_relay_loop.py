@@ -605,7 +605,7 @@ def test_while_commits_cannot_be_told_the_poll_reads_every_time() -> None:
 
 
 def test_the_poll_reads_after_the_safety_interval_even_when_nothing_was_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("croupier_platform.relay.SAFETY_READ_S", 0.0)
+    monkeypatch.setattr("croupier_platform.relay.wakes.SAFETY_READ_S", 0.0)
 
     async def scenario(h: Harness) -> None:
         notifications = ToldNotifications()

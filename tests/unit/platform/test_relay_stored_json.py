@@ -8,12 +8,12 @@ import pytest
 from aiokafka import ConsumerRecord
 from sqlalchemy import Engine
 
-from croupier_platform import kafka_bus
-from croupier_platform.bus import InProcessBus, Outgoing, Publisher, PrefixedBus
+from croupier_platform.kafka_bus import consumer as kafka_consumer
+from croupier_platform.bus import InProcessBus, Outgoing, Publisher, PrefixedBus, RetryPolicy
 from croupier_platform.deadletters import EVENT_ID_HEADER, EVENT_TYPE_HEADER
 from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
-from croupier_platform.kafka_bus import KafkaBus, _ConsumerState, _headers, _stored_record, _Subscription
+from croupier_platform.kafka_bus import ConsumerState, KafkaConsumers, Subscription, headers_of, stored_record
 from croupier_platform.outbox import OutboxMessage
 from croupier_platform.relay import OutboxRelay
 from tests.unit.platform.test_outbox_contract import append_events
@@ -70,16 +70,16 @@ def test_kafka_sends_the_stored_text_as_it_is_with_the_headers_of_its_envelope(p
     )
     read = OutboxMessage(7, "croupier.round-events", "r-1", None, text)
 
-    topic, key, value, headers, event_id = _stored_record(read)
+    topic, key, value, headers, event_id = stored_record(read)
 
     assert parses == []
     assert (topic, key, value, event_id) == ("croupier.round-events", b"r-1", text.encode(), "6ac30e1a-8c56-47f2-8f61-8b034024d2da")
     envelope = EventEnvelope.model_validate_json(text)
-    assert headers == _headers(envelope)
+    assert headers == headers_of(envelope)
     assert headers[EVENT_TYPE_HEADER] == "RoundSettled" and headers["traceparent"].startswith("00-aaaa")
     # A row handed over with its envelope (SQLite's hand-off): headers from it, the text as stored.
-    assert _stored_record(OutboxMessage(7, topic, "r-1", envelope, text))[2:4] == (text.encode(), headers)
-    assert _stored_record(OutboxMessage(7, topic, "r-1", envelope))[2] == envelope.model_dump_json().encode()
+    assert stored_record(OutboxMessage(7, topic, "r-1", envelope, text))[2:4] == (text.encode(), headers)
+    assert stored_record(OutboxMessage(7, topic, "r-1", envelope))[2] == envelope.model_dump_json().encode()
 
 
 def test_an_in_process_bus_and_a_prefixed_one_get_envelopes_from_stored_rows(sqlite_engine: Engine) -> None:
@@ -122,13 +122,13 @@ def record(event_type: bytes | None, value: bytes = b"not an envelope") -> Consu
 
 def test_a_record_of_a_type_not_handled_is_passed_by_before_its_headers_are_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     decoded: list[ConsumerRecord] = []
-    original = kafka_bus._decoded_headers
+    original = kafka_consumer.decoded_headers
 
     def counted(r: ConsumerRecord) -> dict[str, str]:
         decoded.append(r)
         return original(r)
 
-    monkeypatch.setattr(kafka_bus, "_decoded_headers", counted)
+    monkeypatch.setattr(kafka_consumer, "decoded_headers", counted)
     handled: list[object] = []
 
     async def handler(envelope: EventEnvelope) -> None:
@@ -138,17 +138,17 @@ def test_a_record_of_a_type_not_handled_is_passed_by_before_its_headers_are_deco
         handled.extend(envelopes)
         return len(envelopes), None
 
-    subscription = _Subscription("croupier.round-events", "g", handler, frozenset({"RoundSettled"}), batch)
-    bus = KafkaBus("localhost:1", "test")
+    subscription = Subscription("croupier.round-events", "g", handler, frozenset({"RoundSettled"}), batch)
+    consumers = KafkaConsumers("localhost:1", "test", 3, RetryPolicy())
     others = [record(b"CardsDealt"), record(b"BetsPlaced"), record(b"RoundOpened")]
 
     async def scenario() -> None:
-        assert await bus._handle(None, subscription, _ConsumerState(), others[0])  # type: ignore[arg-type]
-        assert await bus._handle_batch(subscription, _ConsumerState(), others) == (0, None)  # none for the handler
+        assert await consumers._handle(subscription, ConsumerState(), others[0])
+        assert await consumers._handle_batch(subscription, ConsumerState(), others) == (0, None)  # none for the handler
 
     asyncio.run(scenario())
     assert decoded == [] and handled == []
     assert subscription.passes_by(record(b"CardsDealt"))
     assert not subscription.passes_by(record(b"RoundSettled"))
     assert not subscription.passes_by(record(None))  # no header: the value says
-    assert not _Subscription("t", "g", handler).passes_by(record(b"CardsDealt"))  # every type handled
+    assert not Subscription("t", "g", handler).passes_by(record(b"CardsDealt"))  # every type handled

@@ -1,4 +1,4 @@
-"""A player-dealer's cover (RULES.md §2): the player's largest win plus the largest commission."""
+"""A player-dealer's cover (docs/rules.md §2): the player's largest win plus the largest commission."""
 
 from hypothesis import given
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""Each game's rules, case by case, as RULES.md states them."""
+"""Each game's rules, case by case, as docs/rules.md states them."""
 
 from fractions import Fraction
 

@@ -363,3 +363,21 @@ def test_a_proper_shoe_is_counted_at_once_not_parsed_card_by_card(decks, monkeyp
 
     monkeypatch.setattr(fairness, "parse_card", parsed)
     assert fairness.check_shoe(shoe, decks) == []
+
+
+def test_a_state_changed_is_the_state_dataclasses_replace_gives_for_every_field():
+    from dataclasses import fields, replace
+
+    from croupier_rules.round_decider import RoundState
+
+    state = RoundState(table=table_for("casino-war"), bets={"ante": 500}, hands={"player": ("AS",)}, pending=("ante",))
+    values = {"table": table_for("casino-holdem"), "phase": "settled", "stage": "second", "bets": {"ante": 1},
+              "adjusted_from": {"ante": 2}, "hands": {"dealer": ("2C",)}, "pending": ("war",), "options": ("war",),
+              "decisions": {"ante": "war"}, "settlement": None, "void": None}  # fmt: skip
+    assert set(values) == {f.name for f in fields(RoundState)}
+    for name, value in values.items():
+        assert state.changed(**{name: value}) == replace(state, **{name: value})
+    assert state.changed(**values) == replace(state, **values)
+    assert state.changed() == state and state.changed() is not state
+    with pytest.raises(TypeError, match="no field colour"):
+        state.changed(colour="red")

@@ -1,4 +1,4 @@
-"""Exact Casino Hold'em analysis (RULES.md section 3), checked independently.
+"""Exact Casino Hold'em analysis (docs/rules.md section 3), checked independently.
 
 * class counters of specific situations == brute force over all 1081 x 990
   continuations (in C, and once in Python from the native ranker + rank_reference);

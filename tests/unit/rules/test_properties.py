@@ -11,7 +11,7 @@ from croupier_rules.game_registry import decider_for
 from croupier_rules.errors import RuleError
 from croupier_rules.table_config import GAMES, table_for
 
-# The most a bet can return per unit staked on it, from the paytables of RULES.md.
+# The most a bet can return per unit staked on it, from the paytables of docs/rules.md.
 MAX_RETURN = {
     "casino-war": {"ante": 3, "raise": 1, "tie": 11},
     "war-p2p": {"ante": 2, "raise": 2},

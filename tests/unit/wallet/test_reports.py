@@ -34,7 +34,7 @@ def played(wallet: Wallet) -> WalletApp:
     12:00 PLAY casino-holdem-play  r3 ante 1,000, returns 1,500            house   -500
     13:00 PLAY casino-war-play     r4 ante 200, voided                     nothing
     13:00 PLAY casino-holdem-play  r5 ante 400, open                       nothing yet
-    13:00 USD  war-p2p-iii-usd     r6 alice 30,000 against bob as dealer, lost; commission 525 (RULES.md's $300)
+    13:00 USD  war-p2p-iii-usd     r6 alice 30,000 against bob as dealer, lost; commission 525 (docs/rules.md's $300)
     13:00 USD  casino-war-usd      r7 ante 1,000, returns 2,000            house -1,000
     """
     clock = MovableClock(MIDDAY)

@@ -4,12 +4,14 @@ before it committed and itself (and what follows) for the bus to hand over alone
 tests/integration/wallet/test_wallet_postgres.py runs this suite on PostgreSQL too."""
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
 
 from croupier_platform.events import verify_chain
-from croupier_wallet.domain.errors import RoundMismatch
+from croupier_wallet.domain.errors import InsufficientFunds, RoundMismatch
 
 from .helpers import listening, settled, voided
 
@@ -138,4 +140,77 @@ def test_a_batch_of_player_dealer_rounds_with_the_roles_swapped_settles_each_onc
     # bob won p1 off alice, the dealer (1,000), and dealt p2, which alice lost (1,000); each dealer's 35 hold
     # still waits for the commission service.
     assert usd["player:alice"] == (98_000, 35) and usd["player:bob"] == (102_000, 35)
+    assert wallet.check().ok
+
+
+def carrying(wallet, *ending):  # noqa: ANN001, ANN201
+    """ReserveStakes' settle_first (the game's `settle_first_json`), as the servicer builds it."""
+    return lambda uow: wallet.consumer.apply_in(uow, list(ending))
+
+
+def test_a_reservation_applies_the_seats_last_round_first_and_the_bus_then_finds_it_applied(wallet):
+    """The game's next bet carries its seat's last round's end (docs/design.md, "What a player sees"): the
+    balance the reservation judges and reports includes that round's return, whatever the bus's lag."""
+    open_rounds(wallet, [("r1", "alice")])
+    ending = settled("r1", {"ante": (100, 300)})
+
+    reply = wallet.app.reserve_stakes("r2-s", "alice", "r2", 100, "PLAY", {"ante": 100}, settle_first=carrying(wallet, ending))
+
+    assert (reply.available_before, reply.available_after) == (1_200, 1_100)
+    before = wallet.snapshot()
+    assert asyncio.run(wallet.consumer.on_batch([ending])) == (1, None)  # the bus, 3 s later: a duplicate
+    assert wallet.snapshot() == before
+    # A retry of the reservation (its reply lost) carries the same end: the first reply, nothing applied twice.
+    again = wallet.app.reserve_stakes("r2-s", "alice", "r2", 100, "PLAY", {"ante": 100}, settle_first=carrying(wallet, ending))
+    assert again == reply and wallet.snapshot() == before
+    assert wallet.check().ok
+
+
+def test_a_refused_reservation_leaves_the_round_it_carried_to_the_bus(wallet):
+    """Refused (more than the balance, even with the last round's return): nothing of the unit is written, the
+    carried settlement included; the bus applies it as ever."""
+    open_rounds(wallet, [("r1", "alice")])
+    ending = settled("r1", {"ante": (100, 300)})
+
+    with pytest.raises(InsufficientFunds) as refused:
+        wallet.app.reserve_stakes("r2-s", "alice", "r2", 5_000, "PLAY", {"ante": 5_000}, settle_first=carrying(wallet, ending))
+    assert str(refused.value) == "balance 12.00 play chips cannot cover stakes of 50.00 play chips"  # the return counted
+    assert available(wallet, "alice") == (1_000, 100)  # r1's stake still reserved, nothing settled
+
+    assert asyncio.run(wallet.consumer.on_batch([ending])) == (1, None)
+    assert available(wallet, "alice") == (1_200, 0) and wallet.check().ok
+
+
+def test_reservations_carrying_their_last_rounds_race_the_bus_settling_them(wallet):
+    """The consumer settles a batch of rounds while each of their players' next bets carries the same round:
+    each round is settled once, by whichever commits first; nothing deadlocks for good (the unit locks the
+    carried rounds in the consumer's own order first); the ledger balances."""
+    players = [f"p{n}" for n in range(8)]
+    open_rounds(wallet, [(f"{p}-r1", p) for p in players])
+    endings = {p: settled(f"{p}-r1", {"ante": (100, 200 if n % 2 else 0)}) for n, p in enumerate(players)}
+    errors: list[BaseException] = []
+
+    def bus() -> None:
+        try:
+            for start in range(0, len(players), 3):
+                batch = [endings[p] for p in players[start:start + 3]]
+                assert asyncio.run(wallet.consumer.on_batch(batch)) == (len(batch), None)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    def bets() -> None:
+        try:
+            for p in players:
+                wallet.app.reserve_stakes(f"{p}-r2-s", p, f"{p}-r2", 100, "PLAY", {"ante": 100}, settle_first=carrying(wallet, endings[p]))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=bus), threading.Thread(target=bets)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, repr(errors[0])
+    for n, p in enumerate(players):
+        assert available(wallet, p) == (1_000 + (100 if n % 2 else -100), 100)  # r1 settled once, r2's stake held
     assert wallet.check().ok

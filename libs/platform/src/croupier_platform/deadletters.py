@@ -281,6 +281,7 @@ class DeadLetterWatch:
         self._log = RateLimitedLog(logger, max(DEAD_LETTER_LOG_INTERVAL_S, interval_s))
         self._clear: bool | None = None
         self._task: asyncio.Task[None] | None = None
+        self.last_pending: dict[str, int] = {}  # as of the last look: the metrics' dead-letter gauge reads it
 
     def start(self) -> None:
         if self._task is None:
@@ -295,6 +296,7 @@ class DeadLetterWatch:
     async def check(self) -> dict[str, int]:
         """One look: the groups with dead letters not replayed (and the health set to match)."""
         pending = await self._pending()
+        self.last_pending = dict(pending)
         if pending:
             counts = ", ".join(f"{group}: {n}" for group, n in sorted(pending.items()))
             self._log.log(logging.ERROR, "pending", "dead letters not replayed (%s); see `croupier dlq list`", counts)

@@ -20,6 +20,7 @@ from .auth import Identity, TokenVerifier, reset_identity, set_identity, service
 from .deadlines import inbound_deadline
 from .errors import INTERNAL_REFUSAL, InvalidArgument, Refusal, Unauthenticated, bounded, grpc_status, refusal_for
 from .logs import RateLimitedLog
+from .ports import AddressInUse, check_free
 from .tls import ServerTls
 
 logger = logging.getLogger(__name__)
@@ -27,8 +28,9 @@ logger = logging.getLogger(__name__)
 PUBLIC_METHOD_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
-# What a call's end is recorded with (Metrics.rpc_finished): the method, the status code, the seconds it took.
-CallRecorder = Callable[[str, grpc.StatusCode, float], None]
+# What a call's end is recorded with (Metrics.rpc_finished): the method, the status code, the seconds it took,
+# and whether it was a server stream (its duration is how long the client listened, not a latency).
+CallRecorder = Callable[[str, grpc.StatusCode, float, bool], None]
 
 access_logger = logging.getLogger("croupier.access")
 
@@ -71,7 +73,7 @@ class CallLayers:
         public = _is_public(method)
         if handler is None or handler.request_streaming:
             return handler if handler is None or public else None
-        admitted, finished = self._admission(method, public), self._end(method, public)
+        admitted, finished = self._admission(method, public), self._end(method, public, streamed=handler.unary_unary is None)
         serializers = {"request_deserializer": _tolerant(handler.request_deserializer), "response_serializer": handler.response_serializer}
         if (inner := handler.unary_unary) is not None:
 
@@ -134,7 +136,7 @@ class CallLayers:
 
         return admitted
 
-    def _end(self, method: str, public: bool) -> Callable[[grpc.aio.ServicerContext, grpc.StatusCode | None, float, Identity | None], None]:
+    def _end(self, method: str, public: bool, streamed: bool) -> Callable[[grpc.aio.ServicerContext, grpc.StatusCode | None, float, Identity | None], None]:
         record, level = self._record, logging.DEBUG if public else logging.INFO
 
         def finished(context: grpc.aio.ServicerContext, code: grpc.StatusCode | None, started: float, caller: Identity | None) -> None:
@@ -143,7 +145,7 @@ class CallLayers:
             if code is None:
                 code = _code_set(context, grpc.StatusCode.OK)
             if record is not None:
-                record(method, code, duration_s)
+                record(method, code, duration_s, streamed)
             if access_logger.isEnabledFor(level):
                 duration_ms = round(duration_s * 1000, 1)
                 subject, role = (caller.subject, caller.role) if caller is not None else (None, None)
@@ -378,13 +380,15 @@ SERVER_OPTIONS = (("grpc.so_reuseport", 0),)
 def listen(server: grpc.aio.Server, address: str, tls: ServerTls | None = None) -> int:
     """Bind `server` to `address` (host:port; port 0 picks one), over TLS with `tls`, and return
     the port; OSError naming the address when it cannot (the port in use by another process, a
-    host not of this machine). The one place every server port is bound."""
+    host not of this machine). The one place every server port is bound: checked first, so a port
+    in use is this one error (ports.AddressInUse), not a raw line of gRPC's C-core on stderr too."""
+    check_free(address)
     try:
         port = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
     except RuntimeError:
         port = 0
     if not port:
-        raise OSError(f"cannot listen on {address}: the port is in use or the address is not of this machine")
+        raise AddressInUse(address, "the port is in use or the address is not of this machine")
     return port
 
 

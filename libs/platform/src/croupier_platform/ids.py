@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 MAX_ROUND_ID_LENGTH = 128
 
 
@@ -13,4 +15,15 @@ def round_id_problem(round_id: str) -> str | None:
             f"round_id must be 1-{MAX_ROUND_ID_LENGTH} printable characters without surrounding spaces, "
             f"not {round_id!r}"
         )
+    return None
+
+
+def shoe_id_problem(shoe_id: str) -> str | None:
+    """Why ``shoe_id`` is not a shoe id as the shuffler's NewShoe gives them (a lowercase hyphenated UUID), or None."""
+    try:
+        canonical = str(uuid.UUID(shoe_id))
+    except (ValueError, TypeError, AttributeError):
+        return f"shoe_id must be a UUID as NewShoe returned it, not {shoe_id!r}"
+    if canonical != shoe_id:
+        return f"shoe_id must be a lowercase hyphenated UUID, not {shoe_id!r}"
     return None

@@ -93,6 +93,9 @@ class RepeatsThrottled(logging.Filter):
 # `extra={...}` adds its own (the access line's method, code, duration_ms, subject).
 _FIELDS = ("levelname", "name", "message")
 _RENAMED = {"levelname": "level", "name": "logger"}
+# Record attributes never written as fields: the standard ones, and uvicorn's `color_message` (its
+# message again with ANSI colour codes, for its own console formatter; noise in a JSON line).
+_LIBRARY_CONSOLE_ONLY = ("color_message",)
 
 
 class RoundContext(logging.Filter):
@@ -119,10 +122,12 @@ def configure_logging(level: str | int = "INFO", stream: object = None) -> loggi
     The Kafka client's repeated lines are throttled (RepeatsThrottled).
     Called once by each server process (`croupier serve`); calling it again replaces the setup."""
     # orjson's formatter: a line in well under half the stdlib json one's time (one access line a call).
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.orjson import OrjsonFormatter
 
     handler = _JsonLines(stream)  # type: ignore[arg-type]
-    handler.setFormatter(OrjsonFormatter(list(_FIELDS), rename_fields=_RENAMED, timestamp="time"))
+    handler.setFormatter(OrjsonFormatter(list(_FIELDS), rename_fields=_RENAMED, timestamp="time",
+                                         reserved_attrs=[*RESERVED_ATTRS, *_LIBRARY_CONSOLE_ONLY]))  # fmt: skip
     handler.addFilter(RepeatsThrottled())
     handler.addFilter(RoundContext())
     # No line shows the caller's file, line, thread or process: a record need not look them up (the

@@ -7,7 +7,8 @@ services call its methods, which name the attributes, so every series is defined
 =================================  ==========  ==============================================================
 series (OpenTelemetry name)        kind        attributes
 =================================  ==========  ==============================================================
-rpc.server.duration (s)            histogram   rpc.system, rpc.service, rpc.method, rpc.grpc.status_code
+rpc.server.duration (s)            histogram   rpc.system, rpc.service, rpc.method, rpc.grpc.status_code (unary calls only)
+croupier.rpc.stream.duration (s)   histogram   the same, for server-streaming calls (WatchSeat: open for minutes to hours)
 croupier.rounds.opened             counter     croupier.game.name, croupier.table.id
 croupier.rounds.settled            counter     croupier.game.name, croupier.table.id
 croupier.rounds.voided             counter     croupier.game.name, croupier.table.id
@@ -19,13 +20,27 @@ croupier.outbox.lag (s)            gauge       croupier.service (age of the olde
 croupier.keeper.actions            counter     croupier.keeper.action (decided, voided)
 croupier.reconciler.redrives       counter     croupier.service (the service re-driven), croupier.event.type
 croupier.audit.violations          counter     (none)
+croupier.house.won / .lost         counter     croupier.game.name, croupier.currency (minor units the house gained / lost per round, as the
+                                               game settled it: stakes less returns where the house deals, the commission at a
+                                               player-dealer's round, which that player banks; a void after a settlement reverses it)
 messaging.kafka.consumer.lag       gauge       messaging.consumer.group.name (messages not yet handled, as of the last fetch; Kafka only)
 croupier.health.degraded           gauge       croupier.dependency (1 while away or behind, the process serving on; docs/operations.md)
+croupier.deadletters.pending       gauge       messaging.consumer.group.name (dead letters not replayed, as of the last look; Kafka only)
 =================================  ==========  ==============================================================
 
 Prometheus sees them with dots as underscores, the unit as a suffix and ``_total`` on counters:
 ``rpc_server_duration_seconds_bucket``, ``croupier_rounds_opened_total``, ``croupier_outbox_lag_seconds`` …
-(`PROMETHEUS_SERIES` lists them). No player id is ever an attribute.
+(`PROMETHEUS_SERIES` lists them), without OpenTelemetry's ``otel_scope_*`` labels (one meter: they
+would say "croupier" on every series). No player id is ever an attribute.
+
+A stream's duration is how long a player watched, not how fast the server answered: it has a
+histogram of its own, so the unary latency quantiles (and alerts on them) are not dragged to minutes.
+
+Series exist from the start, at zero, where the process knows their labels: the game's rounds per
+catalogue table, money staked and paid per catalogue currency, keeper actions, audit violations and
+re-drives (`game_hosted`); a gauge's label value once seen stays, at 0 when its reader no longer
+reports it (a drained backlog is 0, not gone). Pending reservations per currency appear with the
+first reservation of that currency.
 
 With no port (`Metrics.disabled()`), the instruments are the OpenTelemetry API's no-ops, the gauges'
 callbacks are never called and servers record no call (`rpc_finished` is not handed to them).
@@ -55,6 +70,9 @@ logger = logging.getLogger(__name__)
 _METER_NAME = "croupier"
 # OpenTelemetry's recommended boundaries for rpc.server.duration in seconds.
 RPC_DURATION_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+# A server stream (a player watching a seat) lasts seconds to hours.
+STREAM_DURATION_BUCKETS_S = (1.0, 5.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0)
+KEEPER_ACTIONS = ("decided", "voided")
 ROUND_EVENTS = {"RoundOpened": "opened", "RoundSettled": "settled", "RoundVoided": "voided"}
 
 # Every series as Prometheus names it (what a dashboard or an alert may query): the deploy tests check
@@ -64,6 +82,9 @@ PROMETHEUS_SERIES = frozenset(
         "rpc_server_duration_seconds_bucket",
         "rpc_server_duration_seconds_count",
         "rpc_server_duration_seconds_sum",
+        "croupier_rpc_stream_duration_seconds_bucket",
+        "croupier_rpc_stream_duration_seconds_count",
+        "croupier_rpc_stream_duration_seconds_sum",
         "croupier_rounds_opened_total",
         "croupier_rounds_settled_total",
         "croupier_rounds_voided_total",
@@ -75,8 +96,11 @@ PROMETHEUS_SERIES = frozenset(
         "croupier_keeper_actions_total",
         "croupier_reconciler_redrives_total",
         "croupier_audit_violations_total",
+        "croupier_house_won_total",
+        "croupier_house_lost_total",
         "messaging_kafka_consumer_lag",
         "croupier_health_degraded",
+        "croupier_deadletters_pending",
     }
 )
 
@@ -93,10 +117,16 @@ class Metrics:
         self._reservations: list[Callable[[], Mapping[str, int]]] = []
         self._consumer_lags: list[Callable[[], Mapping[str, int]]] = []
         self._degraded: list[Callable[[], Mapping[str, int]]] = []
+        self._dead_letters: list[Callable[[], Mapping[str, int]]] = []
+        self._seen: dict[str, set[str]] = {}  # per gauge attribute, the label values reported so far
         meter = meter_provider.get_meter(_METER_NAME)
         self._rpc_duration = meter.create_histogram(
             "rpc.server.duration", unit="s", description="Duration of inbound RPCs",
             explicit_bucket_boundaries_advisory=RPC_DURATION_BUCKETS_S,
+        )  # fmt: skip
+        self._stream_duration = meter.create_histogram(
+            "croupier.rpc.stream.duration", unit="s", description="Duration of inbound server-streaming RPCs",
+            explicit_bucket_boundaries_advisory=STREAM_DURATION_BUCKETS_S,
         )  # fmt: skip
         self._rounds = {
             state: meter.create_counter(f"croupier.rounds.{state}", unit="{round}", description=f"Rounds {state}")
@@ -108,6 +138,10 @@ class Metrics:
         self._redrives = meter.create_counter(
             "croupier.reconciler.redrives", unit="{event}", description="Round events the reconciler re-drove to a service"
         )
+        self._house = {
+            outcome: meter.create_counter(f"croupier.house.{outcome}", unit="{minor_unit}", description=f"Minor units the house {outcome} on rounds")
+            for outcome in ("won", "lost")
+        }
         self._violations = meter.create_counter("croupier.audit.violations", unit="{violation}", description="Violations the audit found")
         meter.create_observable_gauge(
             "croupier.wallet.reservations.pending", callbacks=[self._observe_reservations], unit="{reservation}",
@@ -124,6 +158,10 @@ class Metrics:
         meter.create_observable_gauge(
             "croupier.health.degraded", callbacks=[self._observe_degraded], unit="{dependency}",
             description="1 per dependency found away or behind at the last health look (the process serves on, degraded)",
+        )  # fmt: skip
+        meter.create_observable_gauge(
+            "croupier.deadletters.pending", callbacks=[self._observe_dead_letters], unit="{message}",
+            description="Dead letters of a consumer group of this process not replayed yet (as of the last look)",
         )  # fmt: skip
         meter.create_observable_gauge(
             "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
@@ -144,7 +182,7 @@ class Metrics:
         from prometheus_client import CollectorRegistry
 
         registry = CollectorRegistry(auto_describe=True)
-        reader = PrometheusMetricReader(registry=registry)
+        reader = PrometheusMetricReader(registry=registry, scope_info_enabled=False)
         provider = MeterProvider(metric_readers=[reader], resource=Resource.create({SERVICE_NAME: service_name}))
         return cls(provider, registry=registry)
 
@@ -160,6 +198,9 @@ class Metrics:
             raise ValueError("metrics are disabled: build them with Metrics.prometheus() to serve them")
         from prometheus_client import start_http_server
 
+        from .ports import check_free
+
+        check_free(f"{host}:{port}")
         self._http, _ = start_http_server(port, addr=host, registry=self._registry)
         return self._http.server_port
 
@@ -174,11 +215,12 @@ class Metrics:
 
     # -------------------------------------------------------------- recording
 
-    def rpc_finished(self, method: str, code: grpc.StatusCode, duration_s: float) -> None:
-        """One inbound call; `method` as gRPC names it, "/package.Service/Method". A platform server
-        records each of its calls here (grpc_server.platform_server's `record`) when metrics are on."""
+    def rpc_finished(self, method: str, code: grpc.StatusCode, duration_s: float, streamed: bool = False) -> None:
+        """One inbound call; `method` as gRPC names it, "/package.Service/Method"; `streamed`: a server
+        stream, recorded apart from the unary calls. A platform server records each of its calls here
+        (grpc_server.platform_server's `record`) when metrics are on."""
         service, _, name = method.lstrip("/").rpartition("/")
-        self._rpc_duration.record(
+        (self._stream_duration if streamed else self._rpc_duration).record(
             duration_s,
             {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name, "rpc.grpc.status_code": code.value[0]},
         )
@@ -189,6 +231,29 @@ class Metrics:
         for event_type in event_types:
             if (state := ROUND_EVENTS.get(event_type)) is not None:
                 self._rounds[state].add(1, attributes)
+
+    def game_hosted(self, tables: Iterable[tuple[str, str, str]], redrive_targets: Iterable[tuple[str, str]]) -> None:
+        """The game's series at zero from the start: rounds of each (game, table id, currency) and money staked and
+        paid in its currency, keeper actions, audit violations and re-drives of each (service, event type), so a
+        rate or an alert has a series before the first event. Money is recorded by the wallet, which does not know
+        the catalogue: its zero comes from the game's process (a sum by currency is the same)."""
+        for game, table_id, currency in tables:
+            for counter in self._rounds.values():
+                counter.add(0, {"croupier.game.name": game, "croupier.table.id": table_id})
+            for counter in (self._staked, self._paid):
+                counter.add(0, {"croupier.currency": currency})
+            for counter in self._house.values():
+                counter.add(0, {"croupier.game.name": game, "croupier.currency": currency})
+        for action in KEEPER_ACTIONS:
+            self._keeper.add(0, {"croupier.keeper.action": action})
+        self._violations.add(0)
+        for service, event_type in redrive_targets:
+            self._redrives.add(0, {"croupier.service": service, "croupier.event.type": event_type})
+
+    def house_result(self, game: str, currency: str, net_minor: int) -> None:
+        """What the house gained (> 0) or lost (< 0) on a round, in minor units (see the module's table)."""
+        if net_minor:
+            self._house["won" if net_minor > 0 else "lost"].add(abs(net_minor), {"croupier.game.name": game, "croupier.currency": currency})
 
     def money_staked(self, amount_minor: int, currency: str) -> None:
         if amount_minor:
@@ -231,19 +296,37 @@ class Metrics:
         with self._lock:
             self._degraded.append(degraded)
 
+    def watch_dead_letters(self, pending: Callable[[], Mapping[str, int]]) -> None:
+        """Report `pending()` (the dead-letter watch's last look: letters not replayed per group, from memory)."""
+        with self._lock:
+            self._dead_letters.append(pending)
+
+    def _observe_dead_letters(self, options: CallbackOptions) -> Iterable[Observation]:
+        # Its own attribute key in `_seen`: the consumer lag's groups are not the dead letters' groups.
+        return self._observe_each(self._dead_letters, "dead letters", "messaging.consumer.group.name", seen_as="deadletters")
+
     def _observe_degraded(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._degraded, "degraded dependencies", "croupier.dependency")
 
     def _observe_consumer_lag(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._consumer_lags, "consumer lag", "messaging.consumer.group.name")
 
-    def _observe_each(self, readers: list[Callable[[], Mapping[str, int]]], what: str, attribute: str) -> Iterable[Observation]:
-        """One observation per key of every reader's mapping, the key as `attribute`."""
+    def _observe_each(self, readers: list[Callable[[], Mapping[str, int]]], what: str, attribute: str,
+                      seen_as: str | None = None) -> Iterable[Observation]:  # fmt: skip
+        """One observation per key of every reader's mapping, the key as `attribute`; a key reported
+        before and not now reads 0 (a series does not vanish when what it counts drains)."""
         with self._lock:
             readers = list(readers)
+            seen = self._seen.setdefault(seen_as or attribute, set())
+        current: dict[str, int] = {}
         for read in readers:
             for key, value in _safely(read, what, {}).items():
-                yield Observation(value, {attribute: key})
+                current[key] = current.get(key, 0) + value
+        for key in seen - current.keys():
+            yield Observation(0, {attribute: key})
+        seen.update(current)
+        for key, value in current.items():
+            yield Observation(value, {attribute: key})
 
     def _observe_reservations(self, options: CallbackOptions) -> Iterable[Observation]:
         return self._observe_each(self._reservations, "pending reservations", "croupier.currency")

@@ -4,7 +4,7 @@ SQLAlchemy Core builds and compiles a statement well, but running a small one th
 execution machinery (cache key, execution context, parameter and result adaptation) costs several
 times the driver's own work: ~60-150 µs against ~10-20 µs for a one-row SELECT or UPDATE on SQLite,
 and a round sends some sixty. A `Prepared` statement is still defined with SQLAlchemy Core (the
-tables of db.py and the services' schemas), compiled once per dialect, and then handed to the
+tables of db/schema.py and the services' schemas), compiled once per dialect, and then handed to the
 driver with its parameters in the compiled order.
 
 Values are converted as SQLAlchemy converts them (its types' processors: a boolean on SQLite). It

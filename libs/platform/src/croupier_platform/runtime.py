@@ -31,7 +31,8 @@ def iso(moment: datetime) -> str:
 
 @dataclass
 class ServiceContext:
-    """Built once by the composition root (embedded: `croupier serve`; distributed: each __main__)."""
+    """Built by the composition root (`Host.start`, cli/.../hosting.py), one per service it hosts: all five
+    under `croupier serve` (embedded), the one named by `croupier serve SERVICE` (distributed)."""
 
     database_url: str
     bus: Bus

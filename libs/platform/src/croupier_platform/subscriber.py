@@ -23,7 +23,7 @@ from typing import Generic
 from .bus import Bus
 from .events import EventEnvelope
 from .logs import RateLimitedLog
-from .tracking import UnitOfWorkT, handle_batch_once, handle_once
+from .tracking import UnitOfWorkT, apply_once, handle_batch_once, handle_once
 
 logger = logging.getLogger(__name__)
 # A duplicate is the bus doing its job (at-least-once: a rebalance or a broker's return redelivers what
@@ -60,6 +60,7 @@ class Subscriber(Generic[UnitOfWorkT]):
         self.topic = topic
         self.consumer = consumer
         self.event_types = frozenset(event_types)
+        self._apply, self._prepare = apply, prepare
         self._handle = handle_once(uow_factory, consumer, apply)
         self._handle_batch = handle_batch_once(uow_factory, consumer, apply, prepare)
         self._before = before
@@ -122,6 +123,20 @@ class Subscriber(Generic[UnitOfWorkT]):
         if applied and self._on_commit is not None:
             self._on_commit()
         return applied
+
+    def apply_in(self, uow: UnitOfWorkT, envelopes: Sequence[EventEnvelope]) -> int:
+        """Apply events once inside the caller's unit of work, their tracking rows committing with the caller's
+        own effects: how a service applies what its consumer may not have yet before acting on it (the wallet
+        applies a seat's last round's end in the next round's reservation). The bus's later delivery is then
+        a duplicate. `prepare` runs first, as for a batch: the caller's unit takes the events' locks in the
+        consumer's own order before anything else (else it and a batch of the consumer, each holding what the
+        other waits for, deadlock). Types not acted on are skipped; how many were applied now."""
+        if self._before is not None:
+            raise TypeError(f"{self.consumer}'s subscriber calls another service first: it cannot apply inside a unit of work")
+        wanted = [envelope for envelope in envelopes if self._acts_on(envelope)]
+        if wanted and self._prepare is not None:
+            self._prepare(uow, wanted)
+        return sum(apply_once(uow, self.consumer, self._apply, envelope) for envelope in wanted)
 
     def _acts_on(self, envelope: EventEnvelope) -> bool:
         return envelope.event_type in self.event_types and (self._concerns is None or self._concerns(envelope))

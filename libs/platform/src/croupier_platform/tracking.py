@@ -149,7 +149,7 @@ def handle_batch_once(
             applied: list[bool] = []
             for index, envelope in enumerate(envelopes):
                 progress[0] = index
-                applied.append(_apply_once(uow, consumer, handler, envelope))
+                applied.append(apply_once(uow, consumer, handler, envelope))
             progress[0] = 0  # from here on, the commit: no event to blame
         return applied
 
@@ -166,9 +166,11 @@ def handle_batch_once(
     return handle
 
 
-def _apply_once(
+def apply_once(
     uow: UnitOfWorkT, consumer: str, handler: Callable[[UnitOfWorkT, EventEnvelope], None], envelope: EventEnvelope
 ) -> bool:
+    """Inside the caller's unit of work: the event's tracking row, then its effects; False (nothing written)
+    for an event this consumer processed before (or earlier in this unit)."""
     try:
         uow.tracking.record(consumer, envelope.event_id)  # nothing written when it raises
     except AlreadyProcessed:

@@ -47,6 +47,7 @@ from starlette.staticfiles import StaticFiles
 
 from .connect_codec import refuse_malformed_requests, refused
 from .dev_login import DevLogin, dev_login_route
+from .ports import bind
 
 # The services a browser may call, by proto file; the internal ones (shuffler, dealer, stakes,
 # commission, ledger audit) are never exposed. Looked up by name, so a service added to these
@@ -290,21 +291,6 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-def bind(address: str) -> socket.socket:
-    """A listening socket on HOST:PORT (port 0 picks one); OSError naming the address when it cannot."""
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.bind((host, int(port)))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {address}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
-
-
 # Open connections (live streams included) one HTTP server holds; past it a request gets 503 at once.
 HTTP_MAX_CONNECTIONS = 2000
 
@@ -322,6 +308,7 @@ class HttpServer:
 
     async def start(self) -> None:
         sock = bind(self.listen)
+        sock.set_inheritable(True)
         self._sockets.append(sock)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, lifespan="off", log_config=None, access_log=False, timeout_graceful_shutdown=2,

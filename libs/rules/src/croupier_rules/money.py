@@ -45,7 +45,7 @@ def money_text(minor: int, currency: str, signed: bool = False) -> str:
 
 
 def percent_half_up(amount: int, rate: Fraction) -> int:
-    """``amount * rate`` rounded half-up to the cent (commission, RULES.md "Money")."""
+    """``amount * rate`` rounded half-up to the cent (commission, docs/rules.md "Money")."""
     exact = Fraction(amount) * rate
     return int(exact + Fraction(1, 2)) if exact >= 0 else -int(-exact + Fraction(1, 2))
 

@@ -53,7 +53,7 @@ class TableConfig(BaseModel):
     limits: dict[str, BetLimit]
     decision_timeout_s: int = Field(default=30, ge=1)
     # Presence (a player's WatchSeat stream): one that drops and is not back within this is a
-    # disconnection (RULES.md §2); a seat with no activity for idle_limit_s is given up.
+    # disconnection (docs/rules.md §2); a seat with no activity for idle_limit_s is given up.
     presence_grace_s: float = Field(default=30, gt=0)
     idle_limit_s: float = Field(default=1800, gt=0)
     default_action: str = "surrender"
@@ -107,7 +107,7 @@ class WarP2PTable(TableConfig):
     @model_validator(mode="before")
     @classmethod
     def _type_defaults(cls, data: Any) -> Any:
-        """Table types I/II/III carry RULES.md's limits and dealer minimums unless overridden."""
+        """Table types I/II/III carry docs/rules.md's limits and dealer minimums unless overridden."""
         if isinstance(data, dict) and data.get("table_type") in WAR_P2P_TYPES:
             preset = WAR_P2P_TYPES[data["table_type"]]
             data = {**preset, **data}

@@ -10,6 +10,7 @@ from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.grpc_client import channel_to
 from croupier_platform.redrive import unapplied_finder
+from croupier_platform.round_event_sink import RoundEventSink, serve_round_event_sink
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.sql import sql_commission_unit_of_work_factory
@@ -18,6 +19,7 @@ from .adapters.wallet_client import GrpcWallet
 from .application.use_cases import CONSUMER, Commission
 from .config import CommissionSettings
 from .entrypoints.consumers import round_events_subscriber
+from .entrypoints.errors import handles_errors
 from .entrypoints.grpc_server import CommissionServicer
 
 
@@ -35,13 +37,13 @@ class CommissionModule:
         uow_factory = sql_commission_unit_of_work_factory(store)
         wallet = GrpcWallet(channel_to(ctx.channels, "wallet", self.name), ctx.service_token, ctx.call_timeouts)
         self.commission = Commission(uow_factory, wallet)
-        # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost event).
+        # The bus's handler and the round event sink's (the game's reconciler re-drives a lost event).
         self._subscriber = round_events_subscriber(self.commission, uow_factory)
         self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
-        servicer = CommissionServicer(self.commission, self._subscriber, self._find_unapplied)
-        internal_pb2_grpc.add_CommissionServiceServicer_to_server(servicer, server)
+        internal_pb2_grpc.add_CommissionServiceServicer_to_server(CommissionServicer(self.commission), server)
+        serve_round_event_sink(server, RoundEventSink(self.name, self._subscriber, self._find_unapplied, handles_errors))
 
     def subscribe(self, bus: Bus) -> None:
         self._subscriber.subscribe(bus)

@@ -14,20 +14,15 @@ from croupier_platform.runtime import ServiceContext
 from .adapters.audit_clients import GrpcLedgerArchive, GrpcShoeArchive
 from .adapters.grpc_clients import GrpcDealer, GrpcDealerPoints, GrpcShuffler, GrpcStakes
 from .adapters.sql import SqlGameStore, game_metadata
-from .application.audit import AuditUseCases
-from .application.dealer_qualification import DealerQualification
-from .application.feed import LogFeed
+from .application.book_loop import Pace
 from .application.keeper import Keeper
-from .application.play import PlayUseCases
 from .application.reconciler import Reconciler
 from .application.rounds import RoundBook
-from .application.seats import SeatUseCases
 from .application.settling import SettledFigures
-from .application.shoes import KnownShoes
-from .application.views import RoundViews
-from .application.watching import Presence, WatchUseCases
+from .application.use_cases import wire_use_cases
 from . import config
 from .domain.catalogue import Catalogue
+from .domain.round import OVER_EVENTS
 from .entrypoints import grpc_server
 
 
@@ -37,11 +32,7 @@ class GameModule:
 
     name = "game"
 
-    def __init__(
-        self, ctx: ServiceContext, catalogue: Catalogue, relay_poll_interval_s: float, keeper: config.KeeperSettings,
-        reconciler: config.ReconcilerSettings | None = None, watch: config.WatchSettings | None = None,
-        relay_delay_s: float = config.RELAY_DELAY_S,
-    ) -> None:
+    def __init__(self, ctx: ServiceContext, catalogue: Catalogue, settings: config.GameSettings) -> None:
         self.service_names = list(grpc_server.SERVICE_NAMES)
         shuffler_channel = channel_to(ctx.channels, "shuffler", self.name)
         wallet_channel = channel_to(ctx.channels, "wallet", self.name)
@@ -51,10 +42,11 @@ class GameModule:
         create_schema(self._engine)
         create_schema(self._engine, game_metadata)
         store = SqlGameStore(self._engine)
-        # Commits gathered for `relay_delay_s` (this replica's and, told by PostgreSQL, the others'): one pass for them all.
+        # Commits gathered for `round_relay_delay_s` (this replica's and, told by PostgreSQL, the others'): one pass for them all.
         self._relay = RelayLoop(
-            OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="game-outbox-relay", gather_s=relay_delay_s
-        )
+            OutboxRelay(store.outbox, ctx.bus), settings.relay_poll_interval_s, name="game-outbox-relay",
+            gather_s=settings.round_relay_delay_s,
+        )  # fmt: skip
         shuffler = GrpcShuffler(shuffler_channel, ctx.service_token, ctx.call_timeouts)
         stakes = GrpcStakes(wallet_channel, ctx.service_token, ctx.call_timeouts)
         points = GrpcDealerPoints(commission_channel, ctx.service_token, ctx.call_timeouts)
@@ -62,40 +54,31 @@ class GameModule:
         book = RoundBook(
             store, ctx.clock, wake_log_readers=self._wake_log_readers, metrics=ctx.metrics, figures=SettledFigures([stakes, points])
         )
-        shoes = KnownShoes(shuffler)  # the use cases' shuffler: a round's shoe and a reveal asked for once
-        views = RoundViews(shoes)
         self.catalogue = catalogue
-        dealers = DealerQualification(stakes, points)
-        dealer = GrpcDealer(dealer_channel, ctx.service_token, ctx.call_timeouts)
-        self.seats = SeatUseCases(book, catalogue, shoes, stakes, dealers, ctx.clock)
-        self.play = PlayUseCases(book, views, catalogue, shoes, dealer, stakes, dealers, ctx.clock)
-        # Live streams: one tail of the log feeds every watcher of this replica; open WatchSeat streams
-        # keep their seats present, refreshed well within the shortest presence grace.
-        watch = watch or config.WatchSettings()
-        self.feed = LogFeed(book, poll_interval_s=watch.watch_poll_interval_s, queue_size=watch.watch_queue_size)
-        shortest_grace = min(entry.config.presence_grace_s for entry in catalogue.tables())
-        self.presence = Presence(book, ctx.clock, min(watch.presence_heartbeat_s, shortest_grace / 3))
-        self.watching = WatchUseCases(
-            book, views, self.seats, catalogue, dealers, self.feed, self.presence,
-            max_streams_per_player=watch.watch_max_streams_per_player,
-        )  # fmt: skip
-        self.audit = AuditUseCases(
-            book, shoes=GrpcShoeArchive(shuffler_channel, ctx.service_token, ctx.call_timeouts),
+        wired = wire_use_cases(
+            book, catalogue, settings, ctx.clock, shuffler=shuffler,
+            dealer=GrpcDealer(dealer_channel, ctx.service_token, ctx.call_timeouts), wallet=stakes, points=points,
+            shoes=GrpcShoeArchive(shuffler_channel, ctx.service_token, ctx.call_timeouts),
             ledger=GrpcLedgerArchive(wallet_channel, ctx.service_token, ctx.call_timeouts),
         )  # fmt: skip
+        self.seats, self.play, self.feed, self.presence = wired.seats, wired.play, wired.feed, wired.presence
+        self.watching, self.audit = wired.watching, wired.audit
         # One keeper acts at a time among the replicas: an advisory lock of its own (SQLite: always).
         self.keeper = Keeper(
             book, self.seats, self.play, self.audit, ctx.clock,
-            interval_s=keeper.keeper_interval_s, stuck_after_s=keeper.stuck_round_void_after_s,
-            leadership=OutboxLeadership(self._engine, name="keeper"),
+            Pace(settings.keeper_interval_s, leadership=OutboxLeadership(self._engine, name="keeper")),
+            stuck_after_s=settings.stuck_round_void_after_s,
         )  # fmt: skip
         # Rounds over in the game driven to closed in the wallet, the shuffler and the commission service; one at a time too.
-        reconciler = reconciler or config.ReconcilerSettings()
         self.reconciler = Reconciler(
             book, [stakes, shuffler, points], stakes, ctx.clock,
-            interval_s=reconciler.reconciler_interval_s, settle_after_s=reconciler.reconcile_after_s,
-            batch_size=reconciler.reconciler_batch_size, leadership=OutboxLeadership(self._engine, name="reconciler"),
+            Pace(settings.reconciler_interval_s, settings.reconciler_batch_size, OutboxLeadership(self._engine, name="reconciler")),
+            settle_after_s=settings.reconcile_after_s,
         )  # fmt: skip
+        ctx.metrics.game_hosted(
+            [(entry.game, entry.table_id, entry.currency) for entry in catalogue.tables()],
+            [(sink.service, event_type) for sink in (stakes, shuffler, points) for event_type in OVER_EVENTS],
+        )  # every series this service records, at zero before its first event
 
     def register(self, server: grpc.aio.Server) -> None:
         grpc_server.register(server, self.seats, self.play, self.audit, self.watching)
@@ -128,7 +111,4 @@ class GameModule:
 def bootstrap(ctx: ServiceContext, settings: config.GameSettings | None = None) -> GameModule:
     """The one signature of every service's bootstrap; `settings` None: config.GameSettings from the environment."""
     settings = settings or config.GameSettings()
-    catalogue = Catalogue.from_toml(config.tables_file(settings.tables))
-    return GameModule(
-        ctx, catalogue, settings.relay_poll_interval_s, settings, settings, settings, relay_delay_s=settings.round_relay_delay_s
-    )
+    return GameModule(ctx, Catalogue.from_toml(config.tables_file(settings.tables)), settings)

@@ -21,8 +21,6 @@ RELAY_DELAY_S = 0.05
 # The keeper (application/keeper.py): how often it looks, and how long an open round may make no
 # progress (betting, dealing) before it is voided with refunds. Decision timeouts are per table
 # (`decision_timeout_s` in the catalogue), recorded in each round's RoundOpened.
-KEEPER_INTERVAL_ENV = "CROUPIER_KEEPER_INTERVAL_S"
-STUCK_ROUND_VOID_AFTER_ENV = "CROUPIER_STUCK_ROUND_VOID_AFTER_S"
 KEEPER_INTERVAL_S = 1.0
 STUCK_ROUND_VOID_AFTER_S = 300.0
 
@@ -36,43 +34,11 @@ def tables_file(explicit: Path | None = None, environ: Mapping[str, str] = os.en
     return DEFAULT_TABLES_FILE
 
 
-class KeeperSettings(BaseSettings):
-    """$CROUPIER_KEEPER_INTERVAL_S and $CROUPIER_STUCK_ROUND_VOID_AFTER_S (seconds, may be fractional)."""
-
-    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
-
-    keeper_interval_s: float = Field(default=KEEPER_INTERVAL_S, gt=0)
-    stuck_round_void_after_s: float = Field(default=STUCK_ROUND_VOID_AFTER_S, gt=0)
-
-
-def keeper_settings(
-    interval_s: float | None = None, stuck_round_void_after_s: float | None = None
-) -> KeeperSettings:
-    """Explicit values (bootstrap's keyword arguments) first, then the environment, then the defaults."""
-    explicit = {
-        name: value
-        for name, value in (("keeper_interval_s", interval_s), ("stuck_round_void_after_s", stuck_round_void_after_s))
-        if value is not None
-    }
-    return KeeperSettings(**explicit)
-
-
 # The reconciler (application/reconciler.py): how often it looks, how long after a round ended its
 # consumers may still be applying it before the reconciler re-drives it, and how many rounds a pass takes.
 RECONCILER_INTERVAL_S = 5.0
 RECONCILE_AFTER_S = 30.0
 RECONCILER_BATCH_SIZE = 500
-
-
-class ReconcilerSettings(BaseSettings):
-    """$CROUPIER_RECONCILER_INTERVAL_S, $CROUPIER_RECONCILE_AFTER_S (seconds, may be fractional) and
-    $CROUPIER_RECONCILER_BATCH_SIZE."""
-
-    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
-
-    reconciler_interval_s: float = Field(default=RECONCILER_INTERVAL_S, gt=0)
-    reconcile_after_s: float = Field(default=RECONCILE_AFTER_S, ge=0)
-    reconciler_batch_size: int = Field(default=RECONCILER_BATCH_SIZE, ge=1, le=1_000)
 
 
 # Live streams (application/feed.py, watching.py): how often the log feed looks for what other replicas
@@ -85,23 +51,22 @@ WATCH_MAX_STREAMS_PER_PLAYER = 16
 PRESENCE_HEARTBEAT_S = 5.0
 
 
-class WatchSettings(BaseSettings):
-    """$CROUPIER_WATCH_POLL_INTERVAL_S, $CROUPIER_WATCH_QUEUE_SIZE, $CROUPIER_WATCH_MAX_STREAMS_PER_PLAYER,
-    $CROUPIER_PRESENCE_HEARTBEAT_S."""
+class GameSettings(BaseSettings):
+    """All the game's settings, what `bootstrap(ctx, settings)` takes, each from $CROUPIER_<NAME> (seconds
+    may be fractional): the table catalogue ($CROUPIER_TABLES; None: the one shipped with the service), the
+    relay's pace, the keeper's, the reconciler's, and the live streams' (the constants above say what each is)."""
 
     model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore")
-
-    watch_poll_interval_s: float = Field(default=WATCH_POLL_INTERVAL_S, gt=0)
-    watch_queue_size: int = Field(default=WATCH_QUEUE_SIZE, ge=1)
-    watch_max_streams_per_player: int = Field(default=WATCH_MAX_STREAMS_PER_PLAYER, ge=1)
-    presence_heartbeat_s: float = Field(default=PRESENCE_HEARTBEAT_S, gt=0)
-
-
-class GameSettings(KeeperSettings, ReconcilerSettings, WatchSettings):
-    """All the game's settings, what `bootstrap(ctx, settings)` takes: the above and $CROUPIER_TABLES (the
-    table catalogue; None: the one shipped with the service), $CROUPIER_RELAY_POLL_INTERVAL_S and
-    $CROUPIER_ROUND_RELAY_DELAY_S."""
 
     tables: Path | None = None
     relay_poll_interval_s: float = Field(default=RELAY_POLL_INTERVAL_S, gt=0)
     round_relay_delay_s: float = Field(default=RELAY_DELAY_S, ge=0, le=1)
+    keeper_interval_s: float = Field(default=KEEPER_INTERVAL_S, gt=0)
+    stuck_round_void_after_s: float = Field(default=STUCK_ROUND_VOID_AFTER_S, gt=0)
+    reconciler_interval_s: float = Field(default=RECONCILER_INTERVAL_S, gt=0)
+    reconcile_after_s: float = Field(default=RECONCILE_AFTER_S, ge=0)
+    reconciler_batch_size: int = Field(default=RECONCILER_BATCH_SIZE, ge=1, le=1_000)
+    watch_poll_interval_s: float = Field(default=WATCH_POLL_INTERVAL_S, gt=0)
+    watch_queue_size: int = Field(default=WATCH_QUEUE_SIZE, ge=1)
+    watch_max_streams_per_player: int = Field(default=WATCH_MAX_STREAMS_PER_PLAYER, ge=1)
+    presence_heartbeat_s: float = Field(default=PRESENCE_HEARTBEAT_S, gt=0)

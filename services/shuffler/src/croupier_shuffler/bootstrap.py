@@ -13,6 +13,7 @@ from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.relay import OutboxRelay, RelayLoop
 from croupier_platform.redrive import unapplied_finder
+from croupier_platform.round_event_sink import RoundEventSink, serve_round_event_sink
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.csprng import UrandomBelow
@@ -21,6 +22,7 @@ from .adapters.sql_schema import shuffler_metadata
 from .application.use_cases import CONSUMER, Shuffler
 from .config import ShufflerSettings
 from .entrypoints import consumers
+from .entrypoints.errors import handles_errors
 from .entrypoints.grpc_server import ShufflerServicer
 
 
@@ -48,12 +50,13 @@ class ShufflerModule:
             OutboxRelay(store.outbox, ctx.bus), relay_poll_interval_s, name="shuffler-outbox-relay", gather_s=relay_delay_s
         )
         ctx.metrics.watch_outbox(self.name, store.outbox.backlog)
-        # The bus's handler and ApplyRoundEvent's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
+        # The bus's handler and the round event sink's (the game's reconciler re-drives a lost RoundSettled/RoundVoided).
         self._subscriber = consumers.round_events_subscriber(self.shuffler, self._uow_factory, on_commit=self._relay.committed)
         self._find_unapplied = unapplied_finder(store, CONSUMER)
 
     def register(self, server: grpc.aio.Server) -> None:
-        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler, self._subscriber, self._find_unapplied), server)
+        internal_pb2_grpc.add_ShufflerServiceServicer_to_server(ShufflerServicer(self.shuffler), server)
+        serve_round_event_sink(server, RoundEventSink(self.name, self._subscriber, self._find_unapplied, handles_errors))
 
     def subscribe(self, bus: Bus) -> None:
         self._subscriber.subscribe(bus)

@@ -19,6 +19,7 @@ from croupier_platform.redrive import unapplied_finder
 from croupier_platform.runtime import ServiceContext
 
 from .adapters.casino_wallet import HttpCasinoWallet
+from .adapters.ledger_audit import SqlLedgerAudit
 from .adapters.sql import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.sql_schema import wallet_metadata
 from .application.casino import CasinoAnswer
@@ -98,7 +99,7 @@ class WalletModule:
         if self.seamless is not None:
             self.seamless.attach()
         grpc_server.register(server, self.app, self._consumer, unapplied_finder(self.store, CONSUMER))
-        audit_server.register(server, self.engine)
+        audit_server.register(server, SqlLedgerAudit(self.engine))
 
     def subscribe(self, bus: Bus) -> None:
         self._consumer.subscribe(bus)

@@ -1,4 +1,4 @@
-"""Battle Royale (RULES.md §4): on a tie surrender half or battle; a tied battle pays 3:1."""
+"""Battle Royale (docs/rules.md §4): on a tie surrender half or battle; a tied battle pays 3:1."""
 
 from __future__ import annotations
 

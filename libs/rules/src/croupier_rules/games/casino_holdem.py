@@ -1,4 +1,4 @@
-"""Casino Hold'em (RULES.md §3): Ante and AA Bonus; fold, or call 2× Ante and see the showdown."""
+"""Casino Hold'em (docs/rules.md §3): Ante and AA Bonus; fold, or call 2× Ante and see the showdown."""
 
 from __future__ import annotations
 

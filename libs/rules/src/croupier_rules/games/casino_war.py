@@ -1,4 +1,4 @@
-"""Casino War (RULES.md §1): Ante and Tie bets; on a tie surrender half or raise and go to war."""
+"""Casino War (docs/rules.md §1): Ante and Tie bets; on a tie surrender half or raise and go to war."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dueling for Dollars (RULES.md §5): Player and Dealer bets, Tie Plus and Combo side bets.
+"""Dueling for Dollars (docs/rules.md §5): Player and Dealer bets, Tie Plus and Combo side bets.
 
 On equal first cards each Player/Dealer bet answers on its own: surrender half, or go to
 war with an equal amount; after the war the higher side's bet wins one original stake

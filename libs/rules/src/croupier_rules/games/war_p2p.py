@@ -1,4 +1,4 @@
-"""War with a player-dealer (RULES.md §2): surrender loses the ante; war deals 3 down, 1 up each.
+"""War with a player-dealer (docs/rules.md §2): surrender loses the ante; war deals 3 down, 1 up each.
 
 When a player sits as dealer, the house takes ``commission_rate`` of everything bet
 against the dealer in the round (Ante + Raise), win or lose.

@@ -1,4 +1,4 @@
-"""Dealer points (RULES.md §2): +1 per whole currency unit bet as a player at a war-p2p table,
+"""Dealer points (docs/rules.md §2): +1 per whole currency unit bet as a player at a war-p2p table,
 -1 per unit bet against you as a player-dealer, never below zero."""
 
 from __future__ import annotations

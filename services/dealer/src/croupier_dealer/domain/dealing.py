@@ -6,11 +6,10 @@ Dealing position i of the round takes shoe[(offset + i) mod size] (croupier_rule
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from croupier_platform.ids import round_id_problem
+from croupier_platform.ids import round_id_problem, shoe_id_problem
 from croupier_rules import fairness
 from croupier_rules.cards import DECK_SIZE
 
@@ -23,12 +22,8 @@ _COMMITMENT = re.compile(r"^[0-9a-f]{64}$")
 
 
 def validate_shoe_id(shoe_id: str) -> str:
-    try:
-        canonical = str(uuid.UUID(shoe_id))
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidDealRequest(f"shoe_id must be a UUID as NewShoe returned it, not {shoe_id!r}") from None
-    if canonical != shoe_id:
-        raise InvalidDealRequest(f"shoe_id must be a lowercase hyphenated UUID, not {shoe_id!r}")
+    if problem := shoe_id_problem(shoe_id):
+        raise InvalidDealRequest(problem)
     return shoe_id
 
 

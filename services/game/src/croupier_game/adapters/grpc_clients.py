@@ -23,25 +23,25 @@ from ..application.ports import CommittedShoe, ExpiredReservation, LedgerEntry, 
 
 
 class _RoundEventSink(GrpcClient):
-    """A consumer of round events the reconciler re-drives (application.ports.RoundEventSink): the wallet,
-    the shuffler and the commission service each serve ApplyRoundEvent, each with its own request type."""
+    """A consumer of round events the game drives and its reconciler re-drives (application.ports.RoundEventSink):
+    the wallet, the shuffler and the commission service each serve it, through the one RoundEventSinkService
+    on their channel, the request naming the sink (`service`)."""
 
-    apply_request: type  # the service's own <Service>ApplyRoundEventRequest
-    find_unapplied_request: type  # and its <Service>FindUnappliedRoundEventsRequest
+    def __init__(self, channel: grpc.aio.Channel, token: str | None, timeouts: CallTimeouts | None = None) -> None:
+        super().__init__(channel, token, timeouts)
+        self._sink_stub = internal_pb2_grpc.RoundEventSinkServiceStub(channel)
 
     async def apply_round_event(self, envelope: EventEnvelope) -> bool:
-        request = self.apply_request(envelope_json=envelope_to_json(envelope))
-        return (await self._call("ApplyRoundEvent", request)).applied
+        request = internal_pb2.ApplyRoundEventRequest(sink=self.service, envelope_json=envelope_to_json(envelope))
+        return (await self._call("ApplyRoundEvent", request, self._sink_stub)).applied
 
     async def unapplied(self, event_ids: Sequence[str]) -> list[str]:
-        reply = await self._call("FindUnappliedRoundEvents", self.find_unapplied_request(event_ids=list(event_ids)))
-        return list(reply.event_ids)
+        request = internal_pb2.FindUnappliedRoundEventsRequest(sink=self.service, event_ids=list(event_ids))
+        return list((await self._call("FindUnappliedRoundEvents", request, self._sink_stub)).event_ids)
 
 
 class GrpcShuffler(_RoundEventSink):
     service = "shuffler"
-    apply_request = internal_pb2.ShufflerServiceApplyRoundEventRequest
-    find_unapplied_request = internal_pb2.ShufflerServiceFindUnappliedRoundEventsRequest
     stub_type = internal_pb2_grpc.ShufflerServiceStub
 
     async def new_shoe(self, decks: int, round_id: str) -> CommittedShoe:
@@ -89,8 +89,6 @@ class GrpcDealer(GrpcClient):
 
 class GrpcStakes(_RoundEventSink):
     service = "wallet"
-    apply_request = internal_pb2.StakeServiceApplyRoundEventRequest
-    find_unapplied_request = internal_pb2.StakeServiceFindUnappliedRoundEventsRequest
     stub_type = internal_pb2_grpc.StakeServiceStub
 
     def __init__(self, channel: grpc.aio.Channel, token: str | None, timeouts: CallTimeouts | None = None) -> None:
@@ -99,11 +97,12 @@ class GrpcStakes(_RoundEventSink):
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Sequence[EventEnvelope] = (),
     ) -> Reservation:
         request = internal_pb2.ReserveStakesRequest(
             transaction_id=transaction_id, player_id=player_id, round_id=round_id,
             amount=common_pb2.Money(amount_minor=amount, currency=currency), bets=dict(bets), game=game, table_id=table_id,
+            settle_first_json=[envelope_to_json(envelope) for envelope in settle_first],
         )  # fmt: skip
         return await self._reserve("ReserveStakes", request, f"the wallet refused the stakes of {money_text(amount, currency)}")
 
@@ -155,8 +154,6 @@ class GrpcStakes(_RoundEventSink):
 
 class GrpcDealerPoints(_RoundEventSink):
     service = "commission"
-    apply_request = internal_pb2.CommissionServiceApplyRoundEventRequest
-    find_unapplied_request = internal_pb2.CommissionServiceFindUnappliedRoundEventsRequest
     stub_type = internal_pb2_grpc.CommissionServiceStub
 
     async def dealer_status(self, player_id: str, currency: str) -> tuple[int, int]:

@@ -225,7 +225,10 @@ class _SqlRounds(Rounds):
         return RoundRow(**row._mapping) if row else None
 
     def add(self, row: RoundRow) -> None:
-        _ADD_ROUND.execute(self._c, row.__dict__)
+        try:
+            _ADD_ROUND.execute(self._c, row.__dict__)
+        except IntegrityError as exc:  # as the fake says it (the store's contract: tests/unit/game/test_store_contract.py)
+            raise DuplicateRow(f"round {row.round_id} is already recorded") from exc
 
     def update(self, round_id: str, phase: str, version: int) -> None:
         _UPDATE_ROUND.execute(self._c, {"b_round_id": round_id, "phase": phase, "version": version})

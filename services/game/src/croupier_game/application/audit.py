@@ -16,9 +16,9 @@ from croupier_platform.errors import InvalidArgument, NotFound
 
 from ..domain.round import Round
 from .full_audit import DEFAULT_PAGE, LAG_BOUND_S, AuditProgress, check_one, run_audit
-from .round_check import LagBound
+from .round_ledger import NOT_APPLIED, LagBound
 from .ports import LedgerArchive, ShoeArchive
-from .round_check import NOT_APPLIED, Replay
+from .round_check import Replay
 from .rounds import RoundBook, retrying
 
 __all__ = ["NOT_APPLIED", "AuditUseCases", "Replay", "VoidResult"]

@@ -1,5 +1,5 @@
 """Whether a player qualifies to deal at a war-p2p table, and how large an ante a player-dealer covers
-(RULES.md §2), read from the commission service (dealer points) and the wallet (balances).
+(docs/rules.md §2), read from the commission service (dealer points) and the wallet (balances).
 
 - Eligibility: a player sits as dealer at table type I, II or III only with the table's minimum
   dealer points and balance, in the table's currency; checked again before every round.

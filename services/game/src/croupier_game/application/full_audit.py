@@ -1,5 +1,5 @@
 """The full audit: every round of the event log replayed and the whole ledger checked against
-DESIGN.md's invariants, a page of rounds at a time.
+docs/design.md's invariants, a page of rounds at a time.
 
 For each page the log is read in one transaction (whole streams in stream id order, and the round
 projection's rows of the same id range), the page's shoes are revealed in one call and its rounds'
@@ -30,7 +30,8 @@ from croupier_platform.events import EventRecord
 
 from ..domain.round import STREAM_TYPE
 from .ports import GameStore, GameUnitOfWork, LedgerArchive, LedgerCheck, RoundRow, ShoeArchive
-from .round_check import Finding, LagBound, Replay, RoundCheck, moved
+from .round_check import Finding, Replay, RoundCheck
+from .round_ledger import LagBound, moved
 
 DEFAULT_PAGE = 500
 # How long after a round ended its wallet side (settlement, void, commission) may still be in flight before

@@ -1,4 +1,4 @@
-"""The keeper: finishes the rounds nobody else will (DESIGN.md step 5, RULES.md).
+"""The keeper: finishes the rounds nobody else will (docs/design.md "The keeper", docs/rules.md).
 
 Every `interval_s` the keeper looks at the open rounds of the `game_rounds` projection and, from
 each round's own stream:
@@ -13,7 +13,7 @@ each round's own stream:
   unreachable after the stakes were taken, the player gone before Deal) is voided with every stake
   refunded, through `AuditUseCases.void_as_system` (the path of AuditService.VoidRound); against a
   player-dealer, a round never dealt is voided after the table's decision timeout already (the
-  player is gone before the deal, RULES.md §2, and the dealer's cover is freed);
+  player is gone before the deal, docs/rules.md §2, and the dealer's cover is freed);
 - presence (after the rounds): a seat watched through WatchSeat whose seen_at is older than the
   table's `presence_grace_s` is a disconnection: its player's open round gets the default decision
   or, before the deal, the void above at once; a dealer's round goes on. Any seat unseen for the
@@ -36,14 +36,13 @@ from datetime import UTC, datetime, timedelta
 
 from croupier_platform.errors import ServiceError
 from croupier_platform.eventstore import ConcurrencyConflict
-from croupier_platform.leader_loop import LeaderLoop
-from croupier_platform.leadership import Leadership
 from croupier_platform.runtime import Clock, iso
 from croupier_rules.errors import RuleError
 
 from ..domain.asking import decision_deadline, moment
 from ..domain.round import KEEPER_CAUSATION, Round
 from .audit import AuditUseCases
+from .book_loop import BookLoop, Pace
 from ..domain.seat import PLAYER, Seat
 from .play import PlayUseCases
 from .ports import GameUnitOfWork
@@ -89,31 +88,18 @@ def last_progress(round_: Round) -> datetime:
     return moment(round_.envelopes[-1].occurred_at)
 
 
-class Keeper(LeaderLoop):
+class Keeper(BookLoop):
     def __init__(
-        self,
-        book: RoundBook,
-        seats: SeatUseCases,
-        play: PlayUseCases,
-        audit: AuditUseCases,
-        clock: Clock,
-        *,
-        interval_s: float,
-        stuck_after_s: float,
-        leadership: Leadership | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        name: str = "game-keeper",
-    ) -> None:
-        if interval_s <= 0 or stuck_after_s <= 0:
-            raise ValueError("the keeper's interval and stuck-round timeout must be positive")
-        super().__init__(interval_s=interval_s, leadership=leadership, name=name)
-        self._book = book
+        self, book: RoundBook, seats: SeatUseCases, play: PlayUseCases, audit: AuditUseCases, clock: Clock, pace: Pace, *,
+        stuck_after_s: float, name: str = "game-keeper",
+    ) -> None:  # fmt: skip
+        if stuck_after_s <= 0:
+            raise ValueError("the keeper's stuck-round timeout must be positive")
+        super().__init__(book, clock, pace, name=name, default_batch_size=DEFAULT_BATCH_SIZE)
         self._seats = seats
         self._play = play
         self._audit = audit
-        self._clock = clock
         self.stuck_after_s = stuck_after_s
-        self._batch_size = batch_size
         self._due: dict[str, _Due] = {}
 
     # -------------------------------------------------------------- one pass
@@ -162,7 +148,7 @@ class Keeper(LeaderLoop):
             )  # fmt: skip
         return done
 
-    # -------------------------------------------------------------- presence (RULES.md §2, seed 002)
+    # -------------------------------------------------------------- presence (docs/rules.md §2, seed 002)
 
     async def _presence_pass(self, now: datetime, done: KeeperPass) -> None:
         """Seats unseen for a while: a watched player's seat past the table's presence grace is a
@@ -223,7 +209,7 @@ class Keeper(LeaderLoop):
             return _Due(round_.version, deadline, DECIDE)
         timeout = timedelta(seconds=round_.table.decision_timeout_s)
         if round_.opened.dealer_player_id and round_.state.phase == "dealing" and not round_.cards_dealt:
-            # RULES.md §2: a player gone after betting, before the deal, gets the bet back; a
+            # docs/rules.md §2: a player gone after betting, before the deal, gets the bet back; a
             # player-dealer's cover is not held longer than a decision would be.
             return _Due(round_.version, last_progress(round_) + timeout, VOID)
         return _Due(round_.version, last_progress(round_) + timedelta(seconds=self.stuck_after_s), VOID)

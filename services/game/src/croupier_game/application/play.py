@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import cast
 
 from croupier_platform.auth import Identity
 from croupier_platform.errors import AlreadyExists, FailedPrecondition, NotFound, PermissionDenied, ServiceError
-from croupier_platform.eventstore import ConcurrencyConflict, NewEvent
+from croupier_platform.eventstore import ConcurrencyConflict
 from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, page_of
 from croupier_platform.runtime import Clock, iso
 from croupier_platform.tracing import round_span
@@ -30,31 +29,21 @@ from croupier_rules.table_config import WarP2PTable
 from ..domain.catalogue import Catalogue
 from ..domain.idempotency import already_decided, check_key, next_step_is, request_fingerprint
 from ..domain.opening import Opening, OpeningEvents, check_cut_seed, take_bets
-from ..domain.round import STREAM_TYPE, Round, ShoeCommitted
+from ..domain.round import Round, ShoeCommitted
 from ..domain.seat import DEALER, PLAYER, Seat
 from ..domain.transactions import claimed_stake_ids, dealer_cover_id, decision_stakes
 from ..domain.visibility import RoundView
 from .dealer_qualification import DealerQualification
-from .ports import Dealer, DuplicateRow, GameUnitOfWork, Reservation, RoundRow, Shuffler, StakesRefused, Wallet
+from .opening import RecordedOpening, record_opening
+from .ports import Dealer, DuplicateRow, GameUnitOfWork, Reservation, Shuffler, StakesRefused, Wallet
 from .rounds import RoundBook, retrying
-from .seats import commit_next_shoe, dealer_round_used, next_round_used, open_round, seat_of, unseat_dealer, with_next_round
+from .seats import commit_next_shoe, open_round, seat_of, unseat_dealer, with_next_round
 from .views import RoundViews
 
 logger = logging.getLogger(__name__)
 
 LIST_PAGE_SIZE = PageSize(default=10, maximum=100)
 ROUNDS_LIST = "ListRounds"  # the list's name in its page tokens
-
-
-@dataclass(frozen=True)
-class _Recorded:
-    """What the opening's transaction wrote: the round, its events, why it was voided at once (None: it
-    opened), and the seat as it is now (None: left meanwhile)."""
-
-    round_: Round
-    events: list[NewEvent]
-    refused: str | None
-    seat: Seat | None
 
 
 class PlayUseCases:
@@ -172,7 +161,7 @@ class PlayUseCases:
         return {**placed.bets, **placed.adjusted_from}
 
     async def _dealer_still_qualified(self, seat: Seat, dealer: Seat) -> Seat:
-        """RULES.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
+        """docs/rules.md §2: a player-dealer qualifies before every round. One who fell short since leaves the
         dealer's seat now (their last round is over: the player's seat has no round open), the reason kept
         for their GetSeatStatus; the player is told to bet again (paired anew or against the house)."""
         entry = self._catalogue.get(seat.table_id)
@@ -219,9 +208,11 @@ class PlayUseCases:
     async def _reserve_money(self, opening: Opening) -> tuple[Reservation, str | None]:
         """The player's stakes, then a player-dealer's cover; the second refused: why (the round is voided)."""
         entry, round_id = opening.entry, opening.round_id
+        # The balance the round opens with includes the seat's last round's return, however far behind the bus is.
+        settle_first = await self._book.ending_to_carry(opening.seat.last_round_id)
         reservation = await self._wallet.reserve_stakes(
             opening.stakes_id, opening.player_id, round_id, opening.state.total_staked, entry.currency, opening.placed.bets,
-            game=entry.game, table_id=entry.table_id,
+            game=entry.game, table_id=entry.table_id, settle_first=settle_first,
         )  # fmt: skip
         if opening.dealer is None:
             return reservation, None
@@ -247,10 +238,10 @@ class PlayUseCases:
         offset = fairness.cut_offset(shoe.commitment, cut_seed, shoe.size)
         return ShoeCommitted(shoe_id=shoe.shoe_id, commitment=shoe.commitment, size=shoe.size, cut_seed=cut_seed, cut_offset=offset), None
 
-    async def _record_opening(self, opening: Opening, key: str, drafted: OpeningEvents, refused: str | None, at: str) -> _Recorded:
+    async def _record_opening(self, opening: Opening, key: str, drafted: OpeningEvents, refused: str | None, at: str) -> RecordedOpening:
         """The round's first events, its key, its row and the seats moved on, in one transaction."""
         try:
-            recorded = await self._book.in_transaction(lambda uow: _record(uow, opening, key, drafted, refused, at))
+            recorded = await self._book.in_transaction(lambda uow: record_opening(uow, opening, key, drafted, refused, at))
         except ConcurrencyConflict:  # another request opened the round first: ours is not written
             await self._release_unclaimed(opening.round_id, opening.stakes_id)
             raise
@@ -388,36 +379,3 @@ class PlayUseCases:
             self._book.check_visible(actor, round_)  # NOT_FOUND, as for a made-up id, unless the caller may see it
             raise PermissionDenied(f"round {round_id} is played by its player; as its dealer you may only watch it")
         return round_
-
-
-def _record(uow: GameUnitOfWork, opening: Opening, key: str, drafted: OpeningEvents, refused: str | None, at: str) -> _Recorded:
-    """The opening's transaction, on the seat as the bets found it (not read again: its write checks it
-    still waits for this round). A concurrent call for the same seat opened the round meanwhile: both
-    took the seat's next round id, so the append at version 0 raises ConcurrencyConflict and the retry
-    reads it; another request with the key: the key's insert raises DuplicateRow."""
-    seat = next_round_used(uow, opening.seat, opening.round_id, refused is None, at)
-    if seat is None:  # the seat moved on meanwhile: read why
-        seat = uow.seats.get(opening.seat.seat_id)
-        refused = _seat_changed(uow, opening, seat)
-    if refused is not None:
-        drafted = opening.voided(drafted, refused, at)
-    round_ = drafted.round(uow.events.append(opening.round_id, 0, drafted.events, stream_type=STREAM_TYPE))
-    uow.keys.add(opening.player_id, key, opening.round_id)
-    uow.rounds.add(
-        RoundRow(round_id=opening.round_id, player_id=opening.player_id, table_id=opening.entry.table_id,
-                 seat_id=opening.seat.seat_id, phase=round_.state.phase, version=round_.version,
-                 dealer_player_id=opening.dealer.player_id if opening.dealer else None)
-    )  # fmt: skip
-    if refused is None and opening.dealer is not None:
-        dealer_round_used(uow, opening.dealer, opening.round_id)
-    return _Recorded(round_, drafted.events, refused, seat)
-
-
-def _seat_changed(uow: GameUnitOfWork, opening: Opening, seat: Seat | None) -> str:
-    """Why the round cannot open at the seat any more (left, another round opened there, or the
-    reconciler moved it past a round the game had not written)."""
-    if seat is None or seat.player_id != opening.player_id:
-        return f"seat {opening.seat.seat_id} was left while the bets were placed"
-    if (busy := open_round(uow, seat)) is not None:
-        return f"round {busy.round_id} opened at this seat meanwhile"
-    return f"seat {opening.seat.seat_id} moved on to another round while the bets were placed"

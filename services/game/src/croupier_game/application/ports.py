@@ -90,7 +90,8 @@ class IdempotencyKeys(ABC):
         """The round the player's key opened, if any."""
 
     @abstractmethod
-    def add(self, player_id: str, key: str, round_id: str) -> None: ...
+    def add(self, player_id: str, key: str, round_id: str) -> None:
+        """Raises DuplicateRow when the player already used the key."""
 
     @abstractmethod
     def get_with_seat(self, player_id: str, key: str, seat_id: str) -> tuple[str | None, Seat | None]:
@@ -103,7 +104,8 @@ class Rounds(ABC):
     def get(self, round_id: str) -> RoundRow | None: ...
 
     @abstractmethod
-    def add(self, row: RoundRow) -> None: ...
+    def add(self, row: RoundRow) -> None:
+        """Raises DuplicateRow when the round is already recorded."""
 
     @abstractmethod
     def update(self, round_id: str, phase: str, version: int) -> None: ...
@@ -215,10 +217,11 @@ class Wallet(Protocol):
 
     async def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Sequence[EventEnvelope] = (),
     ) -> Reservation:
         """Raises StakesRefused when the wallet refuses (balance, responsible-gaming limits); `game` and
-        `table_id` are kept with the round for the ledger's reports."""
+        `table_id` are kept with the round for the ledger's reports. `settle_first`: the seat's last round's
+        end, which the wallet applies first in the same unit of work (once per event) when its consumer has not."""
 
     async def release_stakes(self, transaction_id: str, round_id: str) -> bool:
         """Release stakes reserved for a step the round did not record (a race's losing side); idempotent by

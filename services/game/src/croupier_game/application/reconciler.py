@@ -48,13 +48,12 @@ from datetime import datetime, timedelta
 
 from croupier_platform.events import EventEnvelope
 from croupier_platform.faults import transient_cause
-from croupier_platform.leader_loop import LeaderLoop
-from croupier_platform.leadership import Leadership
 from croupier_platform.logs import RateLimitedLog
 from croupier_platform.redrive import MAX_EVENT_IDS
 from croupier_platform.runtime import Clock
 
 from ..domain.round import OVER_EVENTS, new_round_id
+from .book_loop import BookLoop, Pace
 from .ports import GameUnitOfWork, Reservations, RoundEventSink
 from .rounds import RoundBook
 from .settling import events_for
@@ -89,31 +88,19 @@ class ReconcilerPass:
         return bool(self.redriven or self.released)
 
 
-class Reconciler(LeaderLoop):
+class Reconciler(BookLoop):
     def __init__(
-        self,
-        book: RoundBook,
-        sinks: Sequence[RoundEventSink],
-        reservations: Reservations,
-        clock: Clock,
-        *,
-        interval_s: float,
-        settle_after_s: float,
-        leadership: Leadership | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        name: str = "game-reconciler",
-    ) -> None:
-        if interval_s <= 0 or settle_after_s < 0 or batch_size < 1:
-            raise ValueError("the reconciler's interval and batch size must be positive, its bound not negative")
+        self, book: RoundBook, sinks: Sequence[RoundEventSink], reservations: Reservations, clock: Clock, pace: Pace, *,
+        settle_after_s: float, name: str = "game-reconciler",
+    ) -> None:  # fmt: skip
+        if settle_after_s < 0:
+            raise ValueError("the reconciler's bound must not be negative")
         # A failed pass (the store or the leadership's connection away) is tried again every interval, not
         # after a backoff grown through the outage: a pass that fails costs one refused connection.
-        super().__init__(interval_s=interval_s, leadership=leadership, name=name, max_backoff_s=interval_s)
-        self._book = book
+        super().__init__(book, clock, pace, name=name, default_batch_size=DEFAULT_BATCH_SIZE, max_backoff_s=pace.interval_s)
         self._sinks = list(sinks)
         self._reservations = reservations
-        self._clock = clock
         self.settle_after_s = settle_after_s
-        self._batch_size = batch_size
         self._later: dict[str, datetime] = {}  # round id -> not before (within the bound, or backing off)
         # round id -> (its projection version, its stream) as a pass read it: a round is first seen within
         # the bound and looked at again once past it, and its stream is the same unless the version moved.

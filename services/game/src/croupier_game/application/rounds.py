@@ -21,8 +21,9 @@ from croupier_platform.runtime import Clock, iso
 from croupier_rules.commands import VoidRound
 from croupier_rules.round_decider import Decision
 
-from ..domain.round import STREAM_TYPE, BrokenRound, Round, rules_event
+from ..domain.round import OVER_EVENTS, STREAM_TYPE, BrokenRound, Round, rules_event
 from .ports import GameStore
+from .recording import trusted
 from .settling import SettledFigures
 
 T = TypeVar("T")
@@ -68,7 +69,16 @@ class RoundBook:
     def recorded(self, round_: Round, events: Sequence[NewEvent]) -> None:
         """After `events` were committed to the round's stream: keep the round, count it, wake the log's readers."""
         self.remember(round_)
-        self.metrics.round_events(round_.opened.game, round_.opened.table_id, [e.event_type for e in events])
+        event_types = [e.event_type for e in events]
+        self.metrics.round_events(round_.opened.game, round_.opened.table_id, event_types)
+        settled, voided = "RoundSettled" in event_types, "RoundVoided" in event_types
+        if (settlement := round_.state.settlement) is not None and settled != voided:
+            # The house banks a round it deals (the stakes less the returns); a player who deals banks the
+            # round and the house earns its commission. A void after the settlement takes it back.
+            net = settlement.commission if settlement.dealer_net is not None else round_.total_staked - sum(
+                result.returned for result in settlement.results.values()
+            )
+            self.metrics.house_result(round_.opened.game, round_.opened.currency, -net if voided else net)
         self._wake_log_readers()
 
     async def in_transaction(self, work: Callable[..., T]) -> T:
@@ -172,7 +182,7 @@ class RoundBook:
         the round after them is built from the decision (Round.decided), not parsed and folded again.
         `causation_id` goes on the envelopes (the keeper's "keeper"), never into the rules events."""
         at = self.now()
-        new = [rules_event(e, at, round_.round_id, causation_id) for e in decision.events]
+        new = trusted(rules_event(e, at, round_.round_id, causation_id) for e in decision.events)
         phase, version = decision.state.phase, round_.version + len(new)
 
         def work(uow):  # noqa: ANN001, ANN202
@@ -198,6 +208,16 @@ class RoundBook:
         if not round_id or self._figures is None or self._figures.known_applied(round_id):
             return
         await self._figures.require(await self.load(round_id))
+
+    async def ending_to_carry(self, round_id: str | None) -> tuple[EventEnvelope, ...]:
+        """The seat's last round's end, for the next round's reservation to carry (the wallet applies it first,
+        once): nothing when the round is known applied everywhere or is still under way. A round this process
+        saw end costs nothing; another replica's is read once."""
+        if not round_id or (self._figures is not None and self._figures.known_applied(round_id)):
+            return ()
+        kept = self._endings.get(round_id)
+        ending = kept[1] if kept is not None else (await self.load(round_id)).ending
+        return tuple(envelope for envelope in ending if envelope.event_type in OVER_EVENTS)
 
     async def void(self, round_: Round, reason: str, causation_id: str | None = None) -> Round:
         """Void the round (every stake returned, any payout taken back); a void round is left as it is."""

@@ -1,7 +1,7 @@
 """TableService's seats: the tables on offer, joining, leaving, a player-dealer's confirmation, what a
 seat shows (GetSeatStatus), and the keeper's end of an idle seat.
 
-At war-p2p tables a player may sit in the dealer's seat (RULES.md §2; who qualifies:
+At war-p2p tables a player may sit in the dealer's seat (docs/rules.md §2; who qualifies:
 dealer_qualification.py):
 - Pairing: a waiting player is paired with the longest-waiting dealer at the same table (one
   table id is one type and currency), and a dealer with the longest-waiting player who has no
@@ -50,6 +50,7 @@ from ..domain.seat import (
     seat_event,
 )
 from .dealer_qualification import DealerQualification
+from .recording import checked
 from .ports import CommittedShoe, DuplicateRow, GameUnitOfWork, RoundRow, Shuffler, Wallet
 from .rounds import RoundBook
 from .self_exclusion import refuse_if_self_excluded
@@ -289,7 +290,7 @@ def open_round(uow: GameUnitOfWork, seat: Seat) -> RoundRow | None:
 
 def record_seat(uow: GameUnitOfWork, seat_id: str, event_type: str, at: str, causation_id: str | None = None, **payload: object) -> None:
     """Append to the seat's stream (its watchers read it), in the transaction that changes the seat."""
-    event = seat_event(event_type, seat_id, at, causation_id, **payload)
+    event = checked(seat_event(event_type, seat_id, at, causation_id, **payload))
     uow.events.append(seat_id, uow.events.stream_version(seat_id), [event], stream_type=SEAT_STREAM_TYPE)
 
 

@@ -1,4 +1,4 @@
-"""A self-excluded player takes no seat (RULES.md, responsible gaming): JoinTable asks the wallet, which
+"""A self-excluded player takes no seat (docs/api.md, responsible-gaming limits): JoinTable asks the wallet, which
 keeps the exclusion and refuses the player's stakes, top-ups and deposits itself, with the same reason
 (SELF_EXCLUDED), metadata (until) and wording."""
 

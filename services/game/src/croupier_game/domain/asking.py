@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from croupier_platform.events import EventEnvelope
-
+from .recorded import Recorded
 from .round import KEEPER_CAUSATION, Round
 
 DECISION_REQUIRED = "DecisionRequired"
@@ -51,7 +50,7 @@ def option_costs(round_: Round) -> dict[str, int]:
     return {choice: sum(game.on_decision(state, bet, choice).added.values()) for choice in state.options}
 
 
-def _keeper_decision_reason(envelope: EventEnvelope, asked: EventEnvelope | None, timeout_s: int) -> str:
+def _keeper_decision_reason(envelope: Recorded, asked: Recorded | None, timeout_s: int) -> str:
     choice = envelope.payload.get("choice", "")  # type: ignore[union-attr]
     waited = (moment(envelope.occurred_at) - moment(asked.occurred_at)).total_seconds() if asked else timeout_s
     if waited >= timeout_s:
@@ -63,7 +62,7 @@ def keeper_reasons(round_: Round) -> dict[int, str]:
     """Stream version -> why the keeper caused that step, for every step it caused: a default decision
     (the timeout or a lost connection) and the cards and settlement that followed it, or a void."""
     reasons: dict[int, str] = {}
-    asked: EventEnvelope | None = None
+    asked: Recorded | None = None
     carried = ""
     for envelope in round_.envelopes:
         if envelope.event_type == DECISION_REQUIRED:

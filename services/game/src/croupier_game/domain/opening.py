@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from croupier_platform.errors import InvalidArgument
-from croupier_platform.events import EventEnvelope
-from croupier_platform.eventstore import NewEvent
 from croupier_rules.commands import PlaceBets, VoidRound
 from croupier_rules.round_decider import RoundState
 from croupier_rules.game_registry import decider_for
@@ -26,6 +24,7 @@ from croupier_rules.events import EVENT_TYPES, BetsPlaced, RoundEvent
 from croupier_rules.table_config import TableConfig, WarP2PTable
 
 from .catalogue import TableEntry
+from .recorded import Draft, Recorded
 from .transactions import bets_stake_id
 from .round import ROUND_OPENED, SHOE_COMMITTED, Round, RoundOpened, ShoeCommitted, new_event, rules_event
 from .seat import Seat
@@ -101,9 +100,9 @@ class OpeningEvents:
     shoe: ShoeCommitted | None
     rules: tuple[RoundEvent, ...]  # BetsPlaced, then a void's events
     state: RoundState  # after the rules events
-    events: list[NewEvent]
+    events: list[Draft]
 
-    def round(self, appended: Sequence[EventEnvelope]) -> Round:
+    def round(self, appended: Sequence[Recorded]) -> Round:
         """The round these events opened, as `appended` (the same round Round.from_events gives for them)."""
         rules_envelopes = [e for e in appended if e.event_type in EVENT_TYPES]
         versions = [e.version for e in rules_envelopes]

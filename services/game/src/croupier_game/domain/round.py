@@ -15,18 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier_platform.events import EventEnvelope
-from croupier_platform.eventstore import NewEvent
 from croupier_rules.round_decider import OVER_PHASES, Decider, Decision, RoundState
 from croupier_rules.game_registry import decider_for
 from croupier_rules.events import EVENT_TYPES, CardsDealt, DealtCard, RoundEvent, event_from_dict
 from croupier_rules.table_config import TableConfig, table_for
 
+from .recorded import Draft, Recorded
+
 STREAM_TYPE = "round"
 ROUND_OPENED = "RoundOpened"
 SHOE_COMMITTED = "ShoeCommitted"
 OVER_EVENTS = ("RoundSettled", "RoundVoided")  # the events that end a round (a void may follow a settlement)
-SCHEMA_VERSION = 1
 
 # The envelope's causation_id of what the keeper appended (a decision left past the table's
 # timeout, a void of a round that could not finish); the rules events themselves stay as a
@@ -83,13 +82,13 @@ def table_from_json(game: str, table: dict[str, Any]) -> TableConfig:
 
 def new_event(
     event_type: str, payload: dict[str, Any], occurred_at: str, round_id: str, causation_id: str | None = None
-) -> NewEvent:
+) -> Draft:
     """`payload`: JSON values only (a model's model_dump(mode="json")); `occurred_at`: the clock's aware
-    isoformat. Not validated again (NewEvent.trusted): the game built both."""
-    return NewEvent.trusted(event_type, SCHEMA_VERSION, payload, occurred_at, correlation_id=round_id, causation_id=causation_id)
+    isoformat (the application appends it unvalidated: application/recording.py)."""
+    return Draft(event_type, payload, occurred_at, round_id, causation_id)
 
 
-def rules_event(event: RoundEvent, occurred_at: str, round_id: str, causation_id: str | None = None) -> NewEvent:
+def rules_event(event: RoundEvent, occurred_at: str, round_id: str, causation_id: str | None = None) -> Draft:
     return new_event(event.event_type, event.model_dump(mode="json"), occurred_at, round_id, causation_id)
 
 
@@ -100,7 +99,7 @@ class Round:
     shoe: ShoeCommitted | None
     state: RoundState
     version: int
-    envelopes: tuple[EventEnvelope, ...]
+    envelopes: tuple[Recorded, ...]
     rules_events: tuple[tuple[int, RoundEvent], ...]  # (stream version, event)
     # What the views made of each event (visibility.round_view: its step as a viewer may see it, keyed by
     # event id and what the view depends on), carried to the rounds this one is extended into: an event
@@ -108,7 +107,7 @@ class Round:
     step_views: dict[tuple[str, bool | None, str], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_events(cls, envelopes: Sequence[EventEnvelope]) -> Round:
+    def from_events(cls, envelopes: Sequence[Recorded]) -> Round:
         if not envelopes:
             raise ValueError("a round needs at least its RoundOpened event")
         round_id = envelopes[0].stream_id
@@ -152,7 +151,7 @@ class Round:
         return self.state.phase in OVER_PHASES
 
     @property
-    def ending(self) -> tuple[EventEnvelope, ...]:
+    def ending(self) -> tuple[Recorded, ...]:
         """Its RoundOpened and the events that ended it: what the reconciler drives to the other services."""
         return tuple(e for e in self.envelopes if e.event_type == ROUND_OPENED or e.event_type in OVER_EVENTS)
 
@@ -176,7 +175,7 @@ class Round:
             return sum(r.returned for r in self.state.settlement.results.values())
         return 0
 
-    def decided(self, appended: Sequence[EventEnvelope], decision: Decision) -> Round:
+    def decided(self, appended: Sequence[Recorded], decision: Decision) -> Round:
         """The round with `appended`, the events `decision` gave (stored as rules_event made them), folded on:
         built from the decision's events and the state they were decided to, not parsed and evolved again
         (the same round `extended` gives for them)."""
@@ -188,7 +187,7 @@ class Round:
             rules_events=(*self.rules_events, *((e.version, r) for e, r in zip(appended, rules, strict=True))),
         )  # fmt: skip
 
-    def extended(self, appended: Sequence[EventEnvelope]) -> Round:
+    def extended(self, appended: Sequence[Recorded]) -> Round:
         """The round with the stream's next events folded onto its state: only they are parsed and
         evolved (the same round `from_events` gives for the whole stream)."""
         if not appended:
@@ -215,7 +214,7 @@ class Round:
         )  # fmt: skip
 
 
-def _read(round_id: str, envelope: EventEnvelope) -> RoundOpened | ShoeCommitted | RoundEvent | None:
+def _read(round_id: str, envelope: Recorded) -> RoundOpened | ShoeCommitted | RoundEvent | None:
     """One event of a round's stream as its model (None: a type the round does not fold)."""
     try:
         if envelope.event_type == ROUND_OPENED:

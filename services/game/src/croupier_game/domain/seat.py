@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from croupier_platform.errors import InvalidArgument
-from croupier_platform.eventstore import NewEvent
 
 from .catalogue import TableEntry
-from .round import SCHEMA_VERSION
+from .recorded import Draft
 
 PLAYER = "player"
 DEALER = "dealer"
 SEAT_ROLES = (PLAYER, DEALER)
-WAR_P2P = "war-p2p"  # the game at which a player may sit as dealer (RULES.md §2)
+WAR_P2P = "war-p2p"  # the game at which a player may sit as dealer (docs/rules.md §2)
 MAX_NICKNAME_LENGTH = 40
 
 SEAT_STREAM_TYPE = "seat"
@@ -100,8 +99,6 @@ def check_nickname(nickname: str) -> str:
     return nickname
 
 
-def seat_event(event_type: str, seat_id: str, occurred_at: str, causation_id: str | None = None, **payload: Any) -> NewEvent:
-    return NewEvent(
-        event_type=event_type, schema_version=SCHEMA_VERSION, payload={"seat_id": seat_id, **payload},
-        occurred_at=occurred_at, correlation_id=seat_id, causation_id=causation_id,
-    )  # fmt: skip
+def seat_event(event_type: str, seat_id: str, occurred_at: str, causation_id: str | None = None, **payload: Any) -> Draft:
+    """Appended validated (application/recording.py `checked`): its payload carries what a request gave."""
+    return Draft(event_type, {"seat_id": seat_id, **payload}, occurred_at, seat_id, causation_id)

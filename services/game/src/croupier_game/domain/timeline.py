@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from croupier_platform.events import EventEnvelope
-
+from .recorded import Recorded
 from .round import KEEPER_CAUSATION
 
 
@@ -20,7 +19,7 @@ def _cards(cards: list[dict[str, Any]]) -> str:
     return ", ".join(f"{hand} {' '.join(texts)}" for hand, texts in by_hand.items())
 
 
-def describe_step(envelope: EventEnvelope) -> str:
+def describe_step(envelope: Recorded) -> str:
     p: dict[str, Any] = envelope.payload  # type: ignore[assignment]
     by = " (by the keeper)" if envelope.causation_id == KEEPER_CAUSATION else ""
     head = f"v{envelope.version} {envelope.event_type}{by}"

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from croupier_platform.events import EventEnvelope, canonical_json
+from croupier_platform.events import canonical_json
 from croupier_rules.round_checker import RevealedShoe
 
 from .asking import decision_deadline, keeper_reasons, option_costs, rfc3339
+from .recorded import Recorded
 from .round import KEEPER_CAUSATION, ROUND_OPENED, Round
 
 HIDDEN_POSITION = -1
@@ -97,7 +98,7 @@ def hidden_card(card: dict[str, Any]) -> dict[str, Any]:
 _OPPONENTS_FIELDS = {"player": ("dealer_player_id",), "dealer": ("player_id", "balance_before")}
 
 
-def visible_payload(envelope: EventEnvelope, show_all: bool, side: str = "") -> dict[str, Any]:
+def visible_payload(envelope: Recorded, show_all: bool, side: str = "") -> dict[str, Any]:
     payload = envelope.payload
     if side and envelope.event_type == ROUND_OPENED:
         payload = {k: v for k, v in payload.items() if k not in _OPPONENTS_FIELDS[side]}
@@ -114,7 +115,7 @@ def side_of(round_: Round, viewer: str, operator: bool) -> str:
     return "dealer" if viewer == round_.opened.dealer_player_id and viewer != round_.player_id else "player"
 
 
-def _step(round_: Round, envelope: EventEnvelope, show_all: bool, side: str, reasons: dict[int, str]) -> StepView:
+def _step(round_: Round, envelope: Recorded, show_all: bool, side: str, reasons: dict[int, str]) -> StepView:
     """The event as a step the viewer may see, built once per event and what it depends on (the cards of a
     CardsDealt on whether all are shown, a RoundOpened on the viewer's side) and kept with the round."""
     event_type = envelope.event_type

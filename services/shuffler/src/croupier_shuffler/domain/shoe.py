@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -11,7 +10,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from croupier_rules import fairness
-from croupier_platform.ids import round_id_problem
+from croupier_platform.ids import round_id_problem, shoe_id_problem
 from croupier_rules.cards import DECK_SIZE, card_text, fresh_shoe
 
 from .errors import InvalidShoeRequest
@@ -60,12 +59,8 @@ def validate_round_id(round_id: str) -> str:
 
 
 def validate_shoe_id(shoe_id: str) -> str:
-    try:
-        canonical = str(uuid.UUID(shoe_id))
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidShoeRequest(f"shoe_id must be a UUID as NewShoe returned it, not {shoe_id!r}") from None
-    if canonical != shoe_id:
-        raise InvalidShoeRequest(f"shoe_id must be a lowercase hyphenated UUID, not {shoe_id!r}")
+    if problem := shoe_id_problem(shoe_id):
+        raise InvalidShoeRequest(problem)
     return shoe_id
 
 

@@ -4,14 +4,10 @@ use cases remember is answered on the event loop; only database work goes to a t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-
 import grpc
 
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier_platform.auth import current_identity
-from croupier_platform.events import EventEnvelope
-from croupier_platform.redrive import UnappliedFinder, envelope_from_json
 
 from ..application.use_cases import Shuffler
 from .errors import handles_errors
@@ -20,28 +16,8 @@ AUDITOR_ROLES = ("operator", "service")
 
 
 class ShufflerServicer(internal_pb2_grpc.ShufflerServiceServicer):
-    def __init__(
-        self, shuffler: Shuffler, apply_round_event: Callable[[EventEnvelope], Awaitable[bool]], find_unapplied: UnappliedFinder
-    ) -> None:
+    def __init__(self, shuffler: Shuffler) -> None:
         self._shuffler = shuffler
-        self._apply_round_event = apply_round_event  # the consumer's handler (entrypoints/consumers.py)
-        self._find_unapplied = find_unapplied
-
-    @handles_errors
-    async def ApplyRoundEvent(
-        self, request: internal_pb2.ShufflerServiceApplyRoundEventRequest, context: grpc.aio.ServicerContext
-    ) -> internal_pb2.ShufflerServiceApplyRoundEventResponse:
-        current_identity().require_service()
-        applied = await self._apply_round_event(envelope_from_json(request.envelope_json))
-        return internal_pb2.ShufflerServiceApplyRoundEventResponse(applied=applied)
-
-    @handles_errors
-    async def FindUnappliedRoundEvents(
-        self, request: internal_pb2.ShufflerServiceFindUnappliedRoundEventsRequest, context: grpc.aio.ServicerContext
-    ) -> internal_pb2.ShufflerServiceFindUnappliedRoundEventsResponse:
-        current_identity().require_service()
-        unapplied = await self._find_unapplied(request.event_ids)
-        return internal_pb2.ShufflerServiceFindUnappliedRoundEventsResponse(event_ids=unapplied)
 
     @handles_errors
     async def NewShoe(

@@ -12,55 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from sqlalchemy import Connection, Engine, func, select
 
 from croupier_wallet.domain.ledger import TABLE, Status, is_player_account, player_account
+from croupier_wallet.domain.ledger_audit import AccountMismatch, LedgerReport, RoundTransfer
 
 from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
-
-
-@dataclass(frozen=True)
-class AccountMismatch:
-    account_id: str
-    currency: str
-    what: str  # "balance", "pending_debits", "pending_credits"
-    stored: int
-    expected: int
-
-    def __str__(self) -> str:
-        return f"{self.account_id} ({self.currency}): {self.what} is {self.stored} but its ledger says {self.expected}"
-
-
-@dataclass
-class LedgerReport:
-    accounts: int = 0
-    entries: int = 0
-    transfers: int = 0
-    rounds: int = 0
-    balance_sum_by_currency: dict[str, int] = field(default_factory=dict)
-    entry_sum_by_currency: dict[str, int] = field(default_factory=dict)
-    mismatches: list[AccountMismatch] = field(default_factory=list)
-    overdrawn: dict[tuple[str, str], int] = field(default_factory=dict)
-    table_not_empty: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def balanced(self) -> bool:
-        return not any(self.balance_sum_by_currency.values()) and not any(self.entry_sum_by_currency.values())
-
-    @property
-    def ok(self) -> bool:
-        """Conserved and consistent. Overdrafts are reported, not failures (see domain/ledger.py)."""
-        return self.balanced and not self.mismatches and not self.table_not_empty
-
-    def problems(self) -> list[str]:
-        lines = [f"{c}: accounts sum to {s}, not 0" for c, s in self.balance_sum_by_currency.items() if s]
-        lines += [f"{c}: entries sum to {s}, not 0" for c, s in self.entry_sum_by_currency.items() if s]
-        lines += [str(m) for m in self.mismatches]
-        lines += [f"table ({c}) holds {s} with no round mid-settlement" for c, s in self.table_not_empty.items()]
-        return lines
 
 
 def check_ledger(conn: Connection) -> LedgerReport:
@@ -128,19 +86,6 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-class RoundTransfer(NamedTuple):
-    """A transfer of a round as the player whose balance it changes sees it: the round's player
-    (WalletApp.round_transactions' view) or, at war-p2p, the round's player-dealer."""
-
-    transaction_id: str
-    kind: str
-    status: str
-    amount: int  # signed change to player_id's balance (reserved, for a pending stake or cover)
-    currency: str
-    occurred_at: str
-    player_id: str
-
-
 def round_ledgers(conn: Connection, round_ids: Sequence[str]) -> dict[str, tuple[str, list[RoundTransfer]]]:
     """Many rounds' player and transfers touching the player or a player-dealer (the player a
     transfer is recorded for: the dealer's cover, commission and payout), oldest first, in one
@@ -177,3 +122,23 @@ def ledger_round_ids(conn: Connection, after: str | None, limit: int) -> list[st
     if after:
         query = query.where(rounds_table.c.round_id > after)
     return list(conn.execute(query).scalars())
+
+
+class SqlLedgerAudit:
+    """The ledger's read side (application/ledger_audit.py's LedgerAudit) on the wallet's tables, each
+    call on one snapshot of them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def check(self) -> LedgerReport:
+        with snapshot(self._engine) as connection:
+            return check_ledger(connection)
+
+    def rounds_transfers(self, round_ids: Sequence[str]) -> dict[str, tuple[str, list[RoundTransfer]]]:
+        with snapshot(self._engine) as connection:
+            return round_ledgers(connection, round_ids)
+
+    def round_ids(self, after: str | None, limit: int) -> list[str]:
+        with snapshot(self._engine) as connection:
+            return ledger_round_ids(connection, after, limit)

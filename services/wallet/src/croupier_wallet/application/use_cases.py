@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -157,10 +157,13 @@ class WalletApp(WalletReads):
     @retries_conflicts
     def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "",
+        game: str = "", table_id: str = "", settle_first: Callable[[WalletUnitOfWork], object] | None = None,
     ) -> Reservation:
         """Reserve a round's stakes (pending player -> table), refused when the balance cannot cover them
-        or a responsible-gaming limit forbids them (checked on the player's locked account)."""
+        or a responsible-gaming limit forbids them (checked on the player's locked account).
+        `settle_first(uow)`, when given, runs first in the same unit of work: it applies the seat's last round's
+        end (the consumer's own once-only path), so the balance judged and reported includes that round's
+        return however far behind the bus is (docs/design.md, "What a player sees")."""
         check_id("transaction_id", transaction_id)
         check_id("player_id", player_id)
         check_id("round_id", round_id)
@@ -177,6 +180,8 @@ class WalletApp(WalletReads):
         now = self._clock()
         try:
             with self._uow() as uow:
+                if settle_first is not None:  # its rounds and players locked before the new round's: the one lock order
+                    settle_first(uow)
                 # The id is not looked up first (a read a stake): a retry is told apart once refused (below).
                 session = LedgerSession(uow, iso(now))
                 # Opened by its first stake (inserted, so locked), else the round the wallet holds, locked.

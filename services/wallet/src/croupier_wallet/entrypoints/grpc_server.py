@@ -14,8 +14,10 @@ import grpc
 from croupier.internal.v1 import internal_pb2, internal_pb2_grpc
 from croupier.v1 import common_pb2, wallet_pb2, wallet_pb2_grpc
 from croupier_platform.auth import Identity, current_identity
-from croupier_platform.errors import PermissionDenied
+from croupier_platform.errors import InvalidArgument, PermissionDenied
+from croupier_platform.events import EventEnvelope
 from croupier_platform.redrive import UnappliedFinder, envelope_from_json
+from croupier_platform.round_event_sink import RoundEventSink, serve_round_event_sink
 from croupier_platform.wire_enums import WireEnum
 from croupier_platform.wire_money import with_money
 from croupier_rules.table_config import GAMES
@@ -35,6 +37,8 @@ from .errors import handles_errors
 GAME = WireEnum(common_pb2.Game.DESCRIPTOR, GAMES)  # the games the rules library defines
 TRANSACTION_KIND = WireEnum(wallet_pb2.TransactionKind.DESCRIPTOR, [kind.value for kind in Kind])
 TRANSACTION_STATUS = WireEnum(wallet_pb2.TransactionStatus.DESCRIPTOR, [status.value for status in Status])
+# A round ends in one RoundSettled, or a RoundVoided, or both (a void after its settlement).
+MAX_SETTLE_FIRST = 2
 
 
 def _transaction(view: TransactionView) -> wallet_pb2.Transaction:
@@ -208,18 +212,24 @@ def _reservation(reservation, response_type):  # noqa: ANN001, ANN202
 
 
 class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
-    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer, find_unapplied: UnappliedFinder) -> None:
+    def __init__(self, app: WalletApp, consumer: RoundEventsConsumer) -> None:
         self._app = app
-        self._consumer = consumer
-        self._find_unapplied = find_unapplied
+        self._consumer = consumer  # ReserveStakes applies the seat's last round's end first, as the consumer would
 
     @handles_errors
     async def ReserveStakes(self, request: internal_pb2.ReserveStakesRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         amount, currency = _money(request.amount)
+        if len(request.settle_first_json) > MAX_SETTLE_FIRST:
+            raise InvalidArgument(
+                f"settle_first_json has {len(request.settle_first_json)} envelopes; a round ends in at most {MAX_SETTLE_FIRST}",
+                fields={"settle_first_json": "too many"},
+            )
+        ending = [envelope_from_json(text) for text in request.settle_first_json]
         reservation = await asyncio.to_thread(
             self._app.reserve_stakes, request.transaction_id, request.player_id, request.round_id, amount, currency,
             dict(request.bets), request.game, request.table_id,
+            (lambda uow: self._consumer.apply_in(uow, ending)) if ending else None,
         )  # fmt: skip
         return _reservation(reservation, internal_pb2.ReserveStakesResponse)
 
@@ -254,21 +264,6 @@ class StakeServicer(internal_pb2_grpc.StakeServiceServicer):
         return internal_pb2.ChargeCommissionResponse(charged=True, transaction=_transaction(view))
 
     @handles_errors
-    async def ApplyRoundEvent(self, request: internal_pb2.StakeServiceApplyRoundEventRequest, context: grpc.aio.ServicerContext):
-        current_identity().require_service()
-        envelope = envelope_from_json(request.envelope_json)
-        applied = await asyncio.to_thread(self._consumer.handle, envelope)  # the consumer's own handle_once path
-        return internal_pb2.StakeServiceApplyRoundEventResponse(applied=applied)
-
-    @handles_errors
-    async def FindUnappliedRoundEvents(
-        self, request: internal_pb2.StakeServiceFindUnappliedRoundEventsRequest, context: grpc.aio.ServicerContext
-    ):
-        current_identity().require_service()
-        unapplied = await self._find_unapplied(request.event_ids)
-        return internal_pb2.StakeServiceFindUnappliedRoundEventsResponse(event_ids=unapplied)
-
-    @handles_errors
     async def ListExpiredReservations(self, request: internal_pb2.ListExpiredReservationsRequest, context: grpc.aio.ServicerContext):
         current_identity().require_service()
         page = await asyncio.to_thread(self._app.expired_reservations, request.page_size, request.page_token, request.limit)
@@ -295,4 +290,9 @@ SERVICE_NAMES = [
 def register(server: grpc.aio.Server, app: WalletApp, consumer: RoundEventsConsumer, find_unapplied: UnappliedFinder) -> None:
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletServicer(app), server)
     wallet_pb2_grpc.add_LedgerServiceServicer_to_server(LedgerServicer(app), server)
-    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer, find_unapplied), server)
+    internal_pb2_grpc.add_StakeServiceServicer_to_server(StakeServicer(app, consumer), server)
+
+    async def apply(envelope: EventEnvelope) -> bool:
+        return await asyncio.to_thread(consumer.handle, envelope)  # the consumer's own handle_once path
+
+    serve_round_event_sink(server, RoundEventSink("wallet", apply, find_unapplied, handles_errors))
