@@ -91,14 +91,15 @@ class SeamlessWallet(WalletApp):
 
     def reserve_stakes(
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
-        game: str = "", table_id: str = "", **more: Any,
+        game: str = "", table_id: str = "", settle_first: Callable[[WalletUnitOfWork], object] | None = None,
     ) -> Reservation:
-        """The debit first; then the reservation as WalletApp makes it (`more`: what else it takes, passed on)."""
+        """The debit first; then the reservation as WalletApp makes it (with the seat's last round settled first in
+        its unit of work: its credit is written there, by settle_round below)."""
         if currency != PLAY:
             check_amount(amount, what="the stakes", currency=currency)
             self._debit(stake_transfer_id(transaction_id), player_id, round_id, amount, currency, game, bets)
         try:
-            return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id, **more)
+            return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id, settle_first)
         except TransferIdReused:
             raise  # another request's id: its debit is not this call's to give back
         except LedgerError:  # refused by the wallet's own rules (a round of another player, a limit): give it back
