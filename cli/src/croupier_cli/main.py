@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import audit_cmd, client, dlq_cmd, lab_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd, verify_cmd
+from . import audit_cmd, client, dlq_cmd, lab_cmd, ledger_cmd, migrate_cmd, play_cmd, rules_cmd, server_cmd, verify_cmd, wallet_cmd
 
 app = typer.Typer(
     name="croupier",
@@ -22,6 +22,7 @@ play_cmd.register(app)
 audit_cmd.register(app)
 migrate_cmd.register(app)
 ledger_cmd.register(app)
+wallet_cmd.register(app)
 verify_cmd.register(app)
 dlq_cmd.register(app)
 lab_cmd.register(app)

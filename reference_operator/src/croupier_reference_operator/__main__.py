@@ -1,6 +1,7 @@
 """`python -m croupier_reference_operator --listen 127.0.0.1:8090 --data var/operator.db`: the reference casino
 wallet as its own process. The shared secret comes from REFERENCE_OPERATOR_SECRET (hex, 32 bytes or more),
-never from the command line; REFERENCE_OPERATOR_FAULTS (JSON) sets fault knobs at start."""
+never from the command line; REFERENCE_OPERATOR_FAULTS (JSON) sets fault knobs at start, and
+REFERENCE_OPERATOR_PLAYERS (JSON, {"alice": {"USD": 100000}}) sets players' balances at start (minor units)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     faults = Faults()
     faults.update(json.loads(os.environ.get("REFERENCE_OPERATOR_FAULTS", "{}")))
     args.data.parent.mkdir(parents=True, exist_ok=True)
-    app = reference_operator(OperatorStore(args.data), SignatureCheck([secret]), faults)
+    store = OperatorStore(args.data)
+    for player, balances in json.loads(os.environ.get("REFERENCE_OPERATOR_PLAYERS", "{}")).items():
+        for currency, balance in balances.items():
+            store.set_player(player, currency, int(balance))
+    app = reference_operator(store, SignatureCheck([secret]), faults)
     host, _, port = args.listen.rpartition(":")
     uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning", access_log=False)
     return 0

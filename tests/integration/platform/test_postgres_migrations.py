@@ -41,7 +41,7 @@ OWN_TABLES = {
     "shuffler": {"shuffler_shoes"},
     "dealer": {"dealer_cuts", "dealer_deals"},
     "game": {"game_seats", "game_idempotency_keys", "game_rounds"},
-    "wallet": {"wallet_accounts", "wallet_transfers", "wallet_entries", "wallet_rounds", "wallet_limits", "wallet_self_exclusions"},
+    "wallet": {"wallet_accounts", "wallet_transfers", "wallet_entries", "wallet_rounds", "wallet_limits", "wallet_self_exclusions", "wallet_casino_calls"},
     "commission": {"commission_rounds", "dealer_points"},
 }
 

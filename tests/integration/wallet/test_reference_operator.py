@@ -1,6 +1,6 @@
 """The casino's wallet contract (docs/operator-wallet.md), end to end between Croupier's client
-(croupier_wallet.adapters.casino_wallet) and the reference operator running as its own HTTP process: each
-call's idempotency, the refusals, a rollback that overtakes its debit, each fault knob as the client
+(croupier_wallet.adapters.casino_wallet) and the reference operator running as its own HTTP process: the
+port's contract suite (tests/casino_wallet_contract.py, also run on the fake), each fault knob as the client
 classifies it, and the signature checks."""
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import httpx
 import pytest
 
 from croupier_platform.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, signed_headers
-from croupier_wallet.adapters.casino_wallet import CasinoWallet, Outcome
+from croupier_wallet.adapters.casino_wallet import HttpCasinoWallet, Outcome
+from tests.casino_wallet_contract import START, CasinoWalletContract
 from tests.reference_operator import ReferenceOperator, reference_operator
 
 pytestmark = pytest.mark.integration
-
-START = 10_000
 
 
 @pytest.fixture
@@ -35,71 +34,36 @@ def player(casino: ReferenceOperator, request: pytest.FixtureRequest) -> str:
     return name
 
 
+class _Client:
+    """The contract's view of the running reference operator: Croupier's HTTP client of it, and its back office."""
+
+    def __init__(self, operator: ReferenceOperator) -> None:
+        self.operator = operator
+        self.fund = operator.fund
+        self.balance_of = operator.balance_of
+
+    def client(self) -> HttpCasinoWallet:
+        return HttpCasinoWallet(self.operator.url, self.operator.secret)
+
+
+class TestHttpClientAgainstTheReferenceOperator(CasinoWalletContract):
+    @pytest.fixture
+    def casino(self, tmp_path: Path) -> Iterator[_Client]:  # type: ignore[override]
+        with reference_operator(tmp_path) as running:
+            yield _Client(running)
+
+
 def calls(casino: ReferenceOperator, *steps, timeout_s: float = 5.0):  # noqa: ANN001, ANN002, ANN201
     """Run the client's calls in order (each a function of the client), on one client, and return the answers."""
 
     async def run() -> list:
-        wallet = CasinoWallet(casino.url, casino.secret, timeout_s)
+        wallet = HttpCasinoWallet(casino.url, casino.secret, timeout_s)
         try:
             return [await step(wallet) for step in steps]
         finally:
             await wallet.close()
 
     return asyncio.run(run())
-
-
-def test_a_debit_is_applied_once_per_transaction_id(casino: ReferenceOperator, player: str) -> None:
-    first, again, other = calls(
-        casino,
-        lambda w: w.debit("d1", player, "r1", "USD", 2_500, game="casino-war", bets={"ante": 2_500}),
-        lambda w: w.debit("d1", player, "r1", "USD", 2_500, game="casino-war", bets={"ante": 2_500}),
-        lambda w: w.debit("d1", player, "r1", "USD", 3_000, game="casino-war", bets={"ante": 3_000}),
-    )
-    assert (first.outcome, first.balance_minor) == (Outcome.ACCEPTED, START - 2_500)
-    assert (again.outcome, again.operator_transaction_id) == (Outcome.ACCEPTED, first.operator_transaction_id)
-    assert (other.outcome, other.status) == (Outcome.REFUSED, "DUPLICATE_TRANSACTION")
-    assert casino.balance_of(player, "USD") == START - 2_500
-
-
-def test_refused_debits_move_nothing_and_say_why(casino: ReferenceOperator, player: str) -> None:
-    casino.fund("blocked-one", "USD", START, blocked=True)
-    poor, blocked, unknown = calls(
-        casino,
-        lambda w: w.debit("d1", player, "r1", "USD", START + 1),
-        lambda w: w.debit("d2", "blocked-one", "r2", "USD", 100),
-        lambda w: w.debit("d3", "nobody", "r3", "USD", 100),
-    )
-    assert (poor.outcome, poor.status, poor.reason, poor.balance_minor) == (Outcome.REFUSED, "INSUFFICIENT_FUNDS", "INSUFFICIENT_FUNDS", START)
-    assert (blocked.outcome, blocked.reason) == (Outcome.REFUSED, "SELF_EXCLUDED")
-    assert (unknown.outcome, unknown.status) == (Outcome.REFUSED, "UNKNOWN_PLAYER")
-    assert casino.balance_of(player, "USD") == START
-
-
-def test_a_round_debited_credited_and_closed_cannot_be_rolled_back(casino: ReferenceOperator, player: str) -> None:
-    debit, credit, rollback, late = calls(
-        casino,
-        lambda w: w.debit("d1", player, "r1", "USD", 1_000),
-        lambda w: w.credit("c1", player, "r1", "USD", 2_000, ["d1"]),
-        lambda w: w.rollback("rb1", player, "r1", "USD", "d1"),
-        lambda w: w.debit("d2", player, "r1", "USD", 500),
-    )
-    assert (debit.outcome, credit.outcome, credit.balance_minor) == (Outcome.ACCEPTED, Outcome.ACCEPTED, START + 1_000)
-    assert (rollback.outcome, rollback.status) == (Outcome.REFUSED, "ROUND_CLOSED")
-    assert (late.outcome, late.status) == (Outcome.REFUSED, "ROUND_CLOSED")
-    (zero,) = calls(casino, lambda w: w.credit("c2", player, "r2", "USD", 0, ["nothing-debited"]))
-    assert (zero.outcome, zero.status) == (Outcome.REFUSED, "TRANSACTION_NOT_FOUND")  # no credit for a round never debited
-
-
-def test_a_rollback_that_overtakes_its_debit_makes_the_late_debit_refused(casino: ReferenceOperator, player: str) -> None:
-    rollback, late, again = calls(
-        casino,
-        lambda w: w.rollback("rb1", player, "r1", "USD", "d1"),
-        lambda w: w.debit("d1", player, "r1", "USD", 1_000),
-        lambda w: w.rollback("rb1", player, "r1", "USD", "d1"),
-    )
-    assert (rollback.outcome, rollback.balance_minor) == (Outcome.ACCEPTED, START)  # nothing to give back
-    assert (late.outcome, late.status) == (Outcome.REFUSED, "TRANSACTION_ROLLED_BACK")
-    assert again.outcome is Outcome.ACCEPTED and casino.balance_of(player, "USD") == START
 
 
 def test_each_fault_is_classified_so_the_caller_never_loses_or_doubles_money(casino: ReferenceOperator, player: str) -> None:
@@ -158,6 +122,6 @@ def test_unsigned_wrongly_signed_stale_and_replayed_requests_are_refused(casino:
 
 
 def test_the_secret_appears_in_no_log_and_no_repr(casino: ReferenceOperator) -> None:
-    wallet = CasinoWallet(casino.url, casino.secret)
+    wallet = HttpCasinoWallet(casino.url, casino.secret)
     assert casino.secret.hex() not in repr(wallet) and casino.secret.hex() not in Path(casino.log).read_text()
     asyncio.run(wallet.close())

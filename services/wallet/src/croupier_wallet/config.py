@@ -1,9 +1,11 @@
 """The wallet's configuration: the responsible-gaming cooling-off period, the reservations' expiry, how long
-the ledger events' relay gathers commits."""
+the ledger events' relay gathers commits, and where the players' money is kept (internal or seamless)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal, Self
+
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The usual responsible-gaming convention: a player's raise or removal of a limit waits a day.
@@ -47,5 +49,47 @@ class LedgerRelaySettings(BaseSettings):
     ledger_relay_delay_s: float = Field(default=LEDGER_RELAY_DELAY_S, ge=0, le=5)
 
 
-class WalletSettings(LimitsSettings, ReservationSettings, LedgerRelaySettings):
+# The casino's wallet must answer a debit within this (the player waits for it before any card is dealt).
+CASINO_WALLET_TIMEOUT_S = 2.0
+
+
+class SeamlessSettings(BaseSettings):
+    """Where the players' money is kept (docs/operator-wallet.md):
+    $CROUPIER_WALLET_MODE: `internal` (the default: this wallet keeps every balance) or `seamless` (the casino's
+    wallet keeps them; every stake is a debit there, every settlement a credit, every void a rollback);
+    $CROUPIER_CASINO_WALLET_URL, $CROUPIER_CASINO_WALLET_SECRET (hex, 32 bytes or more, as the casino holds it; never logged)
+    $CROUPIER_CASINO_WALLET_TIMEOUT_S and $CROUPIER_CASINO_WALLET_CURRENCIES (JSON, ["USD"]): the casino's
+    wallet, required in seamless mode."""
+
+    # A refused setting's error never echoes the input (it would print the secret).
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore", hide_input_in_errors=True)
+
+    wallet_mode: Literal["internal", "seamless"] = "internal"
+    casino_wallet_url: str = ""
+    casino_wallet_secret: SecretStr = SecretStr("")
+    casino_wallet_timeout_s: float = Field(default=CASINO_WALLET_TIMEOUT_S, gt=0, le=30)
+    # The currencies a player's balance is asked for at the casino before the player has played in any.
+    casino_wallet_currencies: list[str] = Field(default_factory=lambda: ["USD"])
+
+    @model_validator(mode="after")
+    def _seamless_needs_the_casino(self) -> Self:
+        if self.wallet_mode == "seamless":
+            if not self.casino_wallet_url.startswith(("http://", "https://")):
+                raise ValueError("seamless mode needs CROUPIER_CASINO_WALLET_URL, the casino wallet's http(s):// address")
+            try:
+                secret = self.casino_secret()
+            except ValueError:
+                secret = b""
+            if len(secret) < 32:
+                raise ValueError("seamless mode needs CROUPIER_CASINO_WALLET_SECRET, at least 32 bytes (64 hex digits)")
+        return self
+
+    def casino_secret(self) -> bytes:
+        """The shared secret's bytes (ValueError: not hex)."""
+        return bytes.fromhex(self.casino_wallet_secret.get_secret_value().strip())
+
+
+class WalletSettings(LimitsSettings, ReservationSettings, LedgerRelaySettings, SeamlessSettings):
     """All the wallet's settings, what `bootstrap(ctx, settings)` takes."""
+
+    model_config = SettingsConfigDict(env_prefix="CROUPIER_", case_sensitive=False, extra="ignore", hide_input_in_errors=True)

@@ -23,6 +23,7 @@ from croupier_wallet.domain.rounds import Round, RoundStatus
 
 from .limits import SqlLimitsRepository, stake_limits_columns, stake_limits_joined, stake_limits_of
 from .reports import SqlLedgerReports
+from .sql_casino import SqlCasinoCalls
 from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
 
@@ -449,6 +450,10 @@ class SqlWalletUnitOfWork:
     @property
     def reports(self) -> SqlLedgerReports:
         return SqlLedgerReports(self.connection)
+
+    @property
+    def casino_calls(self) -> SqlCasinoCalls:
+        return SqlCasinoCalls(self.connection)
 
 
 class SqlWalletUnitOfWorkFactory:

@@ -121,3 +121,31 @@ self_exclusions_table = Table(
     Column("updated_by", String(200), nullable=False),
 )
 
+
+# Seamless mode (domain/casino_calls.py): every call to the casino's wallet, written before it is sent (a debit)
+# or in the unit of work that settles or voids its round (a credit, a rollback: the outbox the casino relay
+# sends until acknowledged), with what the casino answered. Also what the reconciliation lists (wallet_0005).
+casino_calls_table = Table(
+    "wallet_casino_calls",
+    wallet_metadata,
+    Column("seq", _Sequence, primary_key=True, autoincrement=True),
+    Column("transaction_id", String(240), nullable=False, unique=True),
+    Column("kind", String(8), nullable=False),
+    Column("player_id", String(200), nullable=False),
+    Column("round_id", String(200), nullable=False),
+    Column("currency", String(8), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("state", String(12), nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("game", String(200)),
+    Column("refs", Text),  # JSON list: a credit's debits, a rollback's debit
+    Column("commission", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", Text),
+    Column("last_status", String(40)),
+    Column("answered_at", Text),
+    sqlite_autoincrement=True,
+)
+Index("ix_wallet_casino_calls_due", casino_calls_table.c.state, casino_calls_table.c.next_attempt_at)
+Index("ix_wallet_casino_calls_round", casino_calls_table.c.round_id, casino_calls_table.c.seq)
+Index("ix_wallet_casino_calls_created", casino_calls_table.c.created_at)

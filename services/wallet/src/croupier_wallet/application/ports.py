@@ -11,6 +11,7 @@ from typing import Protocol
 from croupier_platform.eventstore import EventLog
 from croupier_platform.tracking import Tracking
 
+from croupier_wallet.domain.casino_calls import CasinoCall
 from croupier_wallet.domain.ledger import Account, Status, Transfer
 from croupier_wallet.domain.limits import CurrencyLimits, DailyUsage, Setting
 from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerFilter
@@ -127,6 +128,31 @@ class LedgerReports(Protocol):
     def commission_totals(self, where: LedgerFilter) -> list[CommissionTotal]: ...
 
 
+class CasinoCalls(Protocol):
+    """Seamless mode: the calls made to the casino's wallet (domain/casino_calls.py); the credits' and rollbacks'
+    outbox."""
+
+    def get(self, transaction_id: str) -> CasinoCall | None: ...
+
+    def add(self, new: Iterable[CasinoCall]) -> None:
+        """Insert new calls (their transaction ids are new: the caller looked them up or derived them once)."""
+
+    def save(self, call: CasinoCall) -> None:
+        """Record an answer: state, attempts, next attempt, last status."""
+
+    def of_round(self, round_id: str) -> list[CasinoCall]:
+        """Oldest first."""
+
+    def due(self, now: str, limit: int) -> list[CasinoCall]:
+        """PENDING calls whose next attempt is at or before `now`, the longest waiting first."""
+
+    def stuck_debits(self, sent_before: str) -> list[CasinoCall]:
+        """SENDING debits created before `sent_before` (their sender died mid-call)."""
+
+    def rounds_between(self, start: str, end: str) -> list[CasinoCall]:
+        """Every call of the rounds with a call made in [start, end), by round, oldest first."""
+
+
 class WalletUnitOfWork(Protocol):
     """One database transaction: everything commits together or nothing does."""
 
@@ -138,6 +164,9 @@ class WalletUnitOfWork(Protocol):
 
     @property
     def reports(self) -> LedgerReports: ...
+
+    @property
+    def casino_calls(self) -> CasinoCalls: ...
 
     @property
     def events(self) -> EventLog: ...

@@ -18,9 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from croupier_platform.errors import NotFound
 from croupier_platform.faults import retries_conflicts
-from croupier_platform.paging import Page, PageSize, decode_page_token, is_int, is_str, page_of
 from croupier_platform.metrics import Metrics
 from croupier_platform.runtime import Clock, iso
 
@@ -55,24 +53,17 @@ from croupier_wallet.domain.rounds import (
     stake_request,
     stake_transfer_id,
 )
-from croupier_wallet.domain.reports import CommissionReport, HouseReport, LedgerFilter, commission_report, house_report
 
 from .ledger_session import LedgerSession
 from .limits import LimitsUseCases, enforce_limits, refuse_if_self_excluded
 from .ports import TransferIdTaken, UnitOfWorkFactory, WalletUnitOfWork
+from .reads import TransactionView, UnknownRound, WalletReads, view_of
+from .reconciliation import CasinoReconciliation
 
 logger = logging.getLogger(__name__)
 
 TOP_UP_MIN = 1
 TOP_UP_MAX = 1_000_000
-LIST_PAGE_SIZE = PageSize(default=50, maximum=500)
-TRANSACTIONS_LIST = "ListTransactions"  # the list's name in its page tokens
-
-
-class UnknownRound(NotFound, LedgerError):
-    """NOT_FOUND: the wallet holds no stakes for this round."""
-
-    reason = "ROUND_NOT_FOUND"
 
 
 class ReservationNotExpired(LedgerError):
@@ -82,37 +73,6 @@ class ReservationNotExpired(LedgerError):
 
 
 RECONCILER_CAUSATION = "reconciler"
-EXPIRED_PAGE_SIZE = PageSize(default=100, maximum=1_000)
-EXPIRED_LIST = "ListExpiredReservations"  # the list's name in its page tokens
-
-
-def _is_expiry_key(key: object) -> bool:
-    """An expired reservation's place in its list: [expires_at, seq]."""
-    return isinstance(key, list) and len(key) == 2 and is_str(key[0]) and is_int(key[1])
-
-
-@dataclass(frozen=True)
-class BalanceView:
-    currency: str
-    available: int
-    reserved: int
-    total: int
-
-
-@dataclass(frozen=True)
-class TransactionView:
-    transaction_id: str
-    kind: str
-    status: str
-    amount: int  # signed change to the player's balance (reserved, for a pending stake)
-    currency: str
-    round_id: str
-    occurred_at: str
-    player_id: str  # the player whose balance `amount` is
-    game: str = ""  # of its round, where it has one
-    table_id: str = ""
-
-
 @dataclass(frozen=True)
 class Reservation:
     transaction_id: str
@@ -125,17 +85,9 @@ def _players(round_: Round, transfers: Sequence[Transfer]) -> list[tuple[str, st
     return [(player_account(round_.player_id), round_.currency), *((player_account(t.request.player_id), t.request.currency) for t in transfers)]
 
 
-def _view(transfer: Transfer, player_id: str, round_: Round | None = None) -> TransactionView:
-    r = transfer.request
-    return TransactionView(
-        transaction_id=r.id, kind=r.kind.value, status=transfer.status.value,
-        amount=transfer.signed_amount_for(player_account(player_id)), currency=r.currency,
-        round_id=r.round_id or "", occurred_at=transfer.occurred_at, player_id=player_id,
-        game=round_.game if round_ else "", table_id=round_.table_id if round_ else "",
-    )  # fmt: skip
+class WalletApp(WalletReads):
+    """Every use case that moves money (the reads: WalletReads, application/reads.py)."""
 
-
-class WalletApp:
     def __init__(
         self, uow_factory: UnitOfWorkFactory, clock: Clock, limits_cooling_off: timedelta = timedelta(seconds=LIMITS_COOLING_OFF_S),
         reservation_timeout: timedelta = timedelta(seconds=RESERVATION_TIMEOUT_S), metrics: Metrics | None = None,
@@ -145,9 +97,7 @@ class WalletApp:
         self._clock = clock
         self._reservation_timeout = reservation_timeout
         self.limits = LimitsUseCases(uow_factory, clock, limits_cooling_off)  # SetLimits, GetLimits
-
-    def _now(self) -> str:
-        return iso(self._clock())
+        self.reconciliation = CasinoReconciliation(uow_factory)  # seamless mode: the casino calls per round
 
     # ------------------------------------------------------------------ money in
 
@@ -200,7 +150,7 @@ class WalletApp:
             session = LedgerSession(uow, self._now())
             transfer = session.create(request, pending=False)
             session.flush()
-        return _view(transfer, player_id)
+        return view_of(transfer, player_id)
 
     # ------------------------------------------------------------------ stakes
 
@@ -341,7 +291,7 @@ class WalletApp:
             charge = commission_request(dealer_id, round_id, amount, currency) if amount else None
             session = LedgerSession(uow, self._now(), causation_id)
             if charge is not None and (done := session.existing(charge)) is not None:
-                return _view(done, dealer_id)  # charged before: a redelivered settlement
+                return view_of(done, dealer_id)  # charged before: a redelivered settlement
             if round_.status is RoundStatus.VOIDED:
                 logger.info("commission for round %s, which is voided: nothing charged", round_id)
                 return None
@@ -351,7 +301,7 @@ class WalletApp:
                 session.void(hold)
             charged = session.create(charge, pending=False, known_new=True) if charge is not None else None
             session.flush()
-        return _view(charged, dealer_id) if charged else None
+        return view_of(charged, dealer_id) if charged else None
 
     def lock_rounds(self, uow: WalletUnitOfWork, round_ids: Sequence[str]) -> None:
         """Lock what settling or voiding these rounds will lock, in the one lock order (module docstring): the
@@ -422,18 +372,9 @@ class WalletApp:
         logger.info("round %s voided (%s): stakes released or refunded, payouts reversed", round_id, reason)
         return True
 
+    @retries_conflicts
     # ------------------------------------------------------------------ expired reservations (the game's reconciler)
 
-    def expired_reservations(self, page_size: int, page_token: str = "", limit: int = 0) -> Page:
-        """A page of the pending reservations (Transfer items) past their expiry, soonest expiry first; each
-        names its owner, the round. `limit` is page_size's older name."""
-        size = EXPIRED_PAGE_SIZE.of(page_size, limit, "reservations")
-        after = decode_page_token(EXPIRED_LIST, page_token, _is_expiry_key)
-        with self._uow.reading() as uow:
-            keyed = uow.ledger.expired_reservations(self._now(), size + 1, tuple(after) if after else None)
-        return page_of(EXPIRED_LIST, keyed, size)
-
-    @retries_conflicts
     def release_orphan_round(self, round_id: str) -> int:
         """The game holds no round `round_id` (a crash between reserving its stakes and writing it): void the
         wallet's round, releasing every pending reservation, once (the round's lock and status decide; a repeat,
@@ -455,47 +396,3 @@ class WalletApp:
             self.void_round(uow, round_id, "the game holds no such round (reservation expired)", RECONCILER_CAUSATION)
         logger.warning("round %s: the game holds no such round; %d expired reservation(s) released", round_id, len(pending))
         return len(pending)
-
-    # ------------------------------------------------------------------ reads
-
-    def balances(self, player_id: str) -> list[BalanceView]:
-        check_id("player_id", player_id)
-        with self._uow.reading() as uow:
-            accounts = {a.currency: a for a in uow.ledger.player_accounts(player_id)}
-        views = [BalanceView(c, a.available, a.pending_debits, a.balance) for c, a in accounts.items()]
-        if PLAY not in accounts:
-            views.append(BalanceView(PLAY, 0, 0, 0))
-        return sorted(views, key=lambda v: v.currency)
-
-    def transactions(self, player_id: str, page_size: int, page_token: str = "", limit: int = 0) -> Page:
-        """A page of the player's transactions (TransactionView items), newest first; `limit` is page_size's older name."""
-        check_id("player_id", player_id)
-        size = LIST_PAGE_SIZE.of(page_size, limit, "transactions")
-        before = decode_page_token(TRANSACTIONS_LIST, page_token, is_int)
-        with self._uow.reading() as uow:
-            page = page_of(TRANSACTIONS_LIST, uow.ledger.player_transfers(player_id, size + 1, before), size)
-            rounds = uow.ledger.rounds(t.request.round_id for t in page.items if t.request.round_id)
-        return Page([_view(t, player_id, rounds.get(t.request.round_id or "")) for t in page.items], page.next_page_token)
-
-    def round_transactions(self, round_id: str) -> tuple[str, list[TransactionView]]:
-        """The round's player and every transfer that touched the player's account, oldest first
-        (the house/table legs of a settlement are left out: they follow from these)."""
-        check_id("round_id", round_id)
-        with self._uow.reading() as uow:
-            round_ = uow.ledger.round(round_id)
-            if round_ is None:
-                raise UnknownRound(f"the wallet holds no transactions for round {round_id!r}")
-            transfers = uow.ledger.round_transfers(round_id)
-        account = player_account(round_.player_id)
-        touching = [t for t in transfers if account in (t.request.debit, t.request.credit)]
-        return round_.player_id, [_view(t, round_.player_id, round_) for t in touching]
-
-    # ------------------------------------------------------------------ the operator's reports
-
-    def house_result(self, where: LedgerFilter) -> HouseReport:
-        with self._uow.reading() as uow:
-            return house_report(uow.reports.house_results(where))
-
-    def commission_totals(self, where: LedgerFilter) -> CommissionReport:
-        with self._uow.reading() as uow:
-            return commission_report(uow.reports.commission_totals(where))

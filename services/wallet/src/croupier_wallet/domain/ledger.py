@@ -27,6 +27,9 @@ PLAY = "PLAY"
 TABLE = "table"
 HOUSE = "house"
 WORLD = "world"
+# Seamless mode: the casino's wallet, where the players' real money is kept; a stake's money comes from it
+# (its debit) and goes back to it (a credit, a rollback), so the ledger mirrors every casino call.
+CASINO = "casino"
 PLAYER_PREFIX = "player:"
 
 # Far below int64 so that no sum of amounts a test or a casino can produce overflows BIGINT.
@@ -50,6 +53,8 @@ class Kind(StrEnum):
     REVERSAL = "reversal"
     COVER = "cover"  # a player-dealer's reservation: the player's largest win (war-p2p)
     COMMISSION = "commission"  # player-dealer -> house; pending as a hold until charged
+    FROM_CASINO = "from_casino"  # seamless: a debit the casino accepted, casino -> player, before the stake is reserved
+    TO_CASINO = "to_casino"  # seamless: a credit or rollback the wallet owes the casino, player -> casino
 
 
 class Status(StrEnum):

@@ -23,7 +23,9 @@ from croupier_platform.wire_money import with_money
 from croupier_rules.table_config import GAMES
 
 from croupier_wallet.application.limits import LimitAmountView, LimitsView
+from croupier_wallet.application.reconciliation import Reconciliation
 from croupier_wallet.application.use_cases import TransactionView, WalletApp
+from croupier_wallet.domain.casino_calls import CasinoCall
 from croupier_wallet.domain.ledger import Kind, Status
 from croupier_wallet.domain.limits import AMOUNT_LIMITS
 from croupier_wallet.domain.reports import LedgerFilter
@@ -158,6 +160,23 @@ def _report(report, response_type, row_type):  # noqa: ANN001, ANN202
     }))  # fmt: skip
 
 
+def _reconciliation(report: Reconciliation) -> wallet_pb2.ReconcileCasinoWalletResponse:
+    def call(c: CasinoCall) -> wallet_pb2.CasinoCall:
+        return wallet_pb2.CasinoCall(
+            transaction_id=c.transaction_id, kind=c.kind.value, player_id=c.player_id, amount_minor=c.amount,
+            state=c.state.value, last_status=c.last_status, references=list(c.references), commission_minor=c.commission,
+            attempts=c.attempts, created_at=c.created_at,
+        )  # fmt: skip
+
+    return wallet_pb2.ReconcileCasinoWalletResponse(
+        rounds=[wallet_pb2.CasinoRound(
+            round_id=r.round_id, game=r.game, currency=r.currency, calls=[call(c) for c in r.calls], debited=r.debited,
+            credited=r.credited, rolled_back=r.rolled_back, commission=r.commission, settled=r.settled,
+        ) for r in report.rounds],
+        totals=[wallet_pb2.CasinoTotals(**vars(t), casino_net=t.casino_net) for t in report.totals],
+    )  # fmt: skip
+
+
 class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
     """Operator only."""
 
@@ -175,6 +194,12 @@ class LedgerServicer(wallet_pb2_grpc.LedgerServiceServicer):
         current_identity().require_operator()
         report = await asyncio.to_thread(self._app.commission_totals, _filter(request.filter))
         return _report(report, wallet_pb2.GetCommissionTotalsResponse, wallet_pb2.CommissionTotal)
+
+    @handles_errors
+    async def ReconcileCasinoWallet(self, request: wallet_pb2.ReconcileCasinoWalletRequest, context: grpc.aio.ServicerContext):
+        current_identity().require_operator()
+        report = await asyncio.to_thread(self._app.reconciliation.report, request.from_time, request.to_time)
+        return _reconciliation(report)
 
 
 def _reservation(reservation, response_type):  # noqa: ANN001, ANN202
