@@ -271,6 +271,32 @@ def test_a_debit_whose_sender_died_is_rolled_back(seamless: Seamless) -> None:
     seamless.assert_closed(("alice", 0))
 
 
+def test_a_process_killed_between_the_casinos_acceptance_and_the_reservation_leaves_a_debit_that_is_rolled_back(
+    seamless: Seamless, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acceptance is recorded with the reservation, in one unit of work: a process that dies between the two
+    (here: the reservation's unit raising as a kill would end it) leaves the debit SENDING and nothing funded, and
+    the relay's recovery rolls it back; an acceptance kept in a unit of its own would have left the money in
+    the player's account, owned by no reservation."""
+
+    class Killed(BaseException):
+        pass
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    with monkeypatch.context() as patched:
+        patched.setattr("croupier_wallet.application.use_cases.enforce_limits", killed)
+        with pytest.raises(Killed):
+            seamless.stake("r1", "alice", 1_000)
+    assert seamless.casino.balance_of("alice", "USD") == START - 1_000  # the casino took it
+    assert [c[3] for c in seamless.calls()] == ["sending"]
+    assert seamless.wallet.accounts().get(("player:alice", "USD"), (0, 0)) == (0, 0)  # nothing funded
+    seamless.relay_all()  # the clock past the recovery's bound: rolled back, acknowledged
+    assert [(c[0], c[3]) for c in seamless.calls()] == [("debit", "unknown"), ("rollback", "acknowledged")]
+    seamless.assert_closed(("alice", 0))
+
+
 def test_the_reconciliation_lists_each_round_with_totals_per_currency_and_the_cli_prints_it(seamless: Seamless, tmp_path: Path) -> None:
     seamless.stake("r1", "alice", 30_000)
     seamless.app.reserve_cover("r1:cover", "bob", "r1", 30_000, 1_050, "USD")

@@ -5,7 +5,8 @@ guarantees (double entry, one owner per stake, the audit) still holds. Play mone
 The path, top to bottom:
 1. a stake (ReserveStakes) or a player-dealer's cover and commission hold (ReserveDealerCover) is first a
    debit at the casino, recorded before it is sent. Accepted: the money comes into the ledger from the
-   CASINO account (FROM_CASINO) and is reserved as in the internal wallet. Refused: the bet is refused with
+   CASINO account (FROM_CASINO) and is reserved as in the internal wallet, in ONE unit of work (a process
+   killed before it leaves the debit SENDING, which the relay's recovery rolls back). Refused: the bet is refused with
    the casino's reason. No usable answer (timeout, transport, 5xx): the debit is rolled back (a rollback row
    in the outbox) and the bet refused UNAVAILABLE. Nothing is dealt before the wallet has answered.
 2. a settlement (RoundSettled) posts as in the internal wallet; then, in the same unit of work, each player's
@@ -93,43 +94,66 @@ class SeamlessWallet(WalletApp):
         self, transaction_id: str, player_id: str, round_id: str, amount: int, currency: str, bets: Mapping[str, int],
         game: str = "", table_id: str = "", settle_first: Callable[[WalletUnitOfWork], object] | None = None,
     ) -> Reservation:
-        """The debit first; then the reservation as WalletApp makes it (with the seat's last round settled first in
-        its unit of work: its credit is written there, by settle_round below)."""
-        if currency != PLAY:
-            check_amount(amount, what="the stakes", currency=currency)
-            self._debit(stake_transfer_id(transaction_id), player_id, round_id, amount, currency, game, bets)
-        try:
+        """The debit first; then the reservation as WalletApp makes it, with the debit's acceptance recorded in the
+        reservation's own unit of work (after the seat's last round, settled first there: its credit is written
+        there, by settle_round below) — so an accepted debit is either reserved or, should the process die
+        before, still SENDING, which recover_stuck_debits rolls back: never funded and owned by nothing."""
+        if currency == PLAY:
             return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id, settle_first)
+        check_amount(amount, what="the stakes", currency=currency)
+        stake_id = stake_transfer_id(transaction_id)
+        accepted = self._debit(stake_id, player_id, round_id, amount, currency, game, bets)
+        try:
+            return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id,
+                                          self._with_acceptance(settle_first, accepted))  # fmt: skip
         except TransferIdReused:
             raise  # another request's id: its debit is not this call's to give back
         except LedgerError:  # refused by the wallet's own rules (a round of another player, a limit): give it back
-            if currency != PLAY:
-                self._give_back(stake_transfer_id(transaction_id))
+            self._give_back(stake_id, accepted)
             raise
 
     def reserve_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
     ) -> Reservation:
-        """The dealer's cover and commission hold are one debit: what the dealer puts at risk."""
-        if currency != PLAY:
-            check_amount(cover, what="the dealer's cover")
-            check_amount(commission_hold, low=0, what="the commission hold")
-            self._debit(stake_transfer_id(transaction_id, Kind.COVER), dealer_id, round_id, cover + commission_hold, currency)
-        try:
+        """The dealer's cover and commission hold are one debit: what the dealer puts at risk (its acceptance
+        recorded with the cover's reservation, as a stake's)."""
+        if currency == PLAY:
             return super().reserve_cover(transaction_id, dealer_id, round_id, cover, commission_hold, currency)
+        check_amount(cover, what="the dealer's cover")
+        check_amount(commission_hold, low=0, what="the commission hold")
+        stake_id = stake_transfer_id(transaction_id, Kind.COVER)
+        accepted = self._debit(stake_id, dealer_id, round_id, cover + commission_hold, currency)
+        try:
+            return super().reserve_cover(transaction_id, dealer_id, round_id, cover, commission_hold, currency,
+                                         self._with_acceptance(None, accepted))  # fmt: skip
         except TransferIdReused:
             raise
         except LedgerError:
-            if currency != PLAY:
-                self._give_back(stake_transfer_id(transaction_id, Kind.COVER))
+            self._give_back(stake_id, accepted)
             raise
+
+    def _with_acceptance(
+        self, settle_first: Callable[[WalletUnitOfWork], object] | None, accepted: tuple[CasinoCall, str] | None
+    ) -> Callable[[WalletUnitOfWork], object] | None:
+        """What the reservation's unit of work does first: the seat's last round settled, then the debit's
+        acceptance recorded (its money into the player's account, FROM_CASINO)."""
+        if accepted is None:
+            return settle_first
+
+        def first(uow: WalletUnitOfWork) -> None:
+            if settle_first is not None:
+                settle_first(uow)
+            self._record_acceptance(uow, *accepted)
+
+        return first
 
     def _debit(
         self, stake_id: str, player_id: str, round_id: str, amount: int, currency: str, game: str = "",
         bets: Mapping[str, int] | None = None,
-    ) -> None:
-        """The debit of one stake, recorded before it is sent; returns once the casino accepted it and its money
-        is in the player's account, else raises (refused: the casino's reason; unknown: rolled back, UNAVAILABLE)."""
+    ) -> tuple[CasinoCall, str] | None:
+        """The debit of one stake, recorded before it is sent. Accepted now: the call and the casino's status, for
+        the reservation's unit of work to record (`_record_acceptance`); accepted and funded before (a retry):
+        None. Else raises (refused: the casino's reason; unknown: rolled back, UNAVAILABLE)."""
         for name, value in (("player_id", player_id), ("round_id", round_id)):
             check_id(name, value)
         with self._uow() as uow:
@@ -137,7 +161,7 @@ class SeamlessWallet(WalletApp):
             if latest is not None and (latest.player_id, latest.round_id, latest.currency, latest.amount) != (player_id, round_id, currency, amount):
                 raise TransferIdReused(stake_id, f"a stake of {money_text(latest.amount, latest.currency)} by {latest.player_id!r} in round {latest.round_id!r}")
             if latest is not None and latest.state is CallState.ACKNOWLEDGED and not self._rolled_back(uow, latest):
-                return  # a retry: taken and funded before
+                return None  # a retry: taken and funded before
             if latest is not None and latest.state is CallState.SENDING:
                 call = latest  # recorded and maybe sent by an attempt still under way, or that died: the same id again
             else:  # the first attempt, or the last one refused or rolled back: a new debit (the old id is spent at the casino)
@@ -146,22 +170,13 @@ class SeamlessWallet(WalletApp):
                 uow.casino_calls.add([call])
         tx = call.transaction_id
         answer = self._run(self.casino.debit(tx, player_id, round_id, currency, amount, game=game, bets=bets))
+        if answer.outcome is Outcome.ACCEPTED:
+            return call, answer.status  # recorded with the reservation (reserve_stakes), or given back
         with self._uow() as uow:
             current = uow.casino_calls.get(tx)
-            if current is not None and current.state is CallState.ACKNOWLEDGED and answer.outcome is Outcome.ACCEPTED:
-                return  # a concurrent attempt of the same stake recorded it (and funded it)
             if current is None or current.state is not CallState.SENDING:  # given up on meanwhile (recover_stuck_debits)
                 raise _unavailable(current or call)
             now = self._now()
-            if answer.outcome is Outcome.ACCEPTED:
-                uow.casino_calls.save(current.answered(CallState.ACKNOWLEDGED, answer.status, now))
-                session = LedgerSession(uow, now)
-                session.create(TransferRequest(
-                    id=f"{Kind.FROM_CASINO.value}:{tx}", debit=CASINO, credit=player_account(player_id), amount=amount,
-                    currency=currency, kind=Kind.FROM_CASINO, player_id=player_id,
-                ), pending=False)  # fmt: skip
-                session.flush()
-                return
             if answer.outcome is Outcome.REFUSED:
                 refused = current.answered(CallState.REFUSED, answer.status, now)
                 uow.casino_calls.save(refused)
@@ -173,6 +188,24 @@ class SeamlessWallet(WalletApp):
             raise _refusal(refused, answer.reason, answer.balance_minor)
         logger.warning("round %s: debit %s without a usable answer (%s): rolled back", round_id, tx, answer.status)
         raise _unavailable(unknown)
+
+    def _record_acceptance(self, uow: WalletUnitOfWork, call: CasinoCall, status: str) -> None:
+        """The casino accepted the debit: marked so, and its money into the player's account (FROM_CASINO), in
+        the caller's unit of work. Given up on meanwhile (recover_stuck_debits rolled it back): UNAVAILABLE,
+        nothing written; recorded by a concurrent attempt of the same stake: nothing more."""
+        current = uow.casino_calls.get(call.transaction_id)
+        if current is not None and current.state is CallState.ACKNOWLEDGED:
+            return
+        if current is None or current.state is not CallState.SENDING:
+            raise _unavailable(current or call)
+        now = self._now()
+        uow.casino_calls.save(current.answered(CallState.ACKNOWLEDGED, status, now))
+        session = LedgerSession(uow, now)
+        session.create(TransferRequest(
+            id=f"{Kind.FROM_CASINO.value}:{call.transaction_id}", debit=CASINO, credit=player_account(call.player_id),
+            amount=call.amount, currency=call.currency, kind=Kind.FROM_CASINO, player_id=call.player_id,
+        ), pending=False)  # fmt: skip
+        session.flush()
 
     @staticmethod
     def _latest_debit(uow: WalletUnitOfWork, stake_id: str) -> tuple[CasinoCall | None, int]:
@@ -268,9 +301,13 @@ class SeamlessWallet(WalletApp):
             self._give_back(stake_transfer_id(transaction_id))
         return released
 
-    def _give_back(self, stake_id: str) -> None:
-        """The stake's live debit back to the casino (its reservation was refused or released)."""
+    def _give_back(self, stake_id: str, accepted: tuple[CasinoCall, str] | None = None) -> None:
+        """The stake's live debit back to the casino (its reservation was refused or released); `accepted`: a debit
+        accepted by this call whose acceptance the refused reservation's unit of work did not keep: recorded now,
+        then rolled back."""
         with self._uow() as uow:
+            if accepted is not None:
+                self._record_acceptance(uow, *accepted)
             if (debit := self._latest_debit(uow, stake_id)[0]) is not None:
                 self._roll_back(uow, [debit.transaction_id])
 

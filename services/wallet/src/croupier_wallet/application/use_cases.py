@@ -5,10 +5,9 @@ Lock order (PostgreSQL; SQLite has one writer): a unit locks its rounds first, i
 the player accounts it touches, in key order, then (as its last write) the system accounts it changed,
 in key order. A stake locks its round and its one player; a settlement its round and all its players at
 once; a batch of settlements all its rounds, then all their players (lock_rounds), before it applies
-any. Two units taking the same rows in opposite orders would deadlock, and PostgreSQL would abort one
-(a stake queued on one of those rows can be the one it picks). A unit aborted anyway (40P01, 40001)
-wrote nothing and is run again (retries_conflicts; the consumer's units through croupier_platform.tracking):
-safe, since each use case is idempotent by its transaction id, and a settlement by its tracking row."""
+any. Two units taking the same rows in opposite orders would deadlock (PostgreSQL aborts one). A unit
+aborted anyway (40P01, 40001) wrote nothing and is run again (retries_conflicts; the consumer's units through
+croupier_platform.tracking): safe, as each use case is idempotent by its transaction id, a settlement by its tracking row."""
 
 from __future__ import annotations
 
@@ -211,12 +210,13 @@ class WalletApp(WalletReads):
 
     @retries_conflicts
     def reserve_cover(
-        self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
+        self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str,
+        first: Callable[[WalletUnitOfWork], object] | None = None,
     ) -> Reservation:
         """A player-dealer's side of a round (war-p2p): the cover of the player's largest win
         (dealer -> table) and a hold for the largest commission (dealer -> house), both pending,
-        after the player's stakes. Idempotent by transaction id; refused when the dealer's
-        balance cannot cover both."""
+        after the player's stakes. Idempotent by transaction id; refused when the dealer's balance cannot cover
+        both. `first(uow)` runs first in its unit of work (seamless: the debit's acceptance, kept with the cover)."""
         for name, value in (("transaction_id", transaction_id), ("dealer_id", dealer_id), ("round_id", round_id)):
             check_id(name, value)
         check_currency(currency)
@@ -226,6 +226,8 @@ class WalletApp(WalletReads):
         now = self._clock()
         try:
             with self._uow() as uow:
+                if first is not None:
+                    first(uow)
                 session = LedgerSession(uow, iso(now))  # the id not looked up first, as a stake's
                 round_ = uow.ledger.round_for_update(round_id)
                 if round_ is None:
