@@ -54,6 +54,7 @@ import grpc
 from croupier.v1 import common_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from croupier_cli.localstack import ROOT, ServiceProcesses
 from croupier_platform.auth import TokenAuthority
+from croupier_reference_operator.process import ReferenceOperator, reference_operator
 from cpu_caps import capped, parse_caps
 from lags import LagSampler, create_database_url, settlement_lags
 from lock_waits import LockWaitSampler
@@ -61,6 +62,7 @@ from meters import CpuMeter, StatementStats, TableCounts, idle_cpu, percentile, 
 from report import COMMANDS, print_statements, print_table
 
 TABLE = "casino-war-play"
+SEAMLESS_TABLE = "casino-war-usd"  # real money: what the casino's wallet keeps (ante 5.00 USD)
 BETS = {"ante": 500}
 # What a run with replicas reports (beside the one-replica run's figures in `make bench`).
 SCALE_OUT_KEYS = ("rounds_per_s", "p50_ms", "p99_ms", "cpu_ms_per_round", "settle_lag_p99_ms", "lock_waits_per_round",
@@ -75,20 +77,24 @@ def infra(command: str) -> subprocess.CompletedProcess:
 
 class Player:
     def __init__(self, authority: TokenAuthority, tables: table_pb2_grpc.TableServiceStub,
-                 wallet: wallet_pb2_grpc.WalletServiceStub) -> None:
+                 wallet: wallet_pb2_grpc.WalletServiceStub, casino: ReferenceOperator | None = None) -> None:
         self.name = f"bench-{uuid.uuid4().hex[:10]}"
         self.meta = (("authorization", f"Bearer {authority.mint(self.name, 'player', int(time.time()), 7200)}"),)
         self.tables, self.wallet = tables, wallet
+        self.casino = casino  # seamless: the player's money is at the casino, on a real-money table
         self.seat = ""
 
     async def prepare(self, amount: int) -> None:
-        while amount > 0:  # one top-up is at most 1,000,000 minor units
+        if self.casino is not None:
+            await asyncio.to_thread(self.casino.fund, self.name, "USD", amount)
+        while amount > 0 and self.casino is None:  # one top-up is at most 1,000,000 minor units
             step = min(amount, 1_000_000)
             await self.wallet.TopUpPlayMoney(wallet_pb2.TopUpPlayMoneyRequest(
                 amount=common_pb2.Money(amount_minor=step, currency="PLAY"), transaction_id=str(uuid.uuid4())),
                 metadata=self.meta, timeout=TIMEOUT)
             amount -= step
-        joined = await self.tables.JoinTable(table_pb2.JoinTableRequest(table_id=TABLE), metadata=self.meta,
+        table = SEAMLESS_TABLE if self.casino is not None else TABLE
+        joined = await self.tables.JoinTable(table_pb2.JoinTableRequest(table_id=table), metadata=self.meta,
                                              timeout=TIMEOUT)
         self.seat = joined.seat_id
 
@@ -114,7 +120,7 @@ class Player:
 async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, warmup: float,
                     meter: CpuMeter | None = None, lag: LagSampler | None = None, rounds_n: int | None = None,
                     tables: TableCounts | None = None, statements: StatementStats | None = None,
-                    locks: LockWaitSampler | None = None) -> dict:
+                    locks: LockWaitSampler | None = None, casino: ReferenceOperator | None = None) -> dict:
     """Every player loops rounds; after the warm-up (at least `warmup` s and one round per player) the
     window of `seconds` (or, with `rounds_n`, until that many rounds completed) counts the rounds and
     commands that complete inside it."""
@@ -128,7 +134,7 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
     wallet_channel = grpc.aio.insecure_channel(stack.target("wallet"), options=options)
     try:
         wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)
-        players = [Player(authority, table_pb2_grpc.TableServiceStub(game_channels[i % n_channels]), wallet)
+        players = [Player(authority, table_pb2_grpc.TableServiceStub(game_channels[i % n_channels]), wallet, casino)
                    for i in range(players_n)]
         await asyncio.gather(*(p.prepare(1_000_000) for p in players))  # 1,000+ rounds at 500 a round
 
@@ -259,6 +265,9 @@ def main() -> int:
     parser.add_argument("--keep-logs", default="", help="copy the services' logs to this directory at the end")
     parser.add_argument("--idle-seconds", type=float, default=0.0,
                         help="first measure the stack's CPU while idle (no rounds, no lag sampling) over this many seconds")
+    parser.add_argument("--seamless-latency-ms", type=int, default=None,
+                        help="the wallet in seamless mode against the reference operator answering in this many ms "
+                             "(real-money table; its figures under seamless_* keys)")
     parser.add_argument("--cpu-caps", default="",
                         help="cores each named service may use, e.g. game=0.5,wallet=0.25 (cgroups; bench/cpu_caps.py)")
     args = parser.parse_args()
@@ -274,7 +283,13 @@ def main() -> int:
     lag = None
     try:
         with tempfile.TemporaryDirectory(prefix="croupier-bench-") as workdir, contextlib.ExitStack() as held:
-            stack = ServiceProcesses.start(Path(workdir), replicas=replicas)
+            casino, service_env = None, None
+            if args.seamless_latency_ms is not None:  # the casino's side is not counted in the CPU a round
+                casino = held.enter_context(reference_operator(Path(workdir)))
+                casino.faults(latency_ms=int(args.seamless_latency_ms))
+                service_env = {"wallet": {"CROUPIER_WALLET_MODE": "seamless", "CROUPIER_CASINO_WALLET_URL": casino.url,
+                                          "CROUPIER_CASINO_WALLET_SECRET": casino.secret.hex()}}  # fmt: skip
+            stack = ServiceProcesses.start(Path(workdir), replicas=replicas, service_env=service_env)
             pids = {svc: [p.pid for p in procs] for svc, procs in stack.processes.items()}
             print("service pids: " + json.dumps(pids), flush=True)
             held.enter_context(capped(pids, caps, str(os.getpid())))
@@ -294,7 +309,8 @@ def main() -> int:
                 try:
                     level = asyncio.run(run_level(stack, n, args.seconds, args.warmup, CpuMeter(pids, stack.database, postmaster),
                                                   lag, rounds_n=args.rounds, tables=tables, statements=statements,
-                                                  locks=LockWaitSampler(create_database_url(stack), stack.database)))
+                                                  locks=LockWaitSampler(create_database_url(stack), stack.database),
+                                                  casino=casino))
                 finally:
                     tables.close()
                     if statements:
@@ -344,7 +360,10 @@ def main() -> int:
         summary["idle_cpu_ms_per_s"] = idle
     if caps:
         summary["cpu_caps"] = caps
-    if replicas:
+    if args.seamless_latency_ms is not None:
+        summary = {"seamless_operator_latency_ms": args.seamless_latency_ms,
+                   **{f"seamless_{key}": value for key, value in summary.items() if key in SCALE_OUT_KEYS}}
+    elif replicas:
         summary = {"scaleout_replicas": replicas, **{f"scaleout_{key}": value for key, value in summary.items()
                                                        if key in SCALE_OUT_KEYS}}
     print(json.dumps(summary))

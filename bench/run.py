@@ -11,6 +11,9 @@ HERE = Path(__file__).resolve().parent
 BENCHES = [["rules.py"], ["hand_ranking.py"], ["audit.py", "--big", "1000000"], ["embedded.py"], ["watchers.py"], ["distributed.py"],
            # Scale-out: two replicas of the game and the wallet at the top level's 64 players.
            ["distributed.py", "--levels", "64", "--replicas", "game=2,wallet=2", "--no-pgbench"],
+           # Seamless mode: the casino's wallet (the reference operator) answering in 20 ms, at 64 players, beside
+           # the internal wallet's run above.
+           ["distributed.py", "--levels", "64", "--seamless-latency-ms", "20", "--no-pgbench"],
            # The capacity model: docs/scaling.md's formula against runs with services' CPU capped (cgroups).
            ["capacity.py"],
            # The floor under the figures above: bare gRPC, SQLite and PostgreSQL costs times a round's counts.
