@@ -69,7 +69,7 @@ from croupier_rules.events import DecisionMade, RoundEvent
 from croupier_shuffler.adapters.sql import SqlShoeRepository
 from croupier_shuffler.adapters.sql_schema import shuffler_metadata
 from croupier_shuffler.domain.shoe import Shoe
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.adapters.sql_schema import wallet_metadata
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer

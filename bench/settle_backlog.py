@@ -31,7 +31,7 @@ from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, se
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.kafka_bus import KafkaBus, delete_namespace, ensure_topics
 from croupier_platform.migrate import migrate, schema_engine
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.adapters.sql_schema import rounds_table
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer

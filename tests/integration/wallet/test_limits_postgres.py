@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.limits import LimitExceeded
 from tests.integration.wallet.test_wallet_postgres import THREADS, postgres_schema, run_at_once, wallet  # noqa: F401

@@ -19,7 +19,7 @@ from croupier_platform.events import EventEnvelope
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.migrate import schema_engine, service_metadata
 from tests.integration.conftest import migrated_schema
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWork, SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWork, SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InsufficientFunds
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer

@@ -15,7 +15,7 @@ from croupier_platform.db import create_schema, make_engine, outbox_table
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 from croupier_platform.eventstore import SqlEventStore
 from croupier_wallet.adapters.ledger_audit import LedgerReport, check_ledger
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.adapters.sql_schema import accounts_table, entries_table, transfers_table, wallet_metadata
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import update
 
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.adapters.sql_schema import accounts_table
 from croupier_wallet.application.ledger_session import LedgerSession
 from croupier_wallet.application.ports import StaleAccount

@@ -11,7 +11,7 @@ from croupier_platform.errors import InvalidArgument
 from tests.refusals import raises_reason
 from croupier_platform.paging import encode_page_token
 from croupier_wallet.adapters.ledger_audit import ledger_round_ids, round_ledgers, snapshot
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.use_cases import WalletApp
 
 from .helpers import Wallet, fixed_clock, settled, voided

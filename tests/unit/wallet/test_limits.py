@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InvalidTransfer
 from croupier_wallet.domain.limits import InvalidLimits, LimitExceeded, SelfExcluded

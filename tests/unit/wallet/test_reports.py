@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from croupier_cli.main import app as cli
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.domain.errors import InvalidTransfer
 from croupier_wallet.domain.reports import CommissionTotal, HouseResult, LedgerFilter

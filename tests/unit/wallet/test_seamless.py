@@ -23,7 +23,7 @@ from croupier_cli.main import app as cli
 from croupier_platform.db import create_schema, make_engine
 from croupier_platform.errors import Unavailable
 from croupier_platform.eventstore import SqlEventStore
-from croupier_wallet.adapters.sql import SqlWalletUnitOfWorkFactory
+from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from croupier_wallet.adapters.sql_schema import casino_calls_table, wallet_metadata
 from croupier_wallet.application.casino_relay import CasinoRelay
 from croupier_wallet.application.seamless import CasinoRefused, SeamlessWallet

@@ -20,7 +20,7 @@ from croupier_platform.runtime import ServiceContext
 
 from .adapters.casino_wallet import HttpCasinoWallet
 from .adapters.ledger_audit import SqlLedgerAudit
-from .adapters.sql import SqlWalletUnitOfWorkFactory, pending_reservations
+from .adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory, pending_reservations
 from .adapters.sql_schema import wallet_metadata
 from .application.casino import CasinoAnswer
 from .application.casino_relay import CasinoRelay

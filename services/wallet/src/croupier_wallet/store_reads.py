@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from croupier_platform.eventstore import SqlEventStore
 
 from .adapters.ledger_audit import SqlLedgerAudit
-from .adapters.sql import SqlWalletUnitOfWorkFactory
+from .adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
 from .application.ledger_audit import LedgerAudit
 from .application.use_cases import WalletApp
 

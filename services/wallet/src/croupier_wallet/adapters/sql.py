@@ -1,29 +1,25 @@
-"""The ledger repository and unit of work on SQLAlchemy Core (SQLite now, PostgreSQL later)."""
+"""The ledger repository on SQLAlchemy Core, SQLite and PostgreSQL (its unit of work: sql_unit_of_work)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
-from sqlalchemy import Connection, Engine, Row, String, and_, bindparam, case, func, null, or_, select, true, tuple_, union_all, update
+from sqlalchemy import Connection, Row, String, and_, bindparam, case, func, null, or_, select, true, tuple_, union_all, update
 from sqlalchemy.exc import IntegrityError
 
-from croupier_platform.db import dialect_insert, events_table, insert_rows, reading
-from croupier_platform.eventstore import EventLog, SqlEventStore
-from croupier_platform.tracking import Tracking
+from croupier_platform.db import dialect_insert, events_table, insert_rows
 from croupier_platform.prepared import Prepared
 
 from croupier_wallet.application.ports import AccountKey, StakeLimits, StaleAccount, TransferIdTaken
 from croupier_wallet.domain.ledger import (
-    PLAYER_PREFIX, Account, Kind, Status, Transfer, TransferRequest, entries_of, is_player_account, player_account,
+    PLAYER_PREFIX, Account, Status, Transfer, entries_of, is_player_account, player_account,
 )
-from croupier_wallet.domain.rounds import Round, RoundStatus
+from croupier_wallet.domain.rounds import Round
 
 from .limits import SqlLimitsRepository, stake_limits_columns, stake_limits_joined, stake_limits_of
-from .reports import SqlLedgerReports
-from .sql_casino import SqlCasinoCalls
+from .sql_rows import account_of, round_of, round_row, transfer_of
 from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
 
@@ -170,7 +166,7 @@ class SqlLedgerRepository:
             rows = _LOCK_STAKER.execute(self._c, {"b_player": player_id, "b_account": key[0], "b_currency": currency}).all()
             if rows:  # the usual case: one statement
                 self._note_ledger_head(rows[0])
-                self._locked[key] = _account(rows[0])
+                self._locked[key] = account_of(rows[0])
                 return self._locked[key], stake_limits_of(rows, currency)
         account = self.accounts_for_update([key])[key]  # held already, or new (created at zero)
         return account, SqlLimitsRepository(self._c).stake_limits(player_id, currency)
@@ -183,7 +179,7 @@ class SqlLedgerRepository:
             rows = self._c.execute(_LOCK_ACCOUNTS, {"b_keys": ordered}).all()
         for row in rows:
             self._note_ledger_head(row)
-        return {(row.account_id, row.currency): _account(row) for row in rows}
+        return {(row.account_id, row.currency): account_of(row) for row in rows}
 
     def _note_ledger_head(self, row: Row) -> None:
         # The row's head holds unless the stream has gone past it: written through another currency's row
@@ -243,13 +239,13 @@ class SqlLedgerRepository:
             .where(accounts_table.c.account_id == player_account(player_id))
             .order_by(accounts_table.c.currency)
         )
-        return [_account(row) for row in self._c.execute(query)]
+        return [account_of(row) for row in self._c.execute(query)]
 
     # ------------------------------------------------------------------ transfers
 
     def transfer(self, transfer_id: str) -> Transfer | None:
         row = _TRANSFER.execute(self._c, {"b_transfer": transfer_id}).first()
-        return _transfer(row) if row else None
+        return transfer_of(row) if row else None
 
     def add_transfers(self, transfers: Sequence[Transfer]) -> None:
         rows = [
@@ -295,19 +291,19 @@ class SqlLedgerRepository:
         )
         if after is not None:
             query = query.where(tuple_(t.expires_at, t.seq) > tuple_(*after))
-        return [((row.expires_at, row.seq), _transfer(row)) for row in self._c.execute(query)]
+        return [((row.expires_at, row.seq), transfer_of(row)) for row in self._c.execute(query)]
 
     def round_transfers(self, round_id: str) -> list[Transfer]:
         if (known := self._round_transfers.get(round_id)) is not None:
             return list(known)
-        return [_transfer(row) for row in _ROUND_TRANSFERS.execute(self._c, {"b_round": round_id})]
+        return [transfer_of(row) for row in _ROUND_TRANSFERS.execute(self._c, {"b_round": round_id})]
 
     def rounds_transfers(self, round_ids: Iterable[str]) -> dict[str, list[Transfer]]:
         wanted = sorted(set(round_ids))
         found: dict[str, list[Transfer]] = {round_id: [] for round_id in wanted}
         if wanted:
             for row in self._c.execute(_ROUNDS_TRANSFERS, {"b_rounds": wanted}):
-                found[row.round_id].append(_transfer(row))
+                found[row.round_id].append(transfer_of(row))
         # Kept only for rounds this unit holds locked: no one else writes their transfers meanwhile.
         self._round_transfers.update((r, list(t)) for r, t in found.items() if r in self._locked_rounds)
         return found
@@ -325,7 +321,7 @@ class SqlLedgerRepository:
         )
         if before is not None:
             query = query.where(transfers_table.c.seq < before)
-        return [(row.seq, _transfer(row)) for row in self._c.execute(query)]
+        return [(row.seq, transfer_of(row)) for row in self._c.execute(query)]
 
     # ------------------------------------------------------------------ rounds
 
@@ -344,9 +340,9 @@ class SqlLedgerRepository:
         # A new round (a round's first stake, the usual case) is one INSERT; one the wallet holds, the insert
         # that did nothing and the locking read.
         if round_.round_id not in self._locked_rounds:
-            row = _open_round(self._c.dialect.name).execute(self._c, _new_round_row(round_)).first()
+            row = _open_round(self._c.dialect.name).execute(self._c, round_row(round_)).first()
             if row is not None:
-                self._locked_rounds[round_.round_id] = _round_from(row)
+                self._locked_rounds[round_.round_id] = round_of(row)
                 return self._locked_rounds[round_.round_id]
         held = self.round_for_update(round_.round_id)
         if held is None:  # not inserted, yet not there: only a bug could do that
@@ -357,21 +353,21 @@ class SqlLedgerRepository:
         round_ids = list(round_ids)
         wanted = sorted({r for r in round_ids if r} - self._locked_rounds.keys())
         if wanted:
-            self._locked_rounds.update((row.round_id, _round_from(row)) for row in self._c.execute(_LOCK_ROUNDS, {"b_rounds": wanted}))
+            self._locked_rounds.update((row.round_id, round_of(row)) for row in self._c.execute(_LOCK_ROUNDS, {"b_rounds": wanted}))
         return {r: self._locked_rounds[r] for r in round_ids if r in self._locked_rounds}
 
     def _round(self, query: Prepared, round_id: str) -> Round | None:
         row = query.execute(self._c, {"b_round": round_id}).first()
         if row is None:
             return None
-        return _round_from(row)
+        return round_of(row)
 
     def rounds(self, round_ids: Iterable[str]) -> dict[str, Round]:
         wanted = sorted({r for r in round_ids if r})
         if not wanted:
             return {}
         rows = self._c.execute(select(rounds_table).where(rounds_table.c.round_id.in_(wanted)))
-        return {row.round_id: _round_from(row) for row in rows}
+        return {row.round_id: round_of(row) for row in rows}
 
     def save_round(self, round_: Round) -> None:
         self._locked_rounds.pop(round_.round_id, None)  # locked by the write; read again if asked (rare)
@@ -388,19 +384,6 @@ def _insert_ignoring_duplicates(connection: Connection):
     return dialect_insert(connection.dialect.name, accounts_table).on_conflict_do_nothing()
 
 
-def _new_round_row(round_: Round) -> dict:
-    return {
-        "round_id": round_.round_id, "version": 1, "game": round_.game or None, "table_id": round_.table_id or None,
-        "opened_at": round_.opened_at or None, "player_id": round_.player_id, "currency": round_.currency,
-        "status": round_.status.value,
-    }  # fmt: skip
-
-
-def _round_from(row: Row) -> Round:
-    return Round(
-        row.round_id, row.player_id, row.currency, RoundStatus(row.status), row.version, row.game or "",
-        row.table_id or "", row.opened_at or "",
-    )  # fmt: skip
 
 
 def _plus(account: Account, delta: Account) -> Account:
@@ -408,74 +391,3 @@ def _plus(account: Account, delta: Account) -> Account:
         account, balance=account.balance + delta.balance, pending_debits=account.pending_debits + delta.pending_debits,
         pending_credits=account.pending_credits + delta.pending_credits,
     )  # fmt: skip
-
-
-def _account(row: Row) -> Account:
-    return Account(row.account_id, row.currency, row.balance, row.pending_debits, row.pending_credits, row.version)
-
-
-def _transfer(row: Row) -> Transfer:
-    request = TransferRequest(
-        id=row.transfer_id, debit=row.debit_account, credit=row.credit_account, amount=row.amount,
-        currency=row.currency, kind=Kind(row.kind), player_id=row.player_id, round_id=row.round_id,
-        reverses=row.reverses,
-    )  # fmt: skip
-    return Transfer(request, Status(row.status), row.occurred_at, row.available_before, row.available_after, row.expires_at,
-                    row.details)
-
-
-def pending_reservations(engine: Engine) -> dict[str, int]:
-    """Reservations (stakes, covers, commission holds) neither posted nor released, per currency: the
-    metrics' gauge, read without the write lock through the (status, expires_at) index."""
-    pending = transfers_table.c.status == Status.PENDING.value
-    query = select(transfers_table.c.currency, func.count()).where(pending).group_by(transfers_table.c.currency)
-    with reading(engine) as connection:
-        return {currency: count for currency, count in connection.execute(query)}
-
-
-# ---------------------------------------------------------------------- unit of work
-
-
-@dataclass(frozen=True)
-class SqlWalletUnitOfWork:
-    ledger: SqlLedgerRepository
-    events: EventLog
-    tracking: Tracking
-    connection: Connection
-
-    @property
-    def limits(self) -> SqlLimitsRepository:
-        return SqlLimitsRepository(self.connection)
-
-    @property
-    def reports(self) -> SqlLedgerReports:
-        return SqlLedgerReports(self.connection)
-
-    @property
-    def casino_calls(self) -> SqlCasinoCalls:
-        return SqlCasinoCalls(self.connection)
-
-
-class SqlWalletUnitOfWorkFactory:
-    """Each call opens one transaction over the event store's connection (events, outbox,
-    tracking) and the wallet's tables: committed on a normal exit, rolled back on an error.
-    `reading()`: the same repositories over the store's read-only snapshot."""
-
-    def __init__(self, store: SqlEventStore) -> None:
-        self._store = store
-        # Told after every commit (from the thread that committed): wakes the outbox relay.
-        self.on_commit: Callable[[], None] | None = None
-
-    @contextmanager
-    def __call__(self) -> Iterator[SqlWalletUnitOfWork]:
-        with self._store.unit_of_work() as uow:
-            ledger = SqlLedgerRepository(uow.connection)
-            yield SqlWalletUnitOfWork(ledger, uow.events, uow.tracking, uow.connection)
-            ledger.write_deferred()
-        if self.on_commit is not None:
-            self.on_commit()
-
-    @contextmanager
-    def reading(self) -> Iterator[SqlWalletUnitOfWork]:
-        with self._store.reading() as uow:
-            yield SqlWalletUnitOfWork(SqlLedgerRepository(uow.connection), uow.events, uow.tracking, uow.connection)
