@@ -85,9 +85,10 @@ class Player:
         self.seat = ""
 
     async def prepare(self, amount: int) -> None:
-        if self.casino is not None:
+        if self.casino is not None:  # seamless: the casino holds the player's money
             await asyncio.to_thread(self.casino.fund, self.name, "USD", amount)
-        while amount > 0 and self.casino is None:  # one top-up is at most 1,000,000 minor units
+            amount = 0
+        while amount > 0:  # one top-up is at most 1,000,000 minor units
             step = min(amount, 1_000_000)
             await self.wallet.TopUpPlayMoney(wallet_pb2.TopUpPlayMoneyRequest(
                 amount=common_pb2.Money(amount_minor=step, currency="PLAY"), transaction_id=str(uuid.uuid4())),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from croupier_platform.errors import Unavailable
@@ -103,14 +104,8 @@ class SeamlessWallet(WalletApp):
         check_amount(amount, what="the stakes", currency=currency)
         stake_id = stake_transfer_id(transaction_id)
         accepted = self._debit(stake_id, player_id, round_id, amount, currency, game, bets)
-        try:
-            return super().reserve_stakes(transaction_id, player_id, round_id, amount, currency, bets, game, table_id,
-                                          self._with_acceptance(settle_first, accepted))  # fmt: skip
-        except TransferIdReused:
-            raise  # another request's id: its debit is not this call's to give back
-        except LedgerError:  # refused by the wallet's own rules (a round of another player, a limit): give it back
-            self._give_back(stake_id, accepted)
-            raise
+        reserve = partial(WalletApp.reserve_stakes, self, transaction_id, player_id, round_id, amount, currency, bets, game, table_id)
+        return self._reserved_after_debit(stake_id, accepted, reserve, settle_first)
 
     def reserve_cover(
         self, transaction_id: str, dealer_id: str, round_id: str, cover: int, commission_hold: int, currency: str
@@ -123,9 +118,19 @@ class SeamlessWallet(WalletApp):
         check_amount(commission_hold, low=0, what="the commission hold")
         stake_id = stake_transfer_id(transaction_id, Kind.COVER)
         accepted = self._debit(stake_id, dealer_id, round_id, cover + commission_hold, currency)
+        reserve = partial(WalletApp.reserve_cover, self, transaction_id, dealer_id, round_id, cover, commission_hold, currency)
+        return self._reserved_after_debit(stake_id, accepted, reserve)
+
+    def _reserved_after_debit(
+        self, stake_id: str, accepted: tuple[CasinoCall, str] | None,
+        reserve: Callable[[Callable[[WalletUnitOfWork], object] | None], Reservation],
+        settle_first: Callable[[WalletUnitOfWork], object] | None = None,
+    ) -> Reservation:
+        """The reservation (`reserve(first)`: WalletApp's, `first` its unit of work's first step) of a stake or cover whose debit the casino took: its
+        acceptance recorded in that unit of work; refused by the wallet's own rules (a round of another player,
+        a limit), the debit is given back. Another request's id is refused as it is: its debit is not ours."""
         try:
-            return super().reserve_cover(transaction_id, dealer_id, round_id, cover, commission_hold, currency,
-                                         self._with_acceptance(None, accepted))  # fmt: skip
+            return reserve(self._with_acceptance(settle_first, accepted))
         except TransferIdReused:
             raise
         except LedgerError:
