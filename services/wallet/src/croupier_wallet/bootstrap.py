@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 
 from croupier_platform.bus import Bus
 from croupier_platform.errors import Unavailable
+from croupier_platform.leadership import OutboxLeadership
 from croupier_platform.db import create_schema
 from croupier_platform.eventstore import SqlEventStore
 from croupier_platform.relay import OutboxRelay, RelayLoop
@@ -140,7 +141,9 @@ def bootstrap(ctx: ServiceContext, settings: WalletSettings | None = None) -> Wa
         casino = HttpCasinoWallet(settings.casino_wallet_url, settings.casino_secret(), settings.casino_wallet_timeout_s)
         runner = OnServiceLoop()
         app: WalletApp = SeamlessWallet(uow_factory, ctx.clock, casino, runner, *timings, ctx.metrics, tuple(settings.casino_wallet_currencies))
-        seamless = Seamless(app, runner, CasinoRelay(uow_factory, ctx.clock, casino, app.recover_stuck_debits))
+        seamless = Seamless(app, runner, CasinoRelay(
+            uow_factory, ctx.clock, casino, app.recover_stuck_debits, OutboxLeadership(engine, name="casino-relay")
+        ))
     else:
         app = WalletApp(uow_factory, ctx.clock, *timings, ctx.metrics)
     ctx.metrics.watch_outbox("wallet", store.outbox.backlog)

@@ -2,8 +2,10 @@
 work of its settlement or void, domain/casino_calls.py) is sent, with the same transaction id each time,
 until the casino acknowledges it: across restarts (the rows are the state), with backoff between attempts
 (next_attempt), never dropped (a refusal is escalated: logged and left for the reconciliation, never
-retried into a second effect) and never doubled (the casino de-duplicates by transaction id). Each replica
-may run one: two sending the same call is a repeat the casino answers as the first."""
+retried into a second effect) and never doubled (the casino de-duplicates by transaction id). One replica
+at a time sends (the holder of its `Leadership`, a PostgreSQL advisory lock: `LeaderLoop`, as the outbox
+relay and the game's keeper), so N replicas do not poll N times; were two ever to send the same call, the
+casino answers the repeat as the first."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
+from croupier_platform.leader_loop import LeaderLoop
+from croupier_platform.leadership import Leadership
 from croupier_platform.runtime import Clock, iso
 
 from croupier_wallet.domain.casino_calls import CallKind, CallState, CasinoCall, next_attempt
@@ -28,15 +32,22 @@ POLL_INTERVAL_S = 0.2
 ABANDONED_AFTER = timedelta(seconds=60)
 
 
-class CasinoRelay:
+class CasinoRelay(LeaderLoop):
     def __init__(
-        self, uow_factory: UnitOfWorkFactory, clock: Clock, casino: CasinoWallet, recover: Callable[[timedelta], int] | None = None
+        self, uow_factory: UnitOfWorkFactory, clock: Clock, casino: CasinoWallet, recover: Callable[[timedelta], int] | None = None,
+        leadership: Leadership | None = None, interval_s: float = POLL_INTERVAL_S,
     ) -> None:
+        super().__init__(interval_s=interval_s, leadership=leadership, name="wallet-casino-relay")
         self._uow = uow_factory
         self._clock = clock
         self._casino = casino
         self._recover = recover  # SeamlessWallet.recover_stuck_debits: a debit whose sender died is rolled back
-        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self) -> int:
+        """A pass of the loop: `send_due` while this replica leads (a replica that does not lead asks again next time)."""
+        if not await self.lead():
+            return 0
+        return await self.send_due()
 
     async def send_due(self) -> int:
         """Send every call due now, once; returns how many were acknowledged."""
@@ -85,25 +96,3 @@ class CasinoRelay:
             current = uow.casino_calls.get(call.transaction_id)
             if current is not None and current.state is CallState.PENDING:  # another replica may have recorded it
                 uow.casino_calls.save(done)
-
-    # ------------------------------------------------------------------ the loop
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="wallet-casino-relay")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.send_due()
-            except Exception:  # a database hiccup: the rows are still there, the next pass sends them
-                logger.exception("the casino relay's pass failed; trying again")
-            await asyncio.sleep(POLL_INTERVAL_S)
