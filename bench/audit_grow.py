@@ -133,6 +133,9 @@ def grow(directory: Path, rounds: int) -> int:
             print(f"  copied up to {held:,} rounds", end="\r", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     # Every balance the sum of its entries again, and the reservations of pending transfers (none in a generated store).
+    # Every account with entries has its shard-0 row (a system account's balance may sit in other shards only).
+    wallet.execute("""INSERT OR IGNORE INTO wallet_accounts (account_id, currency, balance, pending_debits, pending_credits, version)
+        SELECT DISTINCT account_id, currency, 0, 0, 0, 1 FROM wallet_entries""")
     wallet.execute("""UPDATE wallet_accounts SET
         balance = (SELECT COALESCE(SUM(e.amount), 0) FROM wallet_entries e
                    WHERE e.account_id = wallet_accounts.account_id AND e.currency = wallet_accounts.currency),

@@ -66,7 +66,7 @@ SEAMLESS_TABLE = "casino-war-usd"  # real money: what the casino's wallet keeps 
 BETS = {"ante": 500}
 # What a run with replicas reports (beside the one-replica run's figures in `make bench`).
 SCALE_OUT_KEYS = ("rounds_per_s", "p50_ms", "p99_ms", "cpu_ms_per_round", "settle_lag_p99_ms", "lock_waits_per_round",
-                  "lock_wait_ms_per_round")
+                  "lock_wait_ms_per_round", "lock_wait_ms_by_table")
 TIMEOUT = 60
 
 
@@ -352,6 +352,7 @@ def main() -> int:
         "lag_zero_after_s": top.get("lag_zero_after_s"),
         "lock_waits_per_round": top.get("lock_waits", {}).get("lock_waits_per_round"),
         "lock_wait_ms_per_round": top.get("lock_waits", {}).get("lock_wait_ms_per_round"),
+        "lock_wait_ms_by_table": top.get("lock_waits", {}).get("by_table"),  # which rows the waiting is on
         "pgbench_tps": tps,
         "rounds_per_s_over_pgbench_tps": round(top["rounds_per_s"] / tps, 5) if tps else None,
         "distributed_levels": {str(level["players"]): {k: v for k, v in level.items() if k != "statements_per_round"}

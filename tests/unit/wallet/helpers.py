@@ -14,9 +14,9 @@ from sqlalchemy import Engine, event, func, select
 from croupier_platform.db import create_schema, make_engine, outbox_table
 from croupier_platform.events import GENESIS_HASH, EventDraft, EventEnvelope, seal
 from croupier_platform.eventstore import SqlEventStore
-from croupier_wallet.adapters.ledger_audit import LedgerReport, check_ledger
+from croupier_wallet.adapters.ledger_audit import LedgerReport, check_ledger, stored_accounts
 from croupier_wallet.adapters.sql_unit_of_work import SqlWalletUnitOfWorkFactory
-from croupier_wallet.adapters.sql_schema import accounts_table, entries_table, transfers_table, wallet_metadata
+from croupier_wallet.adapters.sql_schema import entries_table, transfers_table, wallet_metadata
 from croupier_wallet.application.use_cases import WalletApp
 from croupier_wallet.entrypoints.consumers import RoundEventsConsumer
 
@@ -41,8 +41,8 @@ class Wallet:
     def accounts(self) -> dict[tuple[str, str], tuple[int, int]]:
         """(account, currency) -> (posted balance, pending debits)."""
         with self.engine.connect() as conn:
-            rows = conn.execute(select(accounts_table)).all()
-        return {(r.account_id, r.currency): (r.balance, r.pending_debits) for r in rows}
+            accounts = stored_accounts(conn)  # a system account's shards added up
+        return {a.key: (a.balance, a.pending_debits) for a in accounts}
 
     def counts(self) -> tuple[int, int]:
         with self.engine.connect() as conn:

@@ -15,15 +15,16 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, func, select
 
-from croupier_wallet.domain.ledger import TABLE, Status, is_player_account, player_account
+from croupier_wallet.domain.ledger import TABLE, Account, Status, folded, is_player_account, player_account
 from croupier_wallet.domain.ledger_audit import AccountMismatch, LedgerReport, RoundTransfer
 
+from .sql_rows import account_of
 from .sql_schema import accounts_table, entries_table, rounds_table, transfers_table
 
 
 def check_ledger(conn: Connection) -> LedgerReport:
     report = LedgerReport()
-    accounts = list(conn.execute(select(accounts_table)))
+    accounts = stored_accounts(conn)
     report.accounts = len(accounts)
     report.transfers = conn.execute(select(func.count()).select_from(transfers_table)).scalar_one()
     report.entries = conn.execute(select(func.count()).select_from(entries_table)).scalar_one()
@@ -42,7 +43,7 @@ def check_ledger(conn: Connection) -> LedgerReport:
 
     seen = set()
     for row in accounts:
-        key = (row.account_id, row.currency)
+        key = row.key
         seen.add(key)
         report.balance_sum_by_currency[row.currency] = report.balance_sum_by_currency.get(row.currency, 0) + row.balance
         for what, stored, expected in (
@@ -51,16 +52,22 @@ def check_ledger(conn: Connection) -> LedgerReport:
             ("pending_credits", row.pending_credits, pending_credits.get(key, 0)),
         ):
             if stored != expected:
-                report.mismatches.append(AccountMismatch(row.account_id, row.currency, what, stored, expected))
-        if is_player_account(row.account_id) and row.balance - row.pending_debits < 0:
-            report.overdrawn[key] = row.balance - row.pending_debits
-        if row.account_id == TABLE and row.balance != 0:
+                report.mismatches.append(AccountMismatch(row.id, row.currency, what, stored, expected))
+        if is_player_account(row.id) and row.available < 0:
+            report.overdrawn[key] = row.available
+        if row.id == TABLE and row.balance != 0:
             report.table_not_empty[row.currency] = row.balance
     for key, total in entry_sums.items():
         report.entry_sum_by_currency[key[1]] = report.entry_sum_by_currency.get(key[1], 0) + total
         if key not in seen:
             report.mismatches.append(AccountMismatch(key[0], key[1], "balance (no account row)", 0, total))
     return report
+
+
+def stored_accounts(conn: Connection) -> list[Account]:
+    """Every account as its rows add up: a system account's shards (domain/ledger.py, SYSTEM_SHARDS) as one, in
+    one statement (so on one snapshot: never a unit half-applied)."""
+    return folded(account_of(row) for row in conn.execute(select(accounts_table)))
 
 
 def _sums(conn: Connection, account_column, condition) -> dict[tuple[str, str], int]:

@@ -14,7 +14,8 @@ from croupier_platform.prepared import Prepared
 
 from croupier_wallet.application.ports import AccountKey, StakeLimits, StaleAccount, TransferIdTaken
 from croupier_wallet.domain.ledger import (
-    PLAYER_PREFIX, Account, Status, Transfer, entries_of, is_player_account, player_account,
+    PLAYER_PREFIX, SYSTEM_SHARDS, Account, Status, Transfer, entries_of, is_player_account, player_account, shard_for,
+    system_shard,
 )
 from croupier_wallet.domain.rounds import Round
 
@@ -121,8 +122,9 @@ def _account_deltas(dialect: str, rows: int) -> Prepared:
 
 
 class SqlLedgerRepository:
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, system_shards: int = SYSTEM_SHARDS) -> None:
         self._c = connection
+        self._system_shards = system_shards  # 1: one row per system account, which every unit queues on
         # By player account id, from rows locked or written in this unit: a later transfer of the player in
         # the unit (the next settlement of a batch) appends without reading the stream.
         self._ledger_heads: dict[str, tuple[int, str]] = {}
@@ -196,8 +198,8 @@ class SqlLedgerRepository:
 
     def add_to_accounts(self, deltas: Iterable[Account], ledger_heads: Mapping[str, tuple[int, str]] | None = None) -> None:
         # Deferred to the end of the unit, so a unit that settles a batch of rounds writes each account once,
-        # and locks the hot rows (table, house) once, last, after every player row it needs: a player row
-        # locked after them could deadlock with a stake, which locks its player row first and these last.
+        # and locks the system rows (its shard of table, house...) once, last, after every player row it needs:
+        # a player row locked after them could deadlock with a stake, which locks its player row first and these last.
         for delta in deltas:
             if is_player_account(delta.id):  # locked by this unit (a KeyError here: changed without its lock, a bug)
                 self._locked[delta.key] = _plus(self._locked[delta.key], delta)
@@ -208,17 +210,18 @@ class SqlLedgerRepository:
 
     def write_deferred(self) -> None:
         """Every account's deltas of the unit in one statement, the unit's last write: the player rows (locked
-        already, written only at the version locked), then the system rows in key order (the one lock order
-        for every transaction). Raises StaleAccount when a player's row changed meanwhile (nothing is kept)."""
+        already, written only at the version locked), then the system rows of its one shard in key order (the
+        one lock order for every transaction). Raises StaleAccount when a player's row changed meanwhile."""
+        shard = self._system_shard()
         rows = []
         for delta in sorted(self._deferred.values(), key=lambda d: (not is_player_account(d.id), d.key)):
-            version, head = 1, None  # a new system row's
+            account_id, version, head = system_shard(delta.id, shard), 1, None  # a system row's (new: version 1)
             if is_player_account(delta.id):
                 held = self._locked[delta.key]
-                version, head = held.version + 1, self._deferred_heads.get(delta.id)
+                account_id, version, head = delta.id, held.version + 1, self._deferred_heads.get(delta.id)
                 self._locked[delta.key] = replace(held, version=version)
             rows.append({
-                "account_id": delta.id, "currency": delta.currency, "balance": delta.balance,
+                "account_id": account_id, "currency": delta.currency, "balance": delta.balance,
                 "pending_debits": delta.pending_debits, "pending_credits": delta.pending_credits, "version": version,
                 "ledger_version": head[0] if head else None, "ledger_hash": head[1] if head else None,
             })  # fmt: skip
@@ -232,6 +235,12 @@ class SqlLedgerRepository:
             if "version" in str(error.orig):  # NOT NULL (version): see _account_deltas
                 raise StaleAccount("a player's account changed meanwhile (it should have been locked); try again") from error
             raise
+
+    def _system_shard(self) -> int:
+        """The one shard of every system account this unit writes: its first player row's (a unit locks one before
+        it writes a system account), so the system rows keep the one lock order (key order, after the players)."""
+        players = sorted(key for key in (*self._locked, *self._deferred) if is_player_account(key[0]))
+        return shard_for(players[0][0], self._system_shards) if players else 0
 
     def player_accounts(self, player_id: str) -> list[Account]:
         query = (
@@ -382,8 +391,6 @@ class SqlLedgerRepository:
 
 def _insert_ignoring_duplicates(connection: Connection):
     return dialect_insert(connection.dialect.name, accounts_table).on_conflict_do_nothing()
-
-
 
 
 def _plus(account: Account, delta: Account) -> Account:

@@ -2,9 +2,11 @@
 
 `entries` are the truth; `accounts.balance` is their fold, kept in the same transaction so a
 debit can be checked against one locked row (PostgreSQL: SELECT ... FOR UPDATE; SQLite: the
-write lock BEGIN IMMEDIATE takes). System accounts (table, house, world) are never checked: their
-rows get the transaction's deltas added (INSERT ... ON CONFLICT DO UPDATE) as its last write, so
-these hot rows are locked only around the commit. check_ledger verifies one against the other.
+write lock BEGIN IMMEDIATE takes). System accounts (table, house, world, casino) are never checked:
+the transaction's deltas are added (INSERT ... ON CONFLICT DO UPDATE) as its last write to one of the
+account's shard rows (domain/ledger.py, SYSTEM_SHARDS: `house`, `house#1`...), the one its first
+player hashes to, so a system row is locked only around the commit and only by the units whose player
+hashes to it. check_ledger verifies one against the other, each system account's shards added up.
 """
 
 from sqlalchemy import BigInteger, Boolean, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text
@@ -19,7 +21,7 @@ _Sequence = BigInteger().with_variant(Integer(), "sqlite")
 accounts_table = Table(
     "wallet_accounts",
     wallet_metadata,
-    Column("account_id", String(240), primary_key=True),  # player:<id>, table, house, world
+    Column("account_id", String(240), primary_key=True),  # player:<id>; table, house, world, casino and their shards (house#3)
     Column("currency", String(8), primary_key=True),
     Column("balance", BigInteger, nullable=False),  # posted: sum of this account's entries
     Column("pending_debits", BigInteger, nullable=False),

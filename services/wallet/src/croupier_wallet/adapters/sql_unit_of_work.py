@@ -14,7 +14,7 @@ from croupier_platform.db import reading
 from croupier_platform.eventstore import EventLog, SqlEventStore
 from croupier_platform.tracking import Tracking
 
-from croupier_wallet.domain.ledger import Status
+from croupier_wallet.domain.ledger import SYSTEM_SHARDS, Status
 
 from .limits import SqlLimitsRepository
 from .reports import SqlLedgerReports
@@ -57,15 +57,17 @@ class SqlWalletUnitOfWorkFactory:
     tracking) and the wallet's tables: committed on a normal exit, rolled back on an error.
     `reading()`: the same repositories over the store's read-only snapshot."""
 
-    def __init__(self, store: SqlEventStore) -> None:
+    def __init__(self, store: SqlEventStore, system_shards: int = SYSTEM_SHARDS) -> None:
         self._store = store
+        # The rows of each system account a unit chooses its one among (domain/ledger.py); 1: a single row.
+        self._system_shards = system_shards
         # Told after every commit (from the thread that committed): wakes the outbox relay.
         self.on_commit: Callable[[], None] | None = None
 
     @contextmanager
     def __call__(self) -> Iterator[SqlWalletUnitOfWork]:
         with self._store.unit_of_work() as uow:
-            ledger = SqlLedgerRepository(uow.connection)
+            ledger = SqlLedgerRepository(uow.connection, self._system_shards)
             yield SqlWalletUnitOfWork(ledger, uow.events, uow.tracking, uow.connection)
             ledger.write_deferred()
         if self.on_commit is not None:

@@ -15,6 +15,8 @@ operator to see (check_ledger lists it).
 from __future__ import annotations
 
 import re
+import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -31,6 +33,12 @@ WORLD = "world"
 # (its debit) and goes back to it (a credit, a rollback), so the ledger mirrors every casino call.
 CASINO = "casino"
 PLAYER_PREFIX = "player:"
+# A system account's balance is kept in SYSTEM_SHARDS rows, so that units of different players do not queue on one
+# row each: a unit adds its deltas to one shard (shard_for), a read adds the shards up (system_account_of). Shard 0
+# is the account's own id, so the single row of a ledger from before the shards is its shard 0; changing
+# SYSTEM_SHARDS needs nothing but a restart (a read adds whichever shards exist).
+SYSTEM_SHARDS = 16
+_SHARD_MARK = "#"
 
 # Far below int64 so that no sum of amounts a test or a casino can produce overflows BIGINT.
 MAX_AMOUNT = 10**15
@@ -69,6 +77,22 @@ def player_account(player_id: str) -> str:
 
 def is_player_account(account_id: str) -> bool:
     return account_id.startswith(PLAYER_PREFIX)
+
+
+def system_shard(account_id: str, shard: int) -> str:
+    """The stored id of a system account's shard: the account's own id for shard 0, "house#3" for shard 3."""
+    return account_id if shard == 0 else f"{account_id}{_SHARD_MARK}{shard}"
+
+
+def system_account_of(stored_id: str) -> str:
+    """The account a stored row belongs to: a player's is its own, a system account's shard its account."""
+    return stored_id if is_player_account(stored_id) else stored_id.partition(_SHARD_MARK)[0]
+
+
+def shard_for(unit_key: str, shards: int = SYSTEM_SHARDS) -> int:
+    """The shard a unit writes its system deltas to, from a key of the unit (its first player account): units of
+    one player, which queue on the player's row anyway, share a shard; units of other players mostly do not."""
+    return zlib.crc32(unit_key.encode()) % shards
 
 
 def check_currency(currency: str) -> None:
@@ -194,6 +218,20 @@ class Transfer:
         if self.request.debit == account_id:
             return -self.request.amount
         return 0
+
+
+def folded(stored: Iterable[Account]) -> list[Account]:
+    """Stored account rows as the accounts they belong to: each system account's shards added up (its balance as
+    one row would hold it; version: the shards' writes), player accounts as they are. In key order."""
+    accounts: dict[tuple[str, str], Account] = {}
+    for row in stored:
+        account = replace(row, id=system_account_of(row.id))
+        held = accounts.get(account.key)
+        accounts[account.key] = account if held is None else replace(
+            held, balance=held.balance + account.balance, pending_debits=held.pending_debits + account.pending_debits,
+            pending_credits=held.pending_credits + account.pending_credits, version=held.version + account.version,
+        )  # fmt: skip
+    return [accounts[key] for key in sorted(accounts)]
 
 
 def entries_of(request: TransferRequest) -> list[tuple[str, str, int]]:
