@@ -120,6 +120,13 @@ class PreparedContract:
         _ADD.execute(connection, [_row("a"), _row("b"), _row("c")])
         assert list(_IN.execute(connection, {"b_ids": ["c", "a"]}).scalars()) == ["a", "c"]
 
+    def test_tuples_are_the_rows_values_on_either_path(self, connection: Connection) -> None:
+        _ADD.execute(connection, [_row("a", 1, "x"), _row("b", 2)])
+        _ADD_FLAG.execute(connection, [{"id": "t", "on": True}])
+        assert _BY_ID.tuples(connection, {"b_id": "a"}) == [tuple(connection.execute(_BY_ID.statement, {"b_id": "a"}).one())]
+        assert _FLAG.tuples(connection, {"b_id": "t"}) == [("t", True)]  # a column with a processor: converted, not SQLite's 1
+        assert _IN.tuples(connection, {"b_ids": ["b", "a"]}) == [("a",), ("b",)]  # SQLAlchemy's path
+
     def test_an_engine_with_listeners_sees_every_statement(self, engine: Engine, connection: Connection) -> None:
         seen: list[str] = []
 

@@ -138,6 +138,23 @@ class Prepared:
         finally:
             cursor.close()
 
+    def tuples(self, connection: Connection, parameters: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """A SELECT's rows as the driver's plain tuples, in the statement's column order: for a reader of many
+        rows that makes its own record of each (an audit's page of events), without a row object per row
+        between. The same values as `execute`'s rows (its processors applied where a column has one)."""
+        compiled = self._for(connection, parameters)
+        if compiled is None or compiled.from_driver:
+            return [tuple(row) for row in self.execute(connection, parameters)]
+        cursor = connection.connection.cursor()
+        try:
+            try:
+                cursor.execute(compiled.sql, _arguments(compiled, parameters))
+            except Exception as error:  # noqa: BLE001 - as in execute
+                connection._handle_dbapi_exception(error, compiled.sql, parameters, cursor, None)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+
     def runs_on_driver(self, connection: Connection, parameters: Mapping[str, Any] | None = None) -> bool:
         """Whether `execute` with these parameters takes the driver's path (else SQLAlchemy's)."""
         return self._for(connection, parameters) is not None

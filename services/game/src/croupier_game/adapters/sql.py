@@ -94,6 +94,8 @@ rounds_table = Table(
 Index("ix_game_rounds_dealer", rounds_table.c.dealer_player_id, rounds_table.c.id)
 Index("ix_game_rounds_player", rounds_table.c.player_id, rounds_table.c.id)
 Index("ix_game_rounds_reconciled", rounds_table.c.reconciled, rounds_table.c.id)
+# In RoundRow's field order, so that a row builds it positionally (RoundRow(*row): half the cost of the
+# row's _mapping as keywords, which the audit pays for every round of a page).
 _ROW_COLUMNS = [rounds_table.c[name] for name in RoundRow.__dataclass_fields__]
 
 # A round's statements, built once and run on the driver (croupier_platform.prepared): SQLAlchemy
@@ -222,7 +224,7 @@ class _SqlRounds(Rounds):
 
     def get(self, round_id: str) -> RoundRow | None:
         row = _ROUND.execute(self._c, {"round_id": round_id}).first()
-        return RoundRow(**row._mapping) if row else None
+        return RoundRow(*row) if row else None
 
     def add(self, row: RoundRow) -> None:
         try:
@@ -235,7 +237,7 @@ class _SqlRounds(Rounds):
 
     def open_rounds(self, limit: int) -> list[RoundRow]:
         query = select(*_ROW_COLUMNS).where(rounds_table.c.phase.not_in(OVER_PHASES)).order_by(rounds_table.c.id).limit(limit)
-        return [RoundRow(**row._mapping) for row in self._c.execute(query)]
+        return [RoundRow(*row) for row in self._c.execute(query)]
 
     def in_range(self, after: str | None, upto: str | None) -> list[RoundRow]:
         query = select(*_ROW_COLUMNS).order_by(rounds_table.c.round_id)
@@ -243,7 +245,7 @@ class _SqlRounds(Rounds):
             query = query.where(rounds_table.c.round_id > after)
         if upto is not None:
             query = query.where(rounds_table.c.round_id <= upto)
-        return [RoundRow(**row._mapping) for row in self._c.execute(query)]
+        return [RoundRow(*row) for row in self._c.execute(query)]
 
     def count(self) -> int:
         return self._c.execute(select(func.count()).select_from(rounds_table)).scalar_one()
@@ -255,7 +257,7 @@ class _SqlRounds(Rounds):
             .order_by(rounds_table.c.id)
             .limit(limit)
         )
-        return [RoundRow(**row._mapping) for row in self._c.execute(query)]
+        return [RoundRow(*row) for row in self._c.execute(query)]
 
     def mark_reconciled(self, round_ids: Sequence[str]) -> None:
         if round_ids:
