@@ -34,20 +34,24 @@ def stack(tmp_path_factory):
     processes.stop()
 
 
-def round_messages(stack: ServiceProcesses, round_id: str, expected: int) -> list[dict]:
+def round_messages(stack: ServiceProcesses, round_id: str, expected: int) -> tuple[list[dict], set[str]]:
+    """The round's messages on the topic (told by their envelope's stream id), and the keys they carried."""
     topic = stack.env["KAFKA_TOPIC_PREFIX"] + ROUND_TOPIC
     consumer = KafkaConsumer(topic, bootstrap_servers=stack.env["KAFKA_BOOTSTRAP_SERVERS"], group_id=None,
                              auto_offset_reset="earliest", consumer_timeout_ms=3000, enable_auto_commit=False)
     found: list[dict] = []
+    keys: set[str] = set()
     deadline = time.monotonic() + 30
     try:
         while len(found) < expected and time.monotonic() < deadline:
             for message in consumer:
-                if message.key and message.key.decode() == round_id:
-                    found.append(json.loads(message.value))
+                envelope = json.loads(message.value)
+                if envelope.get("stream_id") == round_id:
+                    found.append(envelope)
+                    keys.add(message.key.decode())
     finally:
         consumer.close()
-    return found
+    return found, keys
 
 
 def stored_events(stack: ServiceProcesses, round_id: str) -> list[dict]:
@@ -92,8 +96,10 @@ def test_round_events_reach_kafka_as_stored_in_order_and_consumers_act_once(stac
     assert player.wait_balance(expected_balance) == expected_balance
 
     stored = stored_events(stack, view.round_id)
-    published = round_messages(stack, view.round_id, len(stored))
+    published, keys = round_messages(stack, view.round_id, len(stored))
     assert [m["version"] for m in published] == [row["version"] for row in stored]  # all, in order, once each
+    opened = json.loads(stored[0]["payload"])
+    assert keys == {opened.get("dealer_seat_id") or opened["seat_id"]}  # keyed by the seat (docs/bus.md, "Message keys")
     for message, row in zip(published, stored):
         assert message["event_id"] == row["event_id"] and message["hash"] == row["hash"]
         assert message["payload"] == json.loads(row["payload"])
@@ -107,7 +113,7 @@ def test_round_events_reach_kafka_as_stored_in_order_and_consumers_act_once(stac
     producer = KafkaProducer(bootstrap_servers=stack.env["KAFKA_BOOTSTRAP_SERVERS"])
     topic = stack.env["KAFKA_TOPIC_PREFIX"] + ROUND_TOPIC
     for message in published:
-        producer.send(topic, key=view.round_id.encode(), value=json.dumps(message).encode())
+        producer.send(topic, key=next(iter(keys)).encode(), value=json.dumps(message).encode())
     producer.flush()
     producer.close()
     time.sleep(2)

@@ -236,3 +236,31 @@ def test_two_batches_settling_two_players_in_opposite_orders_neither_deadlock_no
     assert player_balance(wallet, "bob") == (1_000 - 200, 0)
     assert wallet.accounts()[("table", "PLAY")] == (0, 0)
     assert wallet.check().ok
+
+
+def test_a_batch_of_rounds_the_next_stakes_applied_already_waits_on_no_player(wallet: Wallet) -> None:
+    """The seat's next stake applied the round's end (settle_first); the bus delivers it later, while another
+    transaction (the player's next stake) holds the player's account row. The batch reads its tracking rows
+    first and locks nothing: it ends without waiting. Before, its prepare locked the round and the player
+    first (three statements) and waited for that transaction's commit."""
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-alice")
+    wallet.app.reserve_stakes("r1-s", "alice", "r1", 100, "PLAY", {"ante": 100})
+    ending = settled("r1", {"ante": (100, 300)})
+    carried = lambda uow: wallet.consumer.apply_in(uow, [ending])  # noqa: E731 - as the servicer builds it
+    wallet.app.reserve_stakes("r2-s", "alice", "r2", 100, "PLAY", {"ante": 100}, settle_first=carried)
+    before = wallet.accounts()
+    consumer = PausingConsumer(wallet)
+    results: list[tuple[int, BaseException | None]] = []
+    with wallet.engine.connect() as holder:
+        holder.execute(text("SELECT 1 FROM wallet_accounts WHERE account_id = 'player:alice' FOR UPDATE"))
+        holder_pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        settling = threading.Thread(target=lambda: results.append(consumer.settle([ending])))
+        settling.start()
+        wait_until_blocked_by(wallet, holder_pid, settling)
+        waited = settling.is_alive()
+        holder.rollback()  # releases the row: a waiting batch goes on, and the thread ends either way
+        settling.join(30)
+
+    assert not waited, "the batch waited for the player's row"
+    assert results == [(1, None)] and consumer.applied == []
+    assert wallet.accounts() == before and wallet.check().ok

@@ -115,6 +115,21 @@ class SubscriberBatchContract(ABC):
         assert asyncio.run(subscriber.on_batch([first, second, first])) == (3, None)
         assert units.committed == 1 and effects(store, [first, second]) == ["round-1", "round-2"]
 
+    def test_prepare_is_given_only_the_events_not_applied_yet_and_none_when_all_were(self, store, units) -> None:
+        # The wallet's prepare locks the batch's rounds and players: a batch its next stakes applied already
+        # (Subscriber.apply_in) must not lock them again, nor wait on the stakes that hold them.
+        prepared: list[list[str]] = []
+        subscriber = self.subscriber(units, prepare=lambda uow, envelopes: prepared.append([e.stream_id for e in envelopes]))
+        early, late = round_event("round-1"), round_event("round-2")
+        with store.unit_of_work() as uow:
+            assert subscriber.apply_in(uow, [early]) == 1  # as a reservation carrying the round's end does
+        prepared.clear()
+
+        assert asyncio.run(subscriber.on_batch([early])) == (1, None)
+        assert prepared == [] and units.committed == 1  # a read of the tracking rows: nothing locked
+        assert asyncio.run(subscriber.on_batch([early, late])) == (2, None)
+        assert prepared == [["round-2"]] and effects(store, [early, late]) == ["round-1", "round-2"]
+
     def test_the_event_that_fails_stops_the_batch_and_those_before_it_commit(self, store, units) -> None:
         subscriber = self.subscriber(units)
         batch = [round_event("round-1"), round_event("round-2"), round_event("round-3", poison=True), round_event("round-4")]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from croupier_platform.bus import TOPIC_BY_STREAM_TYPE, dead_letter_topic
+from croupier_platform.bus import PARTITION_KEY_BY_STREAM_TYPE, TOPIC_BY_STREAM_TYPE, dead_letter_topic
 from croupier_platform.deadletters import (
     DLQ_ATTEMPTS_HEADER,
     DLQ_ERROR_HEADER,
@@ -148,11 +148,15 @@ def _message(spec: EventSpec) -> dict[str, Any]:
         },
         "bindings": {
             "kafka": {
-                "key": {"type": "string", "description": f"The stream id of the {spec.stream_type} stream (its `stream_id`)."},
+                "key": {"type": "string", "description": _key_description(spec.stream_type)},
                 "bindingVersion": "0.5.0",
             }
         },
     }
+
+
+def _key_description(stream_type: str) -> str:
+    return PARTITION_KEY_BY_STREAM_TYPE.get(stream_type, f"The stream id of the {stream_type} stream (its `stream_id`).")
 
 
 def _schemas(models: Sequence[type[BaseModel]]) -> dict[str, Any]:

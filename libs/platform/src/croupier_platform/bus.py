@@ -39,6 +39,16 @@ TOPIC_BY_STREAM_TYPE = {
     "shoe": SHOE_REVEALS,
     "seat": SEAT_EVENTS,
 }
+# A message's key is its stream's id unless the appending service gives the stream another key
+# (EventLog.append's `partition_key`), the same for all of the stream's events. Those keys, for the
+# AsyncAPI document (docs/bus.md, "Message keys"):
+PARTITION_KEY_BY_STREAM_TYPE = {
+    "round": (
+        "The id of the round's seat (at a player-dealer table, the dealer's seat): a seat's rounds on one "
+        "partition, in order, settled by one consumer. Rounds opened before keys by seat (2026-12-08) are "
+        "keyed by their round id (`stream_id`)."
+    ),
+}
 
 DEFAULT_MAX_ATTEMPTS = 3
 # While a transient failure lasts, one WARNING per group and topic this often, not one per try.

@@ -132,9 +132,9 @@ def handle_batch_once(
     row. The wrapper returns, for the events handled from the first, whether each was applied (False: a
     duplicate), and the error that stopped the rest (None when all were handled).
 
-    `prepare(uow, envelopes)`, when given, runs first in the unit: where a service locks everything the
-    events will touch, in one order (events applied one by one lock in event order, and two units with
-    the same rows in other orders deadlock). A unit the database aborted (a deadlock) is run again whole
+    `prepare(uow, envelopes)`, when given, runs first in the unit, on the events whose tracking rows are not
+    there yet (read first; none left: no prepare): where a service locks everything the events will touch,
+    in one order (events applied one by one lock in event order, and two units with the same rows in other orders deadlock). A unit the database aborted (a deadlock) is run again whole
     (retrying_conflicts: its tracking rows were not written either).
 
     An event that raises undoes the whole unit, and the events before it are applied again in a fresh
@@ -144,12 +144,19 @@ def handle_batch_once(
 
     def unit(envelopes: Sequence[EventEnvelope], progress: list[int]) -> list[bool]:
         with uow_factory() as uow:
+            done: set[str] = set()
             if prepare is not None:
-                prepare(uow, envelopes)
+                # The tracking rows first (one read), then the locks of the events still to apply only: a
+                # batch of events applied already (the wallet's next stake applies a seat's last round's end)
+                # locks nothing and waits on no one. An event applied meanwhile by another unit is still
+                # caught by its tracking row's insert (apply_once).
+                done = uow.tracking.processed_among(consumer, [envelope.event_id for envelope in envelopes])
+                if to_apply := [envelope for envelope in envelopes if envelope.event_id not in done]:
+                    prepare(uow, to_apply)
             applied: list[bool] = []
             for index, envelope in enumerate(envelopes):
                 progress[0] = index
-                applied.append(apply_once(uow, consumer, handler, envelope))
+                applied.append(envelope.event_id not in done and apply_once(uow, consumer, handler, envelope))
             progress[0] = 0  # from here on, the commit: no event to blame
         return applied
 

@@ -60,7 +60,7 @@ class _MemoryEventLog(EventLog):
 
     def append(
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
-        head_hash: str | None = None,
+        head_hash: str | None = None, partition_key: str | None = None,
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
         stream = self._state.streams.get(stream_id, [])
@@ -74,7 +74,7 @@ class _MemoryEventLog(EventLog):
             self._state.log.append(envelope)
             self._state.streams.setdefault(stream_id, []).append(envelope)
             self._state.event_ids.add(envelope.event_id)
-            message = OutboxMessage(len(self._state.outbox) + 1, topic, stream_id, envelope)
+            message = OutboxMessage(len(self._state.outbox) + 1, topic, partition_key or stream_id, envelope)
             self._state.outbox.append(message)
             self._handed.append(message._replace(envelope=_copy(envelope)))
         return [_copy(e) for e in sealed]

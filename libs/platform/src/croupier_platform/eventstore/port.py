@@ -155,13 +155,17 @@ class EventLog(ABC):
     @abstractmethod
     def append(
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
-        head_hash: str | None = None,
+        head_hash: str | None = None, partition_key: str | None = None,
     ) -> list[EventEnvelope]:
         """Raises ConcurrencyConflict unless the stream is at `expected_version` (0: new stream).
 
         `head_hash`: the hash of the stream's event at `expected_version`, as the caller read or wrote it
         (committed); the store then need not read the head. Stale (the stream moved on), it conflicts
-        as a stale version does."""
+        as a stale version does.
+
+        `partition_key`: the bus key of the events' outbox rows (None: the stream id). Streams that one
+        consumer must see in order among themselves share one (a seat's rounds: bus.PARTITION_KEY_BY_STREAM_TYPE);
+        a stream keeps its events' order only if every append of it gives the same key."""
 
     @abstractmethod
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[EventEnvelope]: ...

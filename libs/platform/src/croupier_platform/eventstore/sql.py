@@ -54,7 +54,7 @@ class SqlEventLog(EventLog):
 
     def append(
         self, stream_id: str, expected_version: int, new_events: Sequence[NewEvent], *, stream_type: str,
-        head_hash: str | None = None,
+        head_hash: str | None = None, partition_key: str | None = None,
     ) -> list[EventEnvelope]:
         topic = self._topic_for(stream_type)
         if stream_id in self._heads:
@@ -74,7 +74,8 @@ class SqlEventLog(EventLog):
             return []
         envelopes = [s.envelope for s in sealed]
         event_rows = [s.record._asdict() for s in sealed]
-        outbox_rows = [{"topic": topic, "key": stream_id, "envelope": s.json} for s in sealed]
+        key = partition_key or stream_id
+        outbox_rows = [{"topic": topic, "key": key, "envelope": s.json} for s in sealed]
         try:
             # Concurrent appends are not serialised: the loser of a race for a version meets the
             # UNIQUE (stream_id, version) constraint here, after the head it read went stale. A reused

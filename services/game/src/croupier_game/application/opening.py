@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from croupier_platform.eventstore import NewEvent
 
 from ..domain.opening import Opening, OpeningEvents
-from ..domain.round import STREAM_TYPE, Round
+from ..domain.round import STREAM_TYPE, Round, partition_key
 from ..domain.seat import Seat
 from .ports import GameUnitOfWork, RoundRow
 from .recording import trusted
@@ -38,7 +38,8 @@ def record_opening(uow: GameUnitOfWork, opening: Opening, key: str, drafted: Ope
     if refused is not None:
         drafted = opening.voided(drafted, refused, at)
     events = trusted(drafted.events)
-    round_ = drafted.round(uow.events.append(opening.round_id, 0, events, stream_type=STREAM_TYPE))
+    on_bus = partition_key(drafted.opened)
+    round_ = drafted.round(uow.events.append(opening.round_id, 0, events, stream_type=STREAM_TYPE, partition_key=on_bus))
     uow.keys.add(opening.player_id, key, opening.round_id)
     uow.rounds.add(
         RoundRow(round_id=opening.round_id, player_id=opening.player_id, table_id=opening.entry.table_id,

@@ -21,7 +21,7 @@ from croupier_platform.runtime import Clock, iso
 from croupier_rules.commands import VoidRound
 from croupier_rules.round_decider import Decision
 
-from ..domain.round import OVER_EVENTS, STREAM_TYPE, BrokenRound, Round, rules_event
+from ..domain.round import OVER_EVENTS, STREAM_TYPE, BrokenRound, Round, partition_key, rules_event
 from .ports import GameStore
 from .recording import trusted
 from .settling import SettledFigures
@@ -188,7 +188,10 @@ class RoundBook:
         def work(uow):  # noqa: ANN001, ANN202
             # The round's last hash goes with its version: no head is read (a stale round conflicts).
             head_hash = round_.envelopes[-1].hash
-            appended = uow.events.append(round_.round_id, round_.version, new, stream_type=STREAM_TYPE, head_hash=head_hash)
+            appended = uow.events.append(
+                round_.round_id, round_.version, new, stream_type=STREAM_TYPE, head_hash=head_hash,
+                partition_key=partition_key(round_.opened),
+            )
             uow.rounds.update(round_.round_id, phase, version)
             return appended
 

@@ -59,6 +59,15 @@ class RoundOpened(BaseModel):
     dealer_nickname: str = ""
 
 
+def partition_key(opened: RoundOpened) -> str:
+    """The bus key of a round's events: its seat's id, at a player-dealer table the dealer's seat (paired with
+    one player's at a time). A seat's rounds then reach one partition in order, so one wallet replica settles
+    them one after another, where the seat's next stake also finds the last one's end (docs/bus.md, "Message
+    keys"); keyed by round id, consecutive rounds of a seat settled in parallel in two replicas, each waiting
+    on the player's account row for the other. Fixed by RoundOpened, so every append of the round gives it."""
+    return opened.dealer_seat_id or opened.seat_id
+
+
 class ShoeCommitted(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     shoe_id: str
