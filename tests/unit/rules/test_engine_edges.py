@@ -379,5 +379,22 @@ def test_a_state_changed_is_the_state_dataclasses_replace_gives_for_every_field(
         assert state.changed(**{name: value}) == replace(state, **{name: value})
     assert state.changed(**values) == replace(state, **values)
     assert state.changed() == state and state.changed() is not state
-    with pytest.raises(TypeError, match="no field colour"):
+    with pytest.raises(TypeError, match="no field colour$"):
         state.changed(colour="red")
+    with pytest.raises(TypeError, match="no field colour, size$"):  # every unknown name, sorted; the known ones not
+        state.changed(size=2, phase="settled", colour="red")
+
+
+def test_bets_placed_opens_the_initial_stage_and_an_end_clears_what_was_pending():
+    from croupier_rules.events import BetsPlaced, RoundSettled, RoundVoided
+    from croupier_rules.round_decider import RoundState
+
+    decider = decider_for("casino-war")
+    # A state no round reaches in this order: each field shows what the event sets, not what it leaves.
+    state = RoundState(table=table_for("casino-war"), stage="war", pending=("ante",), options=("war", "surrender"))
+    placed = decider.evolve(state, BetsPlaced(bets={"ante": 500}))
+    assert (placed.phase, placed.stage, dict(placed.bets)) == ("dealing", "initial", {"ante": 500})
+    settled = decider.evolve(state, RoundSettled(results={}))
+    assert (settled.phase, settled.pending, settled.options) == ("settled", (), ())
+    voided = decider.evolve(state, RoundVoided(reason="table closed", refunds={}))
+    assert (voided.phase, voided.pending, voided.options) == ("voided", (), ())

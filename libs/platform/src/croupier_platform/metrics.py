@@ -143,30 +143,21 @@ class Metrics:
             for outcome in ("won", "lost")
         }
         self._violations = meter.create_counter("croupier.audit.violations", unit="{violation}", description="Violations the audit found")
-        meter.create_observable_gauge(
-            "croupier.wallet.reservations.pending", callbacks=[self._observe_reservations], unit="{reservation}",
-            description="Stakes reserved and not yet posted or released",
+        # The gauges read at each collection: (name, callback, unit, description).
+        observed = (
+            ("croupier.wallet.reservations.pending", self._observe_reservations, "{reservation}",
+             "Stakes reserved and not yet posted or released"),
+            ("croupier.outbox.backlog", self._observe_backlog, "{message}", "Outbox rows not yet published"),
+            ("messaging.kafka.consumer.lag", self._observe_consumer_lag, "{message}",
+             "Messages on the broker a consumer group of this process has not handled yet (as of its last fetch)"),
+            ("croupier.health.degraded", self._observe_degraded, "{dependency}",
+             "1 per dependency found away or behind at the last health look (the process serves on, degraded)"),
+            ("croupier.deadletters.pending", self._observe_dead_letters, "{message}",
+             "Dead letters of a consumer group of this process not replayed yet (as of the last look)"),
+            ("croupier.outbox.lag", self._observe_lag, "s", "Age of the oldest outbox row not yet published (0 when none)"),
         )  # fmt: skip
-        meter.create_observable_gauge(
-            "croupier.outbox.backlog", callbacks=[self._observe_backlog], unit="{message}",
-            description="Outbox rows not yet published",
-        )  # fmt: skip
-        meter.create_observable_gauge(
-            "messaging.kafka.consumer.lag", callbacks=[self._observe_consumer_lag], unit="{message}",
-            description="Messages on the broker a consumer group of this process has not handled yet (as of its last fetch)",
-        )  # fmt: skip
-        meter.create_observable_gauge(
-            "croupier.health.degraded", callbacks=[self._observe_degraded], unit="{dependency}",
-            description="1 per dependency found away or behind at the last health look (the process serves on, degraded)",
-        )  # fmt: skip
-        meter.create_observable_gauge(
-            "croupier.deadletters.pending", callbacks=[self._observe_dead_letters], unit="{message}",
-            description="Dead letters of a consumer group of this process not replayed yet (as of the last look)",
-        )  # fmt: skip
-        meter.create_observable_gauge(
-            "croupier.outbox.lag", callbacks=[self._observe_lag], unit="s",
-            description="Age of the oldest outbox row not yet published (0 when none)",
-        )  # fmt: skip
+        for name, callback, unit, description in observed:
+            meter.create_observable_gauge(name, callbacks=[callback], unit=unit, description=description)
 
     @classmethod
     def disabled(cls) -> Metrics:

@@ -25,7 +25,7 @@ records the same facts as one a change did, with one seal, one outbox row and on
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from croupier_platform.eventstore import NewEvent
 
@@ -125,21 +125,24 @@ class LedgerSession:
         return transfer
 
     def post(self, transfer: Transfer) -> Transfer:
-        debit, credit = self._pair(transfer.request)
-        self._store(*ledger.post_pending(debit, credit, transfer))
-        posted = Transfer(transfer.request, Status.POSTED, transfer.occurred_at, transfer.available_before, transfer.available_after)
-        self._uow.ledger.set_status(transfer.id, Status.POSTED, self._now)
-        self._posted.append(posted)
-        self._record("TransferPosted", posted)
-        return posted
+        return self._resolve(transfer, Status.POSTED, ledger.post_pending, "TransferPosted")
 
     def void(self, transfer: Transfer) -> Transfer:
+        return self._resolve(transfer, Status.VOIDED, ledger.void_pending, "TransferVoided")
+
+    def _resolve(
+        self, transfer: Transfer, status: Status, phase_two: Callable[[Account, Account, Transfer], tuple[Account, Account]],
+        event_type: str,
+    ) -> Transfer:
+        """A pending transfer posted or voided: its accounts moved by `phase_two`, its row's status set, its event recorded."""
         debit, credit = self._pair(transfer.request)
-        self._store(*ledger.void_pending(debit, credit, transfer))
-        voided = Transfer(transfer.request, Status.VOIDED, transfer.occurred_at, transfer.available_before, transfer.available_after)
-        self._uow.ledger.set_status(transfer.id, Status.VOIDED, self._now)
-        self._record("TransferVoided", voided)
-        return voided
+        self._store(*phase_two(debit, credit, transfer))
+        resolved = Transfer(transfer.request, status, transfer.occurred_at, transfer.available_before, transfer.available_after)
+        self._uow.ledger.set_status(transfer.id, status, self._now)
+        if status is Status.POSTED:
+            self._posted.append(resolved)  # only posted transfers write ledger entries (flush)
+        self._record(event_type, resolved)
+        return resolved
 
     def flush(self) -> None:
         """Write the new transfers and entries, the changed accounts, and append the collected events

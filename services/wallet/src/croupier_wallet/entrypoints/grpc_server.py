@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -103,23 +105,24 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     async def TopUpPlayMoney(self, request: wallet_pb2.TopUpPlayMoneyRequest, context: grpc.aio.ServicerContext):
         identity = current_identity()
         identity.require_player("play money is topped up by the player it is for; operators credit players with Deposit")
-        amount, currency = _money(request.amount)
-        view = await asyncio.to_thread(self._app.top_up, identity.subject, amount, currency, request.transaction_id)
-        return wallet_pb2.TopUpPlayMoneyResponse(transaction=_transaction(view))
+        return await self._transfer(self._app.top_up, identity.subject, request, wallet_pb2.TopUpPlayMoneyResponse)
 
     @handles_errors
     async def Deposit(self, request: wallet_pb2.DepositRequest, context: grpc.aio.ServicerContext):
         current_identity().require_operator()
-        amount, currency = _money(request.amount)
-        view = await asyncio.to_thread(self._app.deposit, request.player_id, amount, currency, request.transaction_id)
-        return wallet_pb2.DepositResponse(transaction=_transaction(view))
+        return await self._transfer(self._app.deposit, request.player_id, request, wallet_pb2.DepositResponse)
 
     @handles_errors
     async def Withdraw(self, request: wallet_pb2.WithdrawRequest, context: grpc.aio.ServicerContext):
         current_identity().require_operator()
+        return await self._transfer(self._app.withdraw, request.player_id, request, wallet_pb2.WithdrawResponse)
+
+    @staticmethod
+    async def _transfer(use_case: Callable[[str, int, str, str], TransactionView], player_id: str, request: Any, response_type: Any) -> Any:
+        """A top-up, deposit or withdrawal (the caller's right checked first): the request's money moved by `use_case`."""
         amount, currency = _money(request.amount)
-        view = await asyncio.to_thread(self._app.withdraw, request.player_id, amount, currency, request.transaction_id)
-        return wallet_pb2.WithdrawResponse(transaction=_transaction(view))
+        view = await asyncio.to_thread(use_case, player_id, amount, currency, request.transaction_id)
+        return response_type(transaction=_transaction(view))
 
     @handles_errors
     async def ListTransactions(self, request: wallet_pb2.ListTransactionsRequest, context: grpc.aio.ServicerContext):
