@@ -264,3 +264,38 @@ def test_a_batch_of_rounds_the_next_stakes_applied_already_waits_on_no_player(wa
     assert not waited, "the batch waited for the player's row"
     assert results == [(1, None)] and consumer.applied == []
     assert wallet.accounts() == before and wallet.check().ok
+
+
+def test_an_event_applied_alone_locks_its_round_before_its_tracking_row(wallet: Wallet) -> None:
+    """A round's end applied alone (the game's reconciler re-driving it through ApplyRoundEvent, or a message
+    the bus hands over alone) while the seat's next stake applies the same end (settle_first: its unit locks
+    the round, then writes the tracking row). The lone event wrote its tracking row first and then waited for
+    the round, the stake then waited for that row: a deadlock, which PostgreSQL broke after its
+    deadlock_timeout (a second of settlement stalled) by aborting one unit. Now the lone event takes the
+    round's locks first: it waits for the stake's unit, then finds the end applied. One unit, no abort."""
+    wallet.app.top_up("alice", 1_000, "PLAY", "tx-alice")
+    wallet.app.reserve_stakes("r1-s", "alice", "r1", 100, "PLAY", {"ante": 100})
+    ending = settled("r1", {"ante": (100, 300)})
+    factory = SqlWalletUnitOfWorkFactory(wallet.store)
+    units: list[int] = []
+
+    def counted_unit() -> SqlWalletUnitOfWork:
+        units.append(1)
+        return factory()
+
+    lone = RoundEventsConsumer(wallet.app, counted_unit)
+    results: list[object] = []
+    with factory() as stake:  # the next stake's unit, as reserve_stakes(settle_first=...) runs it
+        wallet.app.lock_rounds(stake, ["r1"])
+        stake_pid = stake.connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        applying = threading.Thread(target=lambda: results.append(lone.handle(ending)))
+        applying.start()
+        wait_until_blocked_by(wallet, stake_pid, applying)
+        applied_by_stake = wallet.consumer.apply_in(stake, [ending])
+    applying.join(30)
+
+    assert applied_by_stake == 1
+    assert results == [False], results  # applied already, by the stake
+    assert len(units) == 1, f"the lone event's unit ran {len(units)} times (aborted by a deadlock)"
+    assert player_balance(wallet, "alice") == (1_000 + 200, 0)
+    assert wallet.check().ok

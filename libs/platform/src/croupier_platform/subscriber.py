@@ -40,8 +40,9 @@ class Subscriber(Generic[UnitOfWorkT]):
     effects committed (a service wakes its outbox relay). `concerns(envelope)`, when given, picks among
     the handled types the events the service acts on, from the envelope alone (a game it does not
     serve): the others are skipped like an unhandled type, with no unit of work or tracking row.
-    `prepare(uow, envelopes)`, when given, runs first in a batch's unit of work (handle_batch_once): the
-    service locks there everything the batch's events will touch, in one order."""
+    `prepare(uow, envelopes)`, when given, runs first in every unit that applies events (a batch's, a lone
+    event's, `apply_in`'s caller's): the service locks there everything the events will touch, in one order,
+    before any tracking row is written."""
 
     def __init__(
         self,
@@ -61,7 +62,7 @@ class Subscriber(Generic[UnitOfWorkT]):
         self.consumer = consumer
         self.event_types = frozenset(event_types)
         self._apply, self._prepare = apply, prepare
-        self._handle = handle_once(uow_factory, consumer, apply)
+        self._handle = handle_once(uow_factory, consumer, apply, prepare)
         self._handle_batch = handle_batch_once(uow_factory, consumer, apply, prepare)
         self._before = before
         self._on_commit = on_commit

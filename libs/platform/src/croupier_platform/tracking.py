@@ -100,13 +100,22 @@ def handle_once(
     uow_factory: Callable[[], AbstractContextManager[UnitOfWorkT]],
     consumer: str,
     handler: Callable[[UnitOfWorkT, EventEnvelope], None],
+    prepare: Callable[[UnitOfWorkT, Sequence[EventEnvelope]], None] | None = None,
 ) -> Callable[[EventEnvelope], bool]:
     """Wrap `handler` so each event's effects commit once per consumer; the wrapper returns
-    False for a duplicate. Synchronous: an async entrypoint runs it with asyncio.to_thread."""
+    False for a duplicate. Synchronous: an async entrypoint runs it with asyncio.to_thread.
+
+    `prepare(uow, [envelope])`, when given, takes the event's locks first, as a batch's unit and a
+    caller's `Subscriber.apply_in` do: the one lock order is the locks, then the tracking row. A lone
+    event that wrote its tracking row first and then waited for its round deadlocked with a unit
+    applying the same event that held the round and then wrote the tracking row (PostgreSQL broke
+    it after its deadlock_timeout, a second)."""
 
     def unit(envelope: EventEnvelope) -> bool:
         try:
             with uow_factory() as uow:
+                if prepare is not None:
+                    prepare(uow, [envelope])
                 # Record before the effects: a duplicate (or a concurrent one, once the first
                 # commits) finds the key and ends here, its unit of work rolled back, unchanged.
                 uow.tracking.record(consumer, envelope.event_id)
