@@ -674,3 +674,24 @@ def test_a_loop_that_does_not_lead_tells_the_leader_once_a_window_and_one_that_l
         await loop.stop()
 
     run(scenario)
+
+
+def test_a_loop_that_does_not_lead_tells_the_leader_of_its_last_window_when_it_stops() -> None:
+    """Commits told to a follower's loop whose window had not closed yet when it stops: told to the leader
+    before the loop ends (not left to the leader's safety read)."""
+
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        leadership = SwitchLeadership(available=False)
+        outbox = SharedOutbox(h.store.outbox, notifications)
+        loop = RelayLoop(OutboxRelay(outbox, h.bus), 0.05, leadership=leadership, gather_s=LONG_S)
+        loop.start()
+        await eventually(lambda: leadership.acquires >= 1)
+        append_events(h.store, "round-1", 1)
+        loop.committed()
+        await asyncio.sleep(0.1)
+        assert notifications.tells == 0  # the window is long
+        await loop.stop()
+        assert notifications.tells == 1 and h.received == []
+
+    run(scenario)
