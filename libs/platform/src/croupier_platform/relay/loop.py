@@ -84,8 +84,8 @@ class RelayLoop(LeaderLoop):
             self._gathered()
 
     def _commits_gathered(self) -> None:
-        """The window's commits of this process: a pass if this loop leads (or its process is the outbox's
-        one writer), else one tell to the leader for them all."""
+        """The window's commits (this process's; at the leader, also those its LISTEN heard): a pass if this
+        loop leads (or its process is the outbox's one writer), else one tell to the leader for them all."""
         if self._others.own_commits(self.leading, self.name):
             self.wake()
 
