@@ -52,6 +52,14 @@ class Replicas:
         }
         self.versions: dict[str, int] = {}
         self.appended: list[EventEnvelope] = []
+        # The writing process's relay loop (replica a's, whose engine `store` writes through), told after
+        # each commit as a service tells its own (None: not told).
+        self.committed: Callable[[], None] | None = self.loops["a"].committed
+
+    def write_as(self, engines: dict[str, Engine], name: str, loop: RelayLoop | None) -> None:
+        """Appends go through replica `name`'s engine and tell `loop` (its relay) after each commit."""
+        self.store = SqlEventStore(engines[name])
+        self.committed = loop.committed if loop is not None else None
 
     def append(self, count: int, streams: int = 4) -> None:
         for number in range(count):
@@ -60,6 +68,8 @@ class Replicas:
             with self.store.unit_of_work() as uow:
                 self.appended += uow.events.append(stream, version, [new_event(number)], stream_type="round")
             self.versions[stream] = version + 1
+            if self.committed is not None:
+                self.committed()
 
     def wake_all(self) -> None:
         for loop in self.loops.values():
@@ -305,8 +315,8 @@ def _started_pair(replicas: Replicas, engines: dict[str, Engine], poll_s: float,
 def test_a_commit_by_the_replica_that_does_not_lead_wakes_the_leader_without_waiting_for_its_poll(
     replicas: Replicas, engines: dict[str, Engine]
 ) -> None:
-    """NOTIFY at the commit (a trigger on the outbox), LISTEN on the leader's side: with a poll of a minute,
-    only the notification can bring the other replica's rows out within the test's wait."""
+    """The follower's relay, told of its process's commits, NOTIFYs after them; the leader LISTENs: with a
+    poll of a minute, only that tell can bring the other replica's rows out within the test's wait."""
 
     async def scenario() -> None:
         loops = _started_pair(replicas, engines, poll_s=60.0, gather_s=0.0)
@@ -316,7 +326,7 @@ def test_a_commit_by_the_replica_that_does_not_lead_wakes_the_leader_without_wai
         [leader] = [loop for loop in loops.values() if loop.leading]
         [follower] = [name for name, loop in loops.items() if not loop.leading]
         await eventually(lambda: leader.counts.passes == 2)  # its start's, and the one its LISTEN told
-        replicas.store = SqlEventStore(engines[follower])  # the follower writes; nobody calls wake
+        replicas.write_as(engines, follower, loops[follower])  # the follower writes and tells its own relay
         for rounds in (3, 2):
             await asyncio.to_thread(replicas.append, rounds)
             await eventually(replicas.all_published)
@@ -328,15 +338,15 @@ def test_a_commit_by_the_replica_that_does_not_lead_wakes_the_leader_without_wai
     asyncio.run(asyncio.wait_for(scenario(), timeout=60))
 
 
-def test_the_other_replicas_commits_told_in_one_window_wake_the_leader_once(
-    replicas: Replicas, engines: dict[str, Engine]
+def test_the_other_replicas_commits_of_one_window_are_one_notify_and_the_leaders_own_none(
+    replicas: Replicas, engines: dict[str, Engine], postgres_schema: tuple[str, str]
 ) -> None:
-    """Ten commits of the follower, each a NOTIFY, within the leader's gathering window: one pass publishes
-    them all (a wake each was the cost of the first LISTEN/NOTIFY, reverted). A leader's own commits are
-    not told (its process wakes it), though counted."""
+    """Ten commits of the follower within its relay's gathering window: ONE NOTIFY (a listener of our own
+    hears one), and one pass of the leader publishes them all. The leader's own commit wakes it in
+    process: published, counted for its safety poll, and not notified."""
 
-    async def scenario() -> None:
-        loops = _started_pair(replicas, engines, poll_s=60.0, gather_s=3.0)
+    async def scenario(heard: "Heard") -> None:
+        loops = _started_pair(replicas, engines, poll_s=60.0, gather_s=1.0)
         for loop in loops.values():
             loop.start()
         await eventually(lambda: sum(loop.leading for loop in loops.values()) == 1)
@@ -347,19 +357,108 @@ def test_the_other_replicas_commits_told_in_one_window_wake_the_leader_once(
         notifications = leader.notifications
         assert notifications is not None and notifications.listening
         written = notifications.written
-        replicas.store = SqlEventStore(engines[leader_name])  # the leader's own commit: counted, not told
+        replicas.write_as(engines, leader_name, leader)
         await asyncio.to_thread(replicas.append, 1)
-        await eventually(lambda: notifications.written == written + 1)
-        replicas.store = SqlEventStore(engines[follower])
-        await asyncio.to_thread(replicas.append, 10)  # ten units of work, ten NOTIFYs
         await eventually(replicas.all_published)
-        assert notifications.written == written + 11
-        assert leader.counts.passes == 3 and leader.counts.publishes == 1
+        assert leader.counts.passes == 3 and notifications.written == written and heard.count() == 0
+        replicas.write_as(engines, follower, loops[follower])
+        await asyncio.to_thread(replicas.append, 10)  # ten units of work, each told to the follower's relay
+        await eventually(replicas.all_published)
+        assert notifications.written == written + 1 and heard.count() == 1
+        assert leader.counts.passes == 4 and leader.counts.publishes == 2
+        for loop in loops.values():
+            await loop.stop()
+        assert [e for _, e in replicas.log] == replicas.appended
+
+    with Heard(postgres_schema) as heard:
+        asyncio.run(asyncio.wait_for(scenario(heard), timeout=60))
+
+
+def test_one_replica_sends_no_notify_and_the_trigger_of_older_releases_is_dropped(
+    replicas: Replicas, engines: dict[str, Engine], postgres_schema: tuple[str, str]
+) -> None:
+    """No writer's transaction NOTIFYs (PostgreSQL would queue every such COMMIT on one cluster-wide lock):
+    the trigger an older release made is gone once a relay listens, and with one replica nothing is
+    notified at all, while its relay, woken in process, still publishes at once (its poll is a minute)."""
+    schema = postgres_schema[1]
+    with engines["a"].begin() as connection:  # what an older release left in the schema
+        connection.execute(text(
+            f'CREATE OR REPLACE FUNCTION "{schema}".outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN '
+            "PERFORM pg_notify('outbox_' || md5(TG_TABLE_SCHEMA), ''); RETURN NULL; END $$"
+        ))  # fmt: skip
+        connection.execute(text("CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()"))
+
+    async def scenario(heard: "Heard") -> None:
+        loop = RelayLoop(OutboxRelay(SqlEventStore(engines["a"]).outbox, Log("a", replicas.log)), 60.0, name="a", gather_s=0.0)
+        loop.start()
+        await eventually(lambda: loop.leading and loop.counts.passes == 2)
+        replicas.write_as(engines, "a", loop)
+        for rounds in (3, 2):
+            await asyncio.to_thread(replicas.append, rounds)
+            await eventually(replicas.all_published)
+        await loop.stop()
+        assert loop.counts.polls_skipped == 0 and heard.count() == 0
+        assert [e for _, e in replicas.log] == replicas.appended
+
+    with Heard(postgres_schema) as heard:
+        asyncio.run(asyncio.wait_for(scenario(heard), timeout=60))
+    with engines["a"].connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'outbox'::regclass AND NOT tgisinternal")).scalar_one() == 0
+        functions = "SELECT count(*) FROM pg_proc WHERE proname = 'outbox_notify' AND pronamespace = CAST(:schema AS regnamespace)"
+        assert connection.execute(text(functions), {"schema": schema}).scalar_one() == 0
+
+
+def test_a_commit_whose_tell_never_came_is_relayed_by_the_leaders_safety_read(
+    replicas: Replicas, engines: dict[str, Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica killed between its commit and its NOTIFY: the row is in the outbox, no one was told. The
+    leader's poll skips its read while nothing was told, but at least every SAFETY_READ_S it reads:
+    the row goes out then (here 0.5 s), nothing is lost."""
+    monkeypatch.setattr("croupier_platform.relay.wakes.SAFETY_READ_S", 0.5)
+
+    async def scenario() -> None:
+        loops = _started_pair(replicas, engines, poll_s=0.05, gather_s=0.0)
+        for loop in loops.values():
+            loop.start()
+        await eventually(lambda: sum(loop.leading for loop in loops.values()) == 1)
+        [leader] = [loop for loop in loops.values() if loop.leading]
+        [follower] = [name for name, loop in loops.items() if not loop.leading]
+        await eventually(lambda: leader.counts.polls_skipped >= 3)
+        replicas.write_as(engines, follower, None)  # committed, never told: the process died in between
+        await asyncio.to_thread(replicas.append, 3)
+        await eventually(replicas.all_published)
         for loop in loops.values():
             await loop.stop()
         assert [e for _, e in replicas.log] == replicas.appended
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+
+
+class Heard:
+    """A listener of our own on the schema's outbox channel: how many notifications were sent."""
+
+    def __init__(self, postgres_schema: tuple[str, str]) -> None:
+        from croupier_platform.outbox import notify_channel
+
+        self._engine = schema_engine(*postgres_schema)
+        self._channel = notify_channel(postgres_schema[1])
+        self._heard = 0
+
+    def __enter__(self) -> "Heard":
+        pooled = self._engine.raw_connection()
+        self._pooled, self._driver = pooled, pooled.driver_connection
+        self._driver.autocommit = True
+        self._driver.execute(f'LISTEN "{self._channel}"')
+        return self
+
+    def count(self) -> int:
+        self._heard += sum(1 for _ in self._driver.notifies(timeout=0.2))
+        return self._heard
+
+    def __exit__(self, *exc: object) -> None:
+        self._driver.execute("UNLISTEN *")
+        self._pooled.close()
+        self._engine.dispose()
 
 
 def test_a_listen_connection_the_server_ended_is_let_go_with_one_warning_and_no_error(

@@ -3,7 +3,7 @@ ledger transfers and entries) as one statement, in their order, values unchanged
 their outbox rows go together in one statement (`insert_rows_together`); a read (`reading`) opens no
 transaction (no BEGIN, no COMMIT: two round trips).
 
-Statements counted by a statement-level trigger on the outbox (as the outbox's NOTIFY trigger fires):
+Statements counted by a statement-level trigger on the outbox (fired once a statement, as the NOTIFY trigger of older releases was):
 an executemany, though psycopg pipelines it into one round trip, runs one statement a row.
 """
 

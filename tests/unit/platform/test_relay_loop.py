@@ -517,6 +517,11 @@ class ToldNotifications(CommitNotifications):
     def own_commit(self) -> None:
         self.written += 1
 
+    def tell_leader(self) -> None:
+        self.tells += 1
+
+    tells = 0  # this process's tells to the leader (`tell_leader`)
+
 
 class SharedOutbox(Outbox):
     """The in-memory outbox as one that other processes write too: no hand-off, commits told."""
@@ -632,5 +637,61 @@ def test_only_the_leader_listens_and_it_stops_when_it_loses_the_lead() -> None:
         leadership.available = False
         await eventually(lambda: not notifications.listening)
         await loop.stop()
+
+    run(scenario)
+
+
+def test_a_loop_that_does_not_lead_tells_the_leader_once_a_window_and_one_that_leads_tells_no_one() -> None:
+    """No writer's transaction notifies: a replica's relay that does not lead tells the leader of its
+    process's commits, once for a gathering window's (and once more for those told while a tell is under
+    way); a leader's own commits wake its own pass, counted for its poll, told to no one. A loop that
+    loses the lead tells the new leader of the commits that woke it."""
+
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        leadership = SwitchLeadership(available=False)
+        outbox = SharedOutbox(h.store.outbox, notifications)
+        loop = RelayLoop(OutboxRelay(outbox, h.bus), 0.05, leadership=leadership, gather_s=0.1)
+        loop.start()
+        await eventually(lambda: leadership.acquires >= 1)
+        for number in range(10):  # ten commits of this process, in one window
+            append_events(h.store, f"round-{number}", 1)
+            loop.committed()
+        await eventually(lambda: notifications.tells == 1)
+        await asyncio.sleep(0.3)
+        assert notifications.tells == 1 and loop.counts.passes == 0 and h.received == []
+        leadership.available = True
+        await eventually(lambda: loop.leading and len(h.received) == 10)
+        passes = loop.counts.passes
+        append_events(h.store, "round-10", 1)
+        loop.committed()
+        await eventually(lambda: len(h.received) == 11)
+        assert notifications.tells == 1 and loop.counts.passes == passes + 1
+        leadership.available = False
+        append_events(h.store, "round-11", 1)
+        loop.committed()  # wakes a pass, which finds the lead lost
+        await eventually(lambda: not loop.leading and notifications.tells == 2)
+        await loop.stop()
+
+    run(scenario)
+
+
+def test_a_loop_that_does_not_lead_tells_the_leader_of_its_last_window_when_it_stops() -> None:
+    """Commits told to a follower's loop whose window had not closed yet when it stops: told to the leader
+    before the loop ends (not left to the leader's safety read)."""
+
+    async def scenario(h: Harness) -> None:
+        notifications = ToldNotifications()
+        leadership = SwitchLeadership(available=False)
+        outbox = SharedOutbox(h.store.outbox, notifications)
+        loop = RelayLoop(OutboxRelay(outbox, h.bus), 0.05, leadership=leadership, gather_s=LONG_S)
+        loop.start()
+        await eventually(lambda: leadership.acquires >= 1)
+        append_events(h.store, "round-1", 1)
+        loop.committed()
+        await asyncio.sleep(0.1)
+        assert notifications.tells == 0  # the window is long
+        await loop.stop()
+        assert notifications.tells == 1 and h.received == []
 
     run(scenario)

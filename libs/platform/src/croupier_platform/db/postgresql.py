@@ -32,7 +32,7 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[dict[str, A
     """Several rows as one statement with one parameter, the rows as a JSON array (`INSERT … SELECT …
     FROM json_to_recordset(…) WITH ORDINALITY … ORDER BY`, in the rows' order: serial keys such as the
     outbox's id follow it): the server plans, starts and ends one statement and fires a statement's
-    triggers (the outbox's NOTIFY) once, where an executemany, though psycopg pipelines it into one
+    triggers once, where an executemany, though psycopg pipelines it into one
     round trip, runs each row as a statement of its own. JSON, not an array a column: json.dumps is C,
     where psycopg quotes an array's text elements in Python (a regular expression's substitution per
     quote: ~1 ms a unit of five events). Not one INSERT with a VALUES row each: SQLAlchemy compiles

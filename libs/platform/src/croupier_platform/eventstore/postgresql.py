@@ -2,8 +2,8 @@
 
 A unit of work, top to bottom: `PostgresEventStore.unit_of_work` is a transaction of its own
 (`engine.begin()`); `SqlEventLog.append` seals the events, and `_write` inserts them and their outbox
-rows in one statement (`db.postgresql.insert_rows_together`). At its COMMIT the outbox's trigger
-NOTIFYs the relay's leader (`outbox.postgresql`). Positions are handed out before commit, so readers
+rows in one statement (`db.postgresql.insert_rows_together`). Nothing in it NOTIFYs: the service tells its
+relay loop after the commit, and a replica that does not lead tells the leader (`outbox.postgresql`). Positions are handed out before commit, so readers
 order by the writing transaction (`read_all`).
 """
 

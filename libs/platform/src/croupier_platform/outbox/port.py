@@ -103,10 +103,12 @@ class Outbox(ABC):
 
 
 class CommitNotifications(ABC):
-    """Tells a relay of the commits that wrote its outbox. `told()` is called (on the event loop) after
-    commits of OTHER processes: the relay's own process wakes it itself, and a second wake for the same
-    commit would be a pass that finds nothing. `written` counts every commit told, this process's too,
-    so a relay's safety poll can leave the outbox unread when nothing was written since its last read."""
+    """Tells a relay of the commits that wrote its outbox in OTHER processes: no writer's transaction
+    notifies (PostgreSQL would make every such COMMIT queue on one cluster-wide lock). The leader's own
+    process wakes its relay itself; a process whose relay does not lead calls `tell_leader()` after its
+    commits (one call for many), and the leader's `told()` is called (on the event loop). `written` counts
+    what was told, so a relay's safety poll can leave the outbox unread when nothing was told since its
+    last read (the relay counts its own process's commits beside it)."""
 
     written = 0
 
@@ -122,3 +124,10 @@ class CommitNotifications(ABC):
     @abstractmethod
     async def stop(self) -> None:
         """Stop listening (idempotent)."""
+
+    def tell_leader(self) -> None:
+        """Tell the listening leader that this process committed rows to the outbox, after the commits
+        (blocking: call it in a thread). Nothing waits for it: a tell lost is a later relay, not a loss."""
+
+    def close(self) -> None:
+        """Let go of what `tell_leader` holds (blocking; idempotent)."""

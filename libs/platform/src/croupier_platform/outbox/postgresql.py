@@ -3,9 +3,11 @@ reads the pending rows at every pass (no hand-off: other replicas write it too),
 replicas' commits through LISTEN/NOTIFY (`PostgresCommitNotifications`).
 
 The walk, top to bottom: the event store's unit of work (`eventstore.postgresql`) inserts the events and
-their outbox rows in one statement; at its commit the outbox's trigger NOTIFYs; the leader's listening
-connection is readable on its event loop (`PostgresCommitNotifications._readable`), which wakes the
-relay (its own process's commits wake it in process); the relay's pass is one statement
+their outbox rows in one statement and commits (no NOTIFY in it); the service tells its relay loop
+(`RelayLoop.committed`). The leader's process wakes its relay in process; any other replica's relay tells
+the leader once for the commits of its gathering window (`PostgresCommitNotifications.tell_leader`, a
+NOTIFY of its own, after them); the leader's listening connection is readable on its event loop
+(`PostgresCommitNotifications._readable`), which wakes the relay; the relay's pass is one statement
 (`PostgresOutbox.pending`, `_MARK_AND_READ`) that writes the marks of the last pass and reads the rows
 still pending.
 """
@@ -13,13 +15,15 @@ still pending.
 import asyncio
 import hashlib
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import BigInteger, Engine, all_, any_, bindparam, event, func, select, update
+from psycopg import sql
+from sqlalchemy import BigInteger, Engine, all_, any_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from croupier_platform.db import PerEngine, outbox_table
+from croupier_platform.db import outbox_table
 from croupier_platform.leadership import outbox_lock_key
 
 from .handoff import DeferredMarks
@@ -68,57 +72,63 @@ _MARK_AND_READ = (
 
 
 def notify_channel(schema: str) -> str:
-    """The LISTEN/NOTIFY channel of a schema's outbox: within PostgreSQL's 63 bytes whatever the schema's name
-    (the trigger below names it the same way, from TG_TABLE_SCHEMA)."""
+    """The LISTEN/NOTIFY channel of a schema's outbox: within PostgreSQL's 63 bytes whatever the schema's name."""
     return "outbox_" + hashlib.md5(schema.encode()).hexdigest()
 
 
-# A NOTIFY per statement that inserts outbox rows, delivered when (and only if) its transaction commits;
-# PostgreSQL folds a transaction's identical notifications into one. Not a statement of the writer's.
-_NOTIFY_FUNCTION = (
-    "CREATE OR REPLACE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-    "PERFORM pg_notify('outbox_' || md5(TG_TABLE_SCHEMA), ''); RETURN NULL; END $$"
-)
-_NOTIFY_TRIGGER = "CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()"
+# What older releases made: a trigger that NOTIFYed at every commit that wrote outbox rows. PostgreSQL takes
+# one lock for the whole cluster at the COMMIT of every notifying transaction and holds it through the
+# commit's flush, so the writers' commits (holding their row locks) queued on it: the first listener of a
+# schema drops it (once a database; the DROP takes the outbox's table lock for a moment).
 _HAS_NOTIFY_TRIGGER = "SELECT 1 FROM pg_trigger WHERE tgname = 'outbox_notify' AND tgrelid = 'outbox'::regclass"
 
 
-def _own_backends_of(engine: Engine) -> set[int]:
-    """The server processes (PIDs) of the engine's connections, learnt as each is checked out of its pool:
-    a notification from one of them is of this process's own commit."""
-    backends: set[int] = set()
-
-    def checked_out(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-        if (pid := record.info.get("backend_pid")) is None:
-            pid = record.info["backend_pid"] = dbapi_connection.info.backend_pid
-            backends.add(pid)
-
-    def closed(dbapi_connection: Any, record: Any) -> None:
-        backends.discard(record.info.pop("backend_pid", None))
-
-    event.listen(engine, "checkout", checked_out)
-    event.listen(engine, "close", closed)
-    return backends
+def _drop_notify_trigger(driver: Any, schema: str) -> None:
+    """Under the schema's advisory lock (replicas start together); idempotent. `driver` is in autocommit."""
+    if driver.execute(_HAS_NOTIFY_TRIGGER).fetchone() is None:
+        return
+    with driver.transaction():
+        driver.execute("SELECT pg_advisory_xact_lock(%s)", (outbox_lock_key(schema, "notify"),))
+        driver.execute("DROP TRIGGER IF EXISTS outbox_notify ON outbox")
+        driver.execute(sql.SQL("DROP FUNCTION IF EXISTS {}.outbox_notify()").format(sql.Identifier(schema)))
+    logger.info("outbox: the NOTIFY trigger of schema %s dropped (commits no longer notify)", schema)
 
 
-_own_backends: PerEngine[set[int]] = PerEngine(_own_backends_of)
+def _detached(engine: Engine) -> tuple[Any, Any, str]:
+    """A connection of the pool's, detached from it (kept until closed), in autocommit, and its schema."""
+    pooled = engine.raw_connection()
+    driver = pooled.driver_connection  # (a detached connection no longer names it)
+    pooled.detach()
+    try:
+        schema = driver.execute("SELECT current_schema()").fetchone()[0]
+        driver.commit()
+        driver.autocommit = True
+    except BaseException:
+        pooled.close()
+        raise
+    return pooled, driver, schema
 
 
 class PostgresCommitNotifications(CommitNotifications):
-    """A shared PostgreSQL outbox: a trigger NOTIFYs at every commit that wrote outbox rows (any replica),
-    and a connection of its own LISTENs, read on the event loop when its socket has data (no thread, no
-    polling). The trigger is made by the first listener of a schema (idempotent, under an advisory lock:
-    replicas start together). A lost connection ends the listening; the relay listens again later and its
-    poll reads the outbox meanwhile."""
+    """A shared PostgreSQL outbox: no writer's transaction NOTIFYs. A process whose relay does not lead tells
+    the leader of its commits after they ended (`tell_leader`: one `SELECT pg_notify` in autocommit on a
+    connection of its own, for all the commits of its relay's gathering window); the leader's own process
+    wakes its relay in process, and with one replica nothing is sent at all. The leader LISTENs on a
+    connection of its own, read on the event loop when its socket has data (no thread, no polling).
+
+    A lost connection ends the listening (the relay listens again later and its poll reads the outbox
+    meanwhile) or the telling (the next tell opens another). A commit whose tell never came (the process
+    killed in between) is found by the leader's safety read (`relay.wakes.SAFETY_READ_S`): late, never lost."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._own = _own_backends.of(engine)
         self._pooled: Any = None  # the pool's connection, detached
         self._driver: Any = None
         self._fd = -1
         self._told: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._teller: tuple[Any, Any, str] | None = None  # (pooled, driver, channel) of `tell_leader`
+        self._telling = threading.Lock()
         self.written = 0
 
     @property
@@ -136,58 +146,74 @@ class PostgresCommitNotifications(CommitNotifications):
         told()
 
     def _listen(self) -> tuple[Any, Any]:
-        """A connection of the pool's, detached from it (it listens until closed), LISTENing on the channel."""
-        pooled = self._engine.raw_connection()
-        driver = pooled.driver_connection  # (a detached connection no longer names it)
-        pooled.detach()
+        """A detached connection LISTENing on the channel; the old trigger dropped first, where there is one."""
+        pooled, driver, schema = _detached(self._engine)
         try:
-            schema = driver.execute("SELECT current_schema()").fetchone()[0]
-            driver.execute("SELECT pg_advisory_xact_lock(%s)", (outbox_lock_key(schema, "notify"),))
-            if driver.execute(_HAS_NOTIFY_TRIGGER).fetchone() is None:
-                driver.execute(_NOTIFY_FUNCTION)
-                driver.execute(_NOTIFY_TRIGGER)
-            driver.commit()
-            driver.autocommit = True
+            _drop_notify_trigger(driver, schema)
             driver.execute(f'LISTEN "{notify_channel(schema)}"')
         except BaseException:
             pooled.close()
             raise
         return pooled, driver
 
+    def tell_leader(self) -> None:
+        with self._telling:
+            if self._teller is None:
+                pooled, driver, schema = _detached(self._engine)
+                self._teller = (pooled, driver, notify_channel(schema))
+            pooled, driver, channel = self._teller
+            try:
+                driver.execute("SELECT pg_notify(%s, '')", (channel,))
+            except BaseException:
+                self._teller = None
+                _close_quietly(pooled, driver, dead=True)
+                raise
+
+    def close(self) -> None:
+        with self._telling:
+            teller, self._teller = self._teller, None
+        if teller is not None:
+            _close_quietly(teller[0], teller[1], dead=False)
+
     def _readable(self) -> None:
         pgconn = self._driver.pgconn
-        foreign = False
+        told = False
         try:
             pgconn.consume_input()
-            while (notice := pgconn.notifies()) is not None:
+            while pgconn.notifies() is not None:
                 self.written += 1
-                foreign = foreign or notice.be_pid not in self._own
+                told = True
         except Exception as exc:  # noqa: BLE001 - the relay's poll still finds the rows; it listens again later
             # A handled condition (every PostgreSQL restart ends the LISTEN): one line, no traceback.
             logger.warning("outbox notifications lost (%s: %s); the relay reads at each poll until it listens again",
                            type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")  # fmt: skip
             self._close(dead=True)
             return
-        if foreign and self._told is not None:
+        if told and self._told is not None:
             self._told()
 
     async def stop(self) -> None:
         self._close()
 
     def _close(self, dead: bool = False) -> None:
-        """`dead`: the server ended the connection. It is then closed without the pool's reset (a rollback on a
-        dead connection, which SQLAlchemy logs as an ERROR with a traceback after every PostgreSQL restart)."""
         pooled, self._pooled = self._pooled, None
         if pooled is None:
             return
         if self._loop is not None:
             self._loop.remove_reader(self._fd)
         driver, self._driver, self._told = self._driver, None, None
-        try:
-            if dead:
-                driver.close()  # the socket; then the fairy forgets it, with no I/O (detached: no pool record)
-                pooled.invalidate()
-            else:
-                pooled.close()  # detached: closed, not returned
-        except Exception:  # noqa: BLE001
-            logger.debug("could not close the outbox notifications' connection", exc_info=True)
+        _close_quietly(pooled, driver, dead)
+
+
+def _close_quietly(pooled: Any, driver: Any, dead: bool) -> None:
+    """A detached connection closed. `dead`: the server ended it (or may have); it is then closed without the
+    pool's reset (a rollback on a dead connection, which SQLAlchemy logs as an ERROR with a traceback after
+    every PostgreSQL restart)."""
+    try:
+        if dead:
+            driver.close()  # the socket; then the fairy forgets it, with no I/O (detached: no pool record)
+            pooled.invalidate()
+        else:
+            pooled.close()  # detached: closed, not returned
+    except Exception:  # noqa: BLE001
+        logger.debug("could not close an outbox notifications' connection", exc_info=True)

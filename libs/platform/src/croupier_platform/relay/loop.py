@@ -27,10 +27,13 @@ class RelayLoop(LeaderLoop):
 
     Commits are told through `committed()` (from any thread): the commits of `gather_s` after the first
     go out in one pass (0: at the loop's next turn). Where other processes write the outbox too
-    (PostgreSQL: `Outbox.notifications`), the leader listens for their commits and they are told the same
-    way, so a replica's rows go out within that window, in the same passes as the leader's own; and its
-    safety poll reads only when a commit was told since the last read, or the marks of the last pass wait
-    for a read to write them, or `SAFETY_READ_S` passed.
+    (PostgreSQL: `Outbox.notifications`), a loop that does not lead tells the leader instead, once for
+    the window's commits, after them (no writer's transaction notifies); the leader listens and gathers
+    what it hears the same way, so another replica's rows go out within its window and the leader's, in the
+    same passes as the leader's own. Its safety poll reads only when a commit was told or counted since the
+    last read, or the marks of the last pass wait for a read to write them, or `SAFETY_READ_S` passed:
+    what a process committed without telling (killed between its commit and its tell, or with no relay
+    loop: a command-line tool) goes out within that and a poll interval.
 
     A pass runs only while the loop leads its outbox (see `Leadership`); a loop that does not lead
     sleeps its poll interval and tries again. One pass at a time: `drain()` waits for the loop's.
@@ -59,7 +62,7 @@ class RelayLoop(LeaderLoop):
         self._pass_lock = asyncio.Lock()
         self._gather_s = gather_s
         self._gathered: GatheredWakes | None = None
-        self._others = others_commits(relay.notifications())
+        self._others = others_commits(relay.notifications(), relay.blocking)
 
     @property
     def counts(self) -> RelayCounts:
@@ -72,13 +75,19 @@ class RelayLoop(LeaderLoop):
 
     def start(self) -> None:
         if self._gathered is None:
-            self._gathered = GatheredWakes(asyncio.get_running_loop(), self.wake, self._gather_s)
+            self._gathered = GatheredWakes(asyncio.get_running_loop(), self._commits_gathered, self._gather_s)
         super().start()
 
     def committed(self) -> None:
         """Rows were committed to the outbox (callable from any thread): a pass within `gather_s`."""
         if self._gathered is not None:
             self._gathered()
+
+    def _commits_gathered(self) -> None:
+        """The window's commits (this process's; at the leader, also those its LISTEN heard): a pass if this
+        loop leads (or its process is the outbox's one writer), else one tell to the leader for them all."""
+        if self._others.own_commits(self.leading, self.name):
+            self.wake()
 
     async def run_once(self) -> int | None:
         """Publish what committed, if this loop leads: None when another process leads, else how
@@ -100,6 +109,8 @@ class RelayLoop(LeaderLoop):
                 self._relay.forget()  # another relay published meanwhile: read before trusting the hand-off
             if not self.leading:
                 await self._others.stop_listening()  # commits are the leader's to hear
+                if was_leading and self.woken_pass:
+                    self._others.own_commits(False, self.name)  # the lead was lost: the new leader is told
                 return None
             if not self.stopping:
                 await self._others.listen(self.committed, self.name)
@@ -118,8 +129,8 @@ class RelayLoop(LeaderLoop):
         else the leader will). Then give the leadership up, so another replica takes over."""
         await self._halt()
         await self._others.stop_listening()
-        if self._gathered is not None:
-            self._gathered.cancel()
+        if self._gathered is not None and self._gathered.cancel() and not self.leading:
+            self._others.own_commits(False, self.name)  # the window's commits, told before the loop ends
         try:
             if drain:
                 try:
@@ -132,4 +143,5 @@ class RelayLoop(LeaderLoop):
                 logger.warning("%s: marks of published rows not written at stop", self.name, exc_info=True)
         finally:
             await self._step_down()
+            await self._others.close()
             logger.info("%s stopped: %s", self.name, self.counts)

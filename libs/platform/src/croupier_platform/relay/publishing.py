@@ -54,7 +54,8 @@ class OutboxRelay:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-relay")
         self.counts = RelayCounts()
 
-    async def _blocking(self, call: Callable[..., object], *args: object) -> object:
+    async def blocking(self, call: Callable[..., object], *args: object) -> object:
+        """`call(*args)` in the relay's own thread (its reads and marks; a non-leader's tells to the leader)."""
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, call, *args)
 
@@ -62,7 +63,7 @@ class OutboxRelay:
         """Publish one batch read from the outbox, in order, and return how many went out; a publish
         error propagates after the messages before it are marked, and leaves the rest pending."""
         self.counts.reads += 1
-        messages: list[OutboxMessage] = await self._blocking(self._outbox.pending, self._batch_size)  # type: ignore[assignment]
+        messages: list[OutboxMessage] = await self.blocking(self._outbox.pending, self._batch_size)  # type: ignore[assignment]
         if messages:
             self._read_through = max(self._read_through, messages[-1].id)
         return await self._publish(messages)
@@ -118,7 +119,7 @@ class OutboxRelay:
 
     async def flush_marks(self) -> None:
         """Write the marks the outbox deferred (a stop: else their rows go out again after a restart)."""
-        await self._blocking(self._outbox.flush_marks)
+        await self.blocking(self._outbox.flush_marks)
 
     def forget(self) -> None:
         """Read the outbox before trusting the hand-off again (the lead was lost: another relay published)."""

@@ -1,15 +1,17 @@
 """What wakes a relay loop besides its poll: the commits of its own process (`GatheredWakes`, every
-backend), and, where other processes write the outbox too, theirs, told by the outbox's
-`CommitNotifications` and heard by the leader (`ListenedCommits`: PostgreSQL's LISTEN/NOTIFY). An
-outbox this process alone writes (SQLite, in memory) has nothing to listen to (`OneWriterCommits`):
-its commits are all its own, and a poll always reads.
+backend), and, where other processes write the outbox too, theirs: each process whose relay does not lead
+tells the leader once for its window's commits, after them, through the outbox's `CommitNotifications`,
+and the leader hears it (`ListenedCommits`: PostgreSQL's LISTEN/NOTIFY). An outbox this process alone
+writes (SQLite, in memory) has nothing to tell or listen to (`OneWriterCommits`): its commits are all
+its own, and a poll always reads.
 """
 
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from croupier_platform.logs import RateLimitedLog
 from croupier_platform.outbox import CommitNotifications
 
 # While commits are told (`Outbox.notifications`), the safety poll reads the outbox only when a commit
@@ -17,6 +19,9 @@ from croupier_platform.outbox import CommitNotifications
 SAFETY_READ_S = 10.0
 # A LISTEN that failed is tried again after this (meanwhile the poll reads, as without).
 LISTEN_RETRY_S = 5.0
+
+# Runs a blocking call off the event loop (the relay's own thread: `OutboxRelay.blocking`).
+Blocking = Callable[[Callable[[], None]], Awaitable[object]]
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +56,14 @@ class GatheredWakes:
         self._armed = False  # before the wake: a commit from here on arms the next
         self._wake()
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
+        """No more wakes; True if commits were told that a wake had not answered yet."""
+        armed = self._armed
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._armed = False
+        return armed
 
 
 class OthersCommits(ABC):
@@ -84,9 +92,20 @@ class OthersCommits(ABC):
     def poll_may_skip(self, marks_deferred: bool) -> bool:
         """Whether the safety poll may leave the outbox unread: nothing told since the last read."""
 
+    @abstractmethod
+    def own_commits(self, leading: bool, name: str) -> bool:
+        """This process committed rows (its relay's gathering window closed): True when the relay is to run
+        a pass for them (it leads, or is the outbox's one writer); False when the leader was told instead."""
+
+    async def close(self) -> None:
+        """The loop stops: a tell under way ends, and what telling holds is let go."""
+
 
 class OneWriterCommits(OthersCommits):
     """An outbox this process alone writes (SQLite, in memory): no other commits to hear; a poll reads."""
+
+    def own_commits(self, leading: bool, name: str) -> bool:
+        return True
 
     async def listen(self, told: Callable[[], None], name: str) -> None:
         return None
@@ -106,15 +125,49 @@ class OneWriterCommits(OthersCommits):
 
 class ListenedCommits(OthersCommits):
     """A shared outbox (PostgreSQL): the leader listens for the others' commits (a LISTEN that fails is
-    tried again `LISTEN_RETRY_S` later; the poll reads meanwhile); its safety poll reads only when a
-    commit was told since the last read, or the marks of the last pass wait for a read to write them,
-    or `SAFETY_READ_S` passed."""
+    tried again `LISTEN_RETRY_S` later; the poll reads meanwhile) and counts its own process's; a process
+    that does not lead tells the leader of its own (`tell_leader`, in `blocking`'s thread: one at a time,
+    the commits told meanwhile in one more). The leader's safety poll reads only when a commit was told or
+    counted since the last read, or the marks of the last pass wait for a read to write them, or
+    `SAFETY_READ_S` passed: a tell lost (a process killed after its commit) costs at most that and a poll."""
 
-    def __init__(self, notifications: CommitNotifications) -> None:
+    def __init__(self, notifications: CommitNotifications, blocking: Blocking) -> None:
         self.notifications = notifications
+        self._blocking = blocking
         self._listen_after = 0.0  # the loop's time before which a failed LISTEN is not tried again
-        self._read_written: int | None = None  # the notifications' count when the last read that succeeded began
+        self._read_written: int | None = None  # what was told or counted when the last read that succeeded began
         self._read_at = 0.0
+        self._own = 0  # this process's commits, counted while leading
+        self._telling: asyncio.Task[None] | None = None
+        self._tell_again = False
+        self._tell_failures = RateLimitedLog(logger, LISTEN_RETRY_S * 6)
+
+    def own_commits(self, leading: bool, name: str) -> bool:
+        if leading:
+            self._own += 1
+            return True
+        if self._telling is not None and not self._telling.done():
+            self._tell_again = True  # the tell under way may have left before these commits ended
+        else:
+            self._telling = asyncio.get_running_loop().create_task(self._tell(name), name=f"{name}-tell-leader")
+        return False
+
+    async def _tell(self, name: str) -> None:
+        while True:
+            self._tell_again = False
+            try:
+                await self._blocking(self.notifications.tell_leader)
+            except Exception as error:  # noqa: BLE001 - the leader's safety read finds the rows
+                self._tell_failures.warning("tell", "%s: could not tell the leader of this replica's commits (%s: %s); "
+                                            "it reads them at its safety poll", name, type(error).__name__, error)  # fmt: skip
+                return
+            if not self._tell_again:
+                return
+
+    async def close(self) -> None:
+        if self._telling is not None:
+            await asyncio.wait([self._telling])
+        await self._blocking(self.notifications.close)
 
     async def listen(self, told: Callable[[], None], name: str) -> None:
         notifications = self.notifications
@@ -131,9 +184,12 @@ class ListenedCommits(OthersCommits):
         assert self.notifications is not None
         await self.notifications.stop()
 
-    def read_begins(self) -> object:
+    def _told(self) -> int:
         assert self.notifications is not None
-        return self.notifications.written
+        return self.notifications.written + self._own
+
+    def read_begins(self) -> object:
+        return self._told()
 
     def read_succeeded(self, begun: object) -> None:
         self._read_written = begun  # type: ignore[assignment]
@@ -144,12 +200,12 @@ class ListenedCommits(OthersCommits):
         assert notifications is not None
         return (
             notifications.listening
-            and notifications.written == self._read_written
+            and self._told() == self._read_written
             and not marks_deferred  # the read writes them: a lead lost before would mean duplicates
             and asyncio.get_running_loop().time() - self._read_at < SAFETY_READ_S
         )
 
 
-def others_commits(notifications: CommitNotifications | None) -> OthersCommits:
+def others_commits(notifications: CommitNotifications | None, blocking: Blocking) -> OthersCommits:
     """The outbox's (`Outbox.notifications`): None means this process is its one writer."""
-    return OneWriterCommits() if notifications is None else ListenedCommits(notifications)
+    return OneWriterCommits() if notifications is None else ListenedCommits(notifications, blocking)
