@@ -127,8 +127,9 @@ async def run_level(stack: ServiceProcesses, players_n: int, seconds: float, war
     commands that complete inside it."""
     authority = TokenAuthority(stack.secret)
     options = [("grpc.use_local_subchannel_pool", 1)]
-    # A few channels (HTTP/2 connections) so 64 streams do not all queue on one connection.
-    n_channels = max(1, min(8, players_n // 8))
+    # A few channels (HTTP/2 connections) so 64 streams do not all queue on one connection, and at least one
+    # a game replica (at 8 players one channel left the second replica idle).
+    n_channels = min(players_n, max(stack.replicas("game"), min(8, players_n // 8)))
     # Players spread over the game's replicas, as a load balancer in front of them would.
     game_channels = [grpc.aio.insecure_channel(stack.target("game", i % stack.replicas("game")), options=options)
                      for i in range(n_channels)]
