@@ -4,6 +4,7 @@ of an OK call, a domain error, a refused token, a bug and a stream), the gauges'
 
 import asyncio
 import urllib.request
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -24,12 +25,14 @@ SECRET = b"metrics-tests-secret-0123456789abcdef0123"
 SERVICE = "test.Edge"
 
 
-_ports: dict[int, int] = {}  # each Metrics' endpoint, served once however often a test scrapes it
+# Each Metrics' endpoint, served once however often a test scrapes it. Keyed by the object, weakly: keyed by
+# id(), a later test's Metrics given a collected one's id found that one's port, its server gone (refused).
+_ports: "weakref.WeakKeyDictionary[Metrics, int]" = weakref.WeakKeyDictionary()
 
 
 def samples(metrics: Metrics) -> list[tuple[str, dict[str, str], float]]:
     """Every sample as Prometheus scrapes it from the endpoint: (name, labels, value)."""
-    port = _ports.get(id(metrics)) or _ports.setdefault(id(metrics), metrics.serve("127.0.0.1", 0))
+    port = _ports.get(metrics) or _ports.setdefault(metrics, metrics.serve("127.0.0.1", 0))
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
     return [(s.name, s.labels, s.value) for family in text_string_to_metric_families(text) for s in family.samples]
